@@ -1,0 +1,35 @@
+# The two commands of the README: `make train` and `make test`. Both create .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PKGS := protocol sandbox instrument bench learner actors
+PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
+# CPU machines get the CPU torch wheel; an unpinned torch would pull a multi-GB CUDA build.
+# GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: install train test test-fast wheels clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: $(PYPROJECTS)
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH_SPEC)
+	$(BIN)/pip install -q -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev]'
+	touch $@
+
+train: install
+	$(BIN)/mlerl train $(ARGS)
+
+test: install
+	$(BIN)/python -m pytest -m "not gpu" $(ARGS)
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not gpu and not docker and not vllm and not slow" $(ARGS)
+
+wheels:
+	bash scripts/check_wheels.sh
+
+clean:
+	rm -rf $(VENV) dist build

@@ -1,0 +1,66 @@
+"""Helpers for the typed configuration dataclasses every package defines.
+
+Each package owns one frozen-free dataclass per component (``SandboxConfig``, ``LearnerConfig``
+...), documents every field, and validates ranges in ``__post_init__`` with :func:`check`. The
+``mlerl`` meta-package registers them with Hydra's ConfigStore; processes started by
+``mlerl train`` load their section with :func:`load_section`. A bad value fails at start-up
+with :class:`ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid. ``key`` is the dotted path when known."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+        self.message = message
+
+    def under(self, prefix: str) -> ConfigError:
+        """The same error with ``prefix.`` prepended to its key."""
+        return ConfigError(f"{prefix}.{self.key}" if prefix else self.key, self.message)
+
+
+def check(condition: bool, key: str, message: str) -> None:
+    """Raise :class:`ConfigError` for ``key`` unless ``condition`` holds."""
+    if not condition:
+        raise ConfigError(key, message)
+
+
+def to_object(cls: type[T], cfg: Any, prefix: str = "") -> T:
+    """Turn an OmegaConf node (or dict) into dataclass ``cls``, validating types and ranges.
+
+    Type errors come from OmegaConf with the full key; range errors from ``__post_init__`` are
+    re-raised with ``prefix`` so the message names the key as the user wrote it.
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        schema = OmegaConf.structured(cls)
+        merged = OmegaConf.merge(schema, cfg if cfg is not None else {})
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+    except ConfigError as exc:
+        raise exc.under(prefix) from None
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "?"
+        key = f"{prefix}.{key}" if prefix and key != "?" else key
+        raise ConfigError(key, str(exc).splitlines()[0]) from None
+
+
+def load_section(cls: type[T], path: str | Path, section: str) -> T:
+    """Load ``section`` of a resolved YAML config file written by ``mlerl train``."""
+    from omegaconf import OmegaConf
+
+    root = OmegaConf.load(path)
+    node = OmegaConf.select(root, section) if section else root
+    if node is None:
+        raise ConfigError(section, f"missing from {path}")
+    return to_object(cls, node, prefix=section)

@@ -1,0 +1,5 @@
+import sys
+
+from mlerl.cli import main
+
+sys.exit(main())
