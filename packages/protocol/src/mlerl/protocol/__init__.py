@@ -1,4 +1,13 @@
-"""mlerl.protocol: the wire format, transport and small shared interfaces of mlerl."""
+"""mlerl.protocol: the wire format, transport and small shared interfaces of mlerl.
+
+- messages (``Sample``, ``WeightUpdate``, ``Ack``, ``Heartbeat``; ``encode``/``decode``),
+- the reliable sample stream (``SampleSender`` -> ``SampleReceiver``: acked, resent, deduped,
+  in per-actor order) and weight announcements (``WeightBroadcaster`` -> ``WeightSubscriber``),
+- metrics sinks (``MetricsSink``: W&B, JSON lines, console),
+- config helpers and the ``InferenceEngine`` interface.
+
+See ``docs/protocol.md``. Imports no torch.
+"""
 
 from mlerl.protocol._config import ConfigError, check, load_section, to_object
 from mlerl.protocol._engine import ChatMessage, Completion, InferenceEngine, SamplingParams
@@ -16,6 +25,10 @@ from mlerl.protocol._messages import (
     decode,
     encode,
 )
+from mlerl.protocol._metrics import ConsoleSink, JsonlSink, MetricsSink, MultiSink, WandbSink
+from mlerl.protocol._transport import SampleReceiver, SampleSender
+from mlerl.protocol._transport_config import TransportConfig
+from mlerl.protocol._weights import WeightBroadcaster, WeightSubscriber
 
 __version__ = "0.1.0"
 
@@ -23,21 +36,31 @@ __all__ = [
     "SCHEMA_VERSION",
     "Ack",
     "ChatMessage",
-    "ConfigError",
     "check",
-    "load_section",
-    "to_object",
     "Completion",
+    "ConfigError",
+    "ConsoleSink",
+    "decode",
+    "encode",
     "ExecStatus",
     "Heartbeat",
     "InferenceEngine",
+    "JsonlSink",
+    "load_section",
     "Message",
+    "MetricsSink",
+    "MultiSink",
     "ParseStatus",
     "PromptKind",
     "ProtocolError",
     "Sample",
+    "SampleReceiver",
+    "SampleSender",
     "SamplingParams",
+    "to_object",
+    "TransportConfig",
+    "WandbSink",
+    "WeightBroadcaster",
+    "WeightSubscriber",
     "WeightUpdate",
-    "decode",
-    "encode",
 ]

@@ -159,7 +159,11 @@ class WeightUpdate(_Message, tag="weights", kw_only=True):
 
 
 class Ack(_Message, tag="ack", kw_only=True):
-    """The receiver has durably stored the sample ``(actor_id, seq)``."""
+    """The receiver has durably stored ``(actor_id, seq)`` and every earlier seq of that actor.
+
+    Acks are cumulative: the receiver stores each actor's samples in seq order, so one ack
+    covers all seqs <= ``seq`` and a lost ack is made good by any later one.
+    """
 
     actor_id: str
     seq: int

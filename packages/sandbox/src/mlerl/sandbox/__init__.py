@@ -1,5 +1,31 @@
-"""mlerl.sandbox."""
+"""mlerl.sandbox: run untrusted generated programs with limits, in Docker or locally.
+
+``make_sandbox(SandboxConfig(backend="local" | "docker"))`` gives a :class:`Sandbox`;
+``await sandbox.run(ExecutionRequest(program=...))`` gives an :class:`ExecutionResult`.
+What each backend isolates is stated in ``_local.py`` / ``_docker.py`` and docs/sandbox.md.
+"""
+
+from mlerl.sandbox._factory import make_sandbox, reap
+from mlerl.sandbox._types import (
+    CapturedOutput,
+    ExecutionRequest,
+    ExecutionResult,
+    Limits,
+    OutputCallback,
+    Sandbox,
+    SandboxConfig,
+)
 
 __version__ = "0.1.0"
 
-__all__: list[str] = []
+__all__ = [
+    "CapturedOutput",
+    "ExecutionRequest",
+    "ExecutionResult",
+    "Limits",
+    "OutputCallback",
+    "Sandbox",
+    "SandboxConfig",
+    "make_sandbox",
+    "reap",
+]

@@ -1,0 +1,98 @@
+"""``python -m mlerl.actors --config RUN_DIR/config.yaml --actor-id ID``: one actor process.
+
+Reads top to bottom: load config -> load tasks -> build engine, sandbox, pipeline, durable
+state -> connect the sample stream and the weight subscription -> run the actor until it has
+sent ``max_samples`` or gets SIGTERM/SIGINT -> flush unacked samples (bounded) -> close.
+Restarted after SIGKILL with the same id, it resends its persisted outbox and continues its
+sequence numbers (see ``mlerl.actors._state``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from mlerl.actors._actor import Actor
+from mlerl.actors._config import ActorsConfig
+from mlerl.actors._engines import make_engine
+from mlerl.actors._pipeline import real_pipeline
+from mlerl.actors._state import ActorState
+from mlerl.protocol import ConfigError, load_section
+
+log = logging.getLogger("mlerl.actors")
+
+
+def _optional_section(cls, path: Path, section: str):  # type: ignore[no-untyped-def]
+    try:
+        return load_section(cls, path, section)
+    except ConfigError as exc:
+        if exc.key == section and "missing" in exc.message:
+            return cls()
+        raise
+
+
+def _markers_mode(path: Path) -> str:
+    from omegaconf import OmegaConf
+
+    return str(OmegaConf.select(OmegaConf.load(path), "instrument.markers", default="secure"))
+
+
+async def run_actor(config_path: Path, actor_id: str) -> None:
+    from mlerl.bench import Registry
+    from mlerl.instrument import RewardConfig
+    from mlerl.protocol import SampleSender, WeightSubscriber
+    from mlerl.sandbox import SandboxConfig, make_sandbox
+
+    config = load_section(ActorsConfig, config_path, "actors")
+    sandbox_config = _optional_section(SandboxConfig, config_path, "sandbox")
+    reward_config = _optional_section(RewardConfig, config_path, "instrument.reward")
+    registry = Registry.load(config.tasks_dir or None, config.data_dir or None)
+    tasks = {task_id: registry.get(task_id) for task_id in config.task_ids}
+    state_root = Path(config.state_dir) if config.state_dir else config_path.parent / "actors"
+    state = ActorState(state_root / actor_id)
+    pipeline = real_pipeline(_markers_mode(config_path), reward_config, config.grade_timeout_s)
+    engine = make_engine(config)
+    sandbox = make_sandbox(sandbox_config)
+    try:
+        async with SampleSender(config.samples_address, actor_id) as sender:
+            sub = WeightSubscriber(config.weights_address, version=engine.policy_version)
+            actor = Actor(
+                actor_id, config, engine=engine, sandbox=sandbox, sender=sender, tasks=tasks,
+                pipeline=pipeline, state=state, weights=aiter(sub),
+            )  # fmt: skip
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, actor.stop)
+            try:
+                await actor.run()
+                await asyncio.wait_for(sender.flush(), timeout=30.0)
+            except TimeoutError:
+                log.warning("actor %s: %d samples still unacked at exit", actor_id, sender.unacked)
+            finally:
+                sub.close()
+                state.prune(sender.acked_seq)
+    finally:
+        await sandbox.close()
+        await engine.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mlerl.actors", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, type=Path, help="the run's resolved config.yaml")
+    parser.add_argument("--actor-id", required=True, help="unique, stable across restarts")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        asyncio.run(run_actor(args.config, args.actor_id))
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

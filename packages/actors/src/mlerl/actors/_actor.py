@@ -1,0 +1,346 @@
+"""The actor: generate -> parse -> instrument -> execute -> grade -> reward -> send, forever.
+
+One asyncio event loop, structured: every task lives in one ``TaskGroup``; the loop itself only
+obeys :class:`~mlerl.actors._admission.Admission` (which decides admit / execute / drop) and
+wakes on events (an action changed phase, a weight update landed, a staleness deadline).
+
+Guarantees:
+
+- Generation is batched: all actions admitted at once share one ``engine.generate`` call.
+- Every sample carries the policy version that generated it: weight updates and generations
+  are serialised by a :class:`VersionGate`, so the version read during a generation is exact.
+  Updates are applied between generations, never during one.
+- ``INFRA_ERROR`` executions are retried ``infra_retries`` times; then the action is counted in
+  ``stats["infra_failed"]`` and nothing is sent (no reward is ever made up for it).
+- Sent samples are exactly-once at the learner across SIGKILL (see :mod:`._state`).
+- Every sent sample has all fields filled: ids, behaviour log-probs, version, timestamps
+  (sampled <= exec started <= exec finished <= graded) and ``duration_s`` = the execution's
+  duration (0 when nothing ran).
+- A program's outcome never crashes the actor; an engine exception fails only its batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from mlerl.actors._admission import Admission, Verdict
+from mlerl.actors._config import ActorsConfig
+from mlerl.actors._gate import VersionGate
+from mlerl.actors._improve import ImprovementBuffer, Solution
+from mlerl.actors._parse import ParsedResponse, parse_response
+from mlerl.actors._pipeline import Graded, Pipeline
+from mlerl.actors._prompts import improve_prompt, scratch_prompt
+from mlerl.actors._state import ActorState, _atomic_write
+from mlerl.protocol import (
+    ChatMessage,
+    Completion,
+    ExecStatus,
+    InferenceEngine,
+    ParseStatus,
+    PromptKind,
+    Sample,
+    WeightUpdate,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Sender(Protocol):
+    """What the actor needs of :class:`mlerl.protocol.SampleSender`."""
+
+    acked_seq: int
+
+    async def send(self, sample: Sample) -> None: ...
+
+
+@dataclass
+class _Action:
+    task_id: str
+    kind: PromptKind
+    parent: Solution | None
+    messages: list[ChatMessage]
+    completion: Completion | None = None
+    parsed: ParsedResponse | None = None
+    version: int = -1
+    t_sampled: float = 0.0
+
+
+@dataclass
+class _Outcome:
+    status: ExecStatus
+    markers: list[str] = field(default_factory=list)
+    graded: Graded = field(default_factory=lambda: Graded(None, False))
+    t_started: float | None = None
+    t_finished: float | None = None
+    t_graded: float | None = None
+    duration_s: float = 0.0
+    output: str = ""
+
+
+class Actor:
+    def __init__(
+        self,
+        actor_id: str,
+        config: ActorsConfig,
+        *,
+        engine: InferenceEngine,
+        sandbox: Any,
+        sender: Sender,
+        tasks: Mapping[str, Any],
+        pipeline: Pipeline,
+        state: ActorState,
+        weights: AsyncIterator[WeightUpdate] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.actor_id, self.config = actor_id, config
+        self.engine, self.sandbox, self.sender = engine, sandbox, sender
+        self.tasks, self.pipeline, self.state = tasks, pipeline, state
+        self.weights, self.clock = weights, clock
+        missing = [t for t in config.task_ids if t not in tasks]
+        if missing:
+            raise KeyError(f"task_ids: unknown tasks {missing}")
+        self.admission = Admission(config.admission, version=engine.policy_version)
+        self.buffer = ImprovementBuffer(config.improvement)
+        self.rng = random.Random(f"{config.seed}:{actor_id}")
+        self.gate = VersionGate()
+        self.actions: dict[int, _Action] = {}
+        self.stats = {"generated": 0, "sent": 0, "dropped": 0, "infra_failed": 0, "engine_errors": 0}
+        self._wake = asyncio.Event()
+        self._done = asyncio.Event()
+        self._send_lock = asyncio.Lock()  # seqs must reach the sender in order
+
+    # ---- the loop -------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Resend the persisted outbox, then act until ``max_samples`` are sent or cancelled."""
+        for sample in self.state.pending():
+            await self.sender.send(sample)
+        async with asyncio.TaskGroup() as tg:
+            helpers = [tg.create_task(self._heartbeat())]
+            if self.weights is not None:
+                helpers.append(tg.create_task(self._follow_weights()))
+            work: set[asyncio.Task] = set()
+            try:
+                await self._schedule(tg, work)
+            finally:
+                for t in [*helpers, *work]:
+                    t.cancel()
+        self._write_heartbeat()
+
+    async def _schedule(self, tg: asyncio.TaskGroup, work: set[asyncio.Task]) -> None:
+        while not self._done.is_set():
+            self._wake.clear()
+            ids = self.admission.admit()
+            if ids:
+                self._spawn(tg, work, self._generate(ids))
+            for aid, verdict in self.admission.schedule(self.clock()):
+                if verdict is Verdict.EXECUTE:
+                    self._spawn(tg, work, self._execute(aid))
+                else:
+                    self._drop(aid, "stale before execution")
+            deadline = self.admission.next_deadline()
+            timeout = None if deadline is None else max(deadline - self.clock(), 0.0) + 0.01
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+
+    def _spawn(self, tg: asyncio.TaskGroup, work: set[asyncio.Task], coro: Any) -> None:
+        task = tg.create_task(coro)
+        work.add(task)
+        task.add_done_callback(work.discard)
+
+    def stop(self) -> None:
+        """Finish: the loop exits and in-flight actions are cancelled (nothing sent is lost)."""
+        self._done.set()
+        self._wake.set()
+
+    # ---- generation -----------------------------------------------------------------------
+    def _plan(self) -> _Action:
+        task_id = self.rng.choice(self.config.task_ids)
+        task = self.tasks[task_id]
+        kind, parent = self.buffer.choose(task_id, self.rng)
+        if parent is None:
+            messages = scratch_prompt(task, self.config.prompts)
+        else:
+            messages = improve_prompt(task, parent.plan, parent.code, parent.output, self.config.prompts)
+        return _Action(task_id, kind, parent, messages)
+
+    async def _generate(self, ids: list[int]) -> None:
+        planned = {aid: self._plan() for aid in ids}
+        params = self.config.sampling(seed=self.rng.randrange(2**31))
+        try:
+            async with self.gate.generating():
+                version = self.engine.policy_version
+                completions = await self.engine.generate([a.messages for a in planned.values()], params)
+        except Exception:
+            log.exception("actor %s: generation of %d actions failed", self.actor_id, len(ids))
+            self.stats["engine_errors"] += 1
+            for aid in ids:
+                self.admission.on_failed(aid)
+            self._wake.set()
+            return
+        now = self.clock()
+        for (aid, action), completion in zip(planned.items(), completions):
+            action.completion, action.version, action.t_sampled = completion, version, now
+            action.parsed = parse_response(completion.text, completion.finish_reason)
+            self.actions[aid] = action
+            self.admission.on_generated(aid, version, now)
+            self.stats["generated"] += 1
+        for aid in ids:
+            if self.actions[aid].parsed.status is not ParseStatus.OK:  # type: ignore[union-attr]
+                await self._finish(aid, _Outcome(ExecStatus.NOT_RUN))
+        self._wake.set()
+
+    # ---- execution ------------------------------------------------------------------------
+    async def _execute(self, aid: int) -> None:
+        action = self.actions[aid]
+        task = self.tasks[action.task_id]
+        try:
+            outcome = await self._run_with_retries(action.parsed.code, task)  # type: ignore[union-attr]
+        except Exception:
+            log.exception("actor %s: execution pipeline failed", self.actor_id)
+            outcome = _Outcome(ExecStatus.INFRA_ERROR)
+        if outcome.status is ExecStatus.INFRA_ERROR:
+            self.stats["infra_failed"] += 1
+            self.admission.on_failed(aid)
+            self.actions.pop(aid, None)
+            self._wake.set()
+            return
+        await self._finish(aid, outcome)
+
+    async def _run_with_retries(self, code: str, task: Any) -> _Outcome:
+        from mlerl.sandbox import ExecutionRequest, Limits
+
+        prepared = self.pipeline.prepare(code)
+        wall = self.config.exec_time_limit_s or float(task.time_limit_s)
+        limits = Limits(wall_time_s=wall, memory_mb=self.config.exec_memory_mb, cpus=self.config.exec_cpus)
+        request = ExecutionRequest(program=prepared.program, data_dir=task.public_dir, limits=limits)
+        for attempt in range(self.config.infra_retries + 1):
+            scanner = self.pipeline.scanner(prepared.nonce)
+
+            def on_output(stream: str, chunk: bytes, scanner: Any = scanner) -> None:
+                if stream == "stdout":
+                    scanner.feed(chunk)
+
+            result = await self.sandbox.run(request, on_output)
+            try:
+                if result.status is not ExecStatus.INFRA_ERROR:
+                    return await self._grade(result, scanner.close(), task, prepared.nonce)
+                log.warning("actor %s: infra error (attempt %d): %s", self.actor_id, attempt + 1, result.error)
+            finally:
+                for path in {Path(p).parent for p in result.files.values()}:
+                    shutil.rmtree(path, ignore_errors=True)
+        return _Outcome(ExecStatus.INFRA_ERROR)
+
+    async def _grade(self, result: Any, markers: list[str], task: Any, nonce: str | None) -> _Outcome:
+        graded = Graded(None, False, "no submission")
+        submission = result.files.get("submission.csv")
+        if result.status is ExecStatus.OK and submission is not None:
+            graded = await asyncio.to_thread(self.pipeline.grade, task, Path(submission))
+        output = self.pipeline.clean(result.stdout.text() + result.stderr.text(), nonce)
+        limit = self.config.output_tail_chars
+        return _Outcome(
+            status=result.status,
+            markers=markers,
+            graded=graded,
+            t_started=result.started_at,
+            t_finished=result.finished_at,
+            t_graded=self.clock(),
+            duration_s=max(float(result.duration_s), 0.0),
+            output=output[len(output) - limit :] if limit else "",
+        )
+
+    # ---- results --------------------------------------------------------------------------
+    async def _finish(self, aid: int, outcome: _Outcome) -> None:
+        action = self.actions.pop(aid)
+        task = self.tasks[action.task_id]
+        reward, parts = self.pipeline.reward(
+            outcome.markers, outcome.status, outcome.graded.score, outcome.graded.valid, task.lower_is_better
+        )
+        verdict = self.admission.on_finished(aid, self.clock())
+        parsed = action.parsed
+        assert parsed is not None and reward is not None
+        if verdict is Verdict.DROP:
+            self._remember(f"{self.actor_id}:x{aid}", action, outcome, reward)
+            self._drop(aid, "stale after execution")
+            return
+        async with self._send_lock:
+            sample = self._sample(action, outcome, reward, parts)
+            self.state.record(sample)
+            self._remember(sample.sample_id, action, outcome, reward)
+            await self.sender.send(sample)
+        self.stats["sent"] += 1
+        if self.config.max_samples and self.stats["sent"] >= self.config.max_samples:
+            self.stop()
+        self._wake.set()
+
+    def _remember(self, sample_id: str, action: _Action, outcome: _Outcome, reward: float) -> None:
+        parsed = action.parsed
+        assert parsed is not None
+        self.buffer.add(
+            Solution(sample_id, action.task_id, parsed.plan, parsed.code, outcome.output, reward,
+                     outcome.status, parsed.status, outcome.graded.score, action.version)
+        )  # fmt: skip
+
+    def _sample(self, action: _Action, out: _Outcome, reward: float, parts: dict) -> Sample:
+        c, parsed = action.completion, action.parsed
+        assert c is not None and parsed is not None
+        # Clamp against clock skew between the actor and the sandbox so the order holds.
+        t0 = action.t_sampled
+        t1 = None if out.t_started is None else max(out.t_started, t0)
+        t2 = None if out.t_finished is None else max(out.t_finished, t1 or t0)
+        t3 = None if out.t_graded is None else max(out.t_graded, t2 or t0)
+        seq = self.state.next_seq
+        return Sample(
+            sample_id=f"{self.actor_id}:{seq}", actor_id=self.actor_id, seq=seq,
+            task_id=action.task_id, prompt_kind=action.kind,
+            parent_id=action.parent.sample_id if action.parent else None,
+            prompt_ids=list(c.prompt_ids), response_ids=list(c.token_ids),
+            behaviour_logprobs=list(c.logprobs), policy_version=action.version,
+            t_sampled=t0, t_exec_started=t1, t_exec_finished=t2, t_graded=t3,
+            duration_s=out.duration_s, parse_status=parsed.status, exec_status=out.status,
+            markers=list(out.markers), score=out.graded.score, valid_submission=out.graded.valid,
+            reward=float(reward), reward_parts=parts, code=parsed.code, output_tail=out.output,
+        )  # fmt: skip
+
+    def _drop(self, aid: int, why: str) -> None:
+        self.actions.pop(aid, None)
+        self.stats["dropped"] += 1
+        log.info("actor %s: dropped action %d (%s)", self.actor_id, aid, why)
+
+    # ---- helpers --------------------------------------------------------------------------
+    async def _follow_weights(self) -> None:
+        assert self.weights is not None
+        async for update in self.weights:
+            try:
+                async with self.gate.updating():
+                    await self.engine.update_weights(update)
+            except Exception:
+                log.exception("actor %s: weight update %d rejected", self.actor_id, update.version)
+                continue
+            self.admission.on_version(self.engine.policy_version)
+            self._wake.set()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            self._write_heartbeat()
+            await asyncio.sleep(self.config.heartbeat_s)
+
+    def _write_heartbeat(self) -> None:
+        self.state.prune(self.sender.acked_seq)
+        beat = {
+            "actor_id": self.actor_id, "t": self.clock(), "policy_version": self.engine.policy_version,
+            "next_seq": self.state.next_seq, "acked_seq": self.state.acked_seq,
+            "alive_actions": self.admission.alive, **self.stats, **self.admission.stats,
+        }  # fmt: skip
+        _atomic_write(self.state.dir / "heartbeat.json", json.dumps(beat).encode())

@@ -1,0 +1,116 @@
+"""``ActorsConfig``: everything one actor process needs, one documented field at a time.
+
+The run config's ``actors`` section. The ``mlerl`` meta-package fills the fields shared with
+other sections (model path, task ids, addresses) by interpolation in ``conf/actors/*.yaml``;
+the sandbox and reward settings are read from the run config's ``sandbox`` and
+``instrument`` sections (their owners' dataclasses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlerl.actors._admission import AdmissionConfig
+from mlerl.actors._improve import ImprovementConfig
+from mlerl.actors._prompts import PromptConfig
+from mlerl.protocol import SamplingParams, check
+
+
+@dataclass
+class ActorsConfig:
+    engine: str = "hf"
+    """Policy engine: ``hf`` (transformers), ``vllm`` (in-process AsyncLLM; its own venv) or
+    ``openai`` (an OpenAI-compatible server; fixed weights, for baselines/evaluation)."""
+    model_path: str = ""
+    """HF model directory of the initial policy (``hf``/``vllm``); set from ``model.path``."""
+    device: str = "cpu"
+    """``hf``: torch device (``cpu``, ``cuda``, ``cuda:1``)."""
+    dtype: str = "float32"
+    """``hf``/``vllm`` weights dtype: ``float32``, ``bfloat16``, ``float16`` or ``auto``."""
+    max_batch_size: int = 16
+    """``hf``: most sequences generated together."""
+    max_model_len: int = 2048
+    """``vllm``: context length (prompt + response)."""
+    gpu_memory_utilization: float = 0.3
+    """``vllm``: memory fraction for weights + KV cache (on CPU, of NUMA node 0's memory)."""
+    base_url: str = ""
+    """``openai``: server URL ending in ``/v1``."""
+    served_model: str = ""
+    """``openai``: the ``model`` field of requests."""
+    task_ids: list[str] = field(default_factory=lambda: ["standin-cancer-auc-tiny"])
+    """Tasks to act on, drawn uniformly per action."""
+    data_dir: str = ""
+    """Prepared task data root (MLE-bench layout); empty: mlerl.bench's default."""
+    tasks_dir: str = ""
+    """Extra task-spec directories; empty: only the built-in ones."""
+    samples_address: str = "tcp://127.0.0.1:5555"
+    """Where samples go (the learner's receiver)."""
+    weights_address: str = "tcp://127.0.0.1:5556"
+    """Where weight updates come from (the learner's publisher)."""
+    state_dir: str = ""
+    """Durable per-actor state (seq, outbox, heartbeat) goes to ``state_dir/<actor id>``;
+    empty: ``<run dir>/actors`` where the run dir holds the config file."""
+    max_new_tokens: int = 1024
+    """Response length limit (paper: 1024)."""
+    temperature: float = 0.7
+    """Sampling temperature (paper: 0.7); behaviour log-probs are under ``logits / T``."""
+    top_p: float = 1.0
+    """Nucleus sampling (paper: 1, off)."""
+    top_k: int = -1
+    """Top-k sampling (paper: -1, off)."""
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
+    """In-flight executions, oversampling m and staleness bounds."""
+    improvement: ImprovementConfig = field(default_factory=ImprovementConfig)
+    """Self-improvement prompts (paper: 50/50 scratch/improve)."""
+    prompts: PromptConfig = field(default_factory=PromptConfig)
+    """Prompt sizes."""
+    exec_time_limit_s: float = 0.0
+    """Wall-clock limit of one execution; 0: the task's own ``time_limit_s``."""
+    exec_memory_mb: int = 4096
+    """Memory limit of one execution."""
+    exec_cpus: float = 1.0
+    """CPU share of one execution."""
+    infra_retries: int = 2
+    """Re-runs of an execution that failed for the harness's reasons (INFRA_ERROR); after
+    that the action is reported in the heartbeat counters and never rewarded."""
+    grade_timeout_s: float = 120.0
+    """Grading runs in a child process killed after this long (the submission is invalid)."""
+    output_tail_chars: int = 4000
+    """End of the program's output kept in the sample and shown in IMPROVE prompts."""
+    max_samples: int = 0
+    """Stop after sending this many samples (0: until stopped)."""
+    heartbeat_s: float = 5.0
+    """How often ``heartbeat.json`` is rewritten and acknowledged outbox entries pruned."""
+    seed: int = 0
+    """Seeds task and prompt choice and sampling (combined with the actor id)."""
+
+    def __post_init__(self) -> None:
+        check(self.engine in ("hf", "vllm", "openai"), "engine", "must be 'hf', 'vllm' or 'openai'")
+        check(self.engine != "openai" or bool(self.base_url), "base_url", "required for engine 'openai'")
+        check(self.dtype in ("float32", "bfloat16", "float16", "auto"), "dtype",
+              "must be float32, bfloat16, float16 or auto")
+        check(self.max_batch_size >= 1, "max_batch_size", "must be >= 1")
+        check(self.max_model_len >= 16, "max_model_len", "must be >= 16")
+        check(0 < self.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]")
+        check(len(self.task_ids) > 0, "task_ids", "must name at least one task")
+        check(self.max_new_tokens >= 1, "max_new_tokens", "must be >= 1")
+        check(self.temperature >= 0, "temperature", "must be >= 0")
+        check(0 < self.top_p <= 1, "top_p", "must be in (0, 1]")
+        check(self.top_k == -1 or self.top_k >= 1, "top_k", "must be -1 (off) or >= 1")
+        check(self.exec_time_limit_s >= 0, "exec_time_limit_s", "must be >= 0")
+        check(self.exec_memory_mb >= 16, "exec_memory_mb", "must be >= 16")
+        check(self.exec_cpus > 0, "exec_cpus", "must be > 0")
+        check(self.infra_retries >= 0, "infra_retries", "must be >= 0")
+        check(self.grade_timeout_s > 0, "grade_timeout_s", "must be > 0")
+        check(self.output_tail_chars >= 0, "output_tail_chars", "must be >= 0")
+        check(self.max_samples >= 0, "max_samples", "must be >= 0")
+        check(self.heartbeat_s > 0, "heartbeat_s", "must be > 0")
+
+    def sampling(self, seed: int | None = None) -> SamplingParams:
+        return SamplingParams(
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            seed=seed,
+        )

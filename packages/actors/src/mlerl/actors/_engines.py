@@ -1,0 +1,31 @@
+"""``make_engine(ActorsConfig)``: the one place that maps the ``engine`` field to a class."""
+
+from __future__ import annotations
+
+from mlerl.actors._config import ActorsConfig
+from mlerl.protocol import ConfigError, InferenceEngine
+
+
+def make_engine(config: ActorsConfig) -> InferenceEngine:
+    if config.engine in ("hf", "vllm") and not config.model_path:
+        raise ConfigError("actors.model_path", f"required for engine {config.engine!r}")
+    match config.engine:
+        case "hf":
+            from mlerl.actors._hf import HFEngine
+
+            return HFEngine(
+                config.model_path, device=config.device, dtype=config.dtype,
+                max_batch_size=config.max_batch_size,
+            )  # fmt: skip
+        case "vllm":
+            from mlerl.actors._vllm import VLLMEngine
+
+            return VLLMEngine(
+                config.model_path, dtype=config.dtype, max_model_len=config.max_model_len,
+                gpu_memory_utilization=config.gpu_memory_utilization, seed=config.seed,
+            )  # fmt: skip
+        case "openai":
+            from mlerl.actors._openai import OpenAIEngine
+
+            return OpenAIEngine(config.base_url, config.served_model)
+    raise ConfigError("actors.engine", f"unknown engine {config.engine!r}")

@@ -1,0 +1,103 @@
+"""The self-improvement buffer (paper section 3.3): earlier solutions to revise. Pure, no I/O.
+
+Per task it keeps the ``recent`` most recent and the ``best`` highest-reward eligible solutions
+(deduplicated by ``sample_id``). :meth:`ImprovementBuffer.choose` draws the prompt kind: with
+probability ``improve_prob`` (the paper's 50/50) an IMPROVE prompt with a parent drawn uniformly
+from the union of both lists, otherwise (or when the task has no eligible solution) SCRATCH.
+
+Eligible parents: by default only solutions that parsed and ran to completion (exec OK), since
+the paper found small models poor at self-debugging from failed runs; ``include_failures``
+admits failed runs too. Infra failures and unparsable responses are never eligible (there is
+no program, or its output says nothing about the program).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from mlerl.protocol import ExecStatus, ParseStatus, PromptKind, check
+
+
+@dataclass(frozen=True)
+class Solution:
+    sample_id: str
+    task_id: str
+    plan: str
+    code: str
+    output: str
+    """End of the terminal output (markers cleaned), as an IMPROVE prompt shows it."""
+    reward: float
+    exec_status: ExecStatus
+    parse_status: ParseStatus = ParseStatus.OK
+    score: float | None = None
+    policy_version: int = 0
+
+
+@dataclass
+class ImprovementConfig:
+    improve_prob: float = 0.5
+    """Probability of an IMPROVE prompt when the task has an eligible parent (paper: 0.5)."""
+    recent: int = 8
+    """Most recent eligible solutions kept per task."""
+    best: int = 4
+    """Highest-reward eligible solutions kept per task."""
+    include_failures: bool = False
+    """Also revise programs that failed (error, timeout, OOM); the paper found this unhelpful."""
+
+    def __post_init__(self) -> None:
+        check(0.0 <= self.improve_prob <= 1.0, "improve_prob", "must be in [0, 1]")
+        check(self.recent >= 0 and self.best >= 0, "recent", "recent and best must be >= 0")
+
+
+@dataclass
+class _TaskSolutions:
+    recent: list[Solution] = field(default_factory=list)
+    best: list[Solution] = field(default_factory=list)
+
+
+class ImprovementBuffer:
+    def __init__(self, config: ImprovementConfig | None = None) -> None:
+        self.config = config or ImprovementConfig()
+        self._tasks: dict[str, _TaskSolutions] = {}
+
+    def eligible(self, s: Solution) -> bool:
+        if s.parse_status is not ParseStatus.OK or s.exec_status in (
+            ExecStatus.INFRA_ERROR,
+            ExecStatus.NOT_RUN,
+        ):
+            return False
+        return s.exec_status is ExecStatus.OK or self.config.include_failures
+
+    def add(self, s: Solution) -> bool:
+        """Record ``s``; True if it was eligible and kept."""
+        if not self.eligible(s):
+            return False
+        entry = self._tasks.setdefault(s.task_id, _TaskSolutions())
+        entry.recent = [x for x in entry.recent if x.sample_id != s.sample_id] + [s]
+        entry.recent = entry.recent[len(entry.recent) - self.config.recent :] if self.config.recent else []
+        ranked = sorted(
+            [x for x in entry.best if x.sample_id != s.sample_id] + [s], key=lambda x: -x.reward
+        )
+        entry.best = ranked[: self.config.best]
+        return True
+
+    def candidates(self, task_id: str) -> list[Solution]:
+        entry = self._tasks.get(task_id)
+        if entry is None:
+            return []
+        seen: dict[str, Solution] = {}
+        for s in entry.best + entry.recent:
+            seen.setdefault(s.sample_id, s)
+        return list(seen.values())
+
+    def choose(self, task_id: str, rng: random.Random) -> tuple[PromptKind, Solution | None]:
+        """The prompt kind for the next action on ``task_id`` and, for IMPROVE, the parent."""
+        pool = self.candidates(task_id)
+        if not pool or rng.random() >= self.config.improve_prob:
+            return PromptKind.SCRATCH, None
+        return PromptKind.IMPROVE, rng.choice(pool)
+
+    def best_of(self, task_id: str) -> Solution | None:
+        entry = self._tasks.get(task_id)
+        return entry.best[0] if entry and entry.best else None

@@ -1,0 +1,85 @@
+"""Adapters from the actor to mlerl.instrument and mlerl.bench, as one small bundle of functions.
+
+The actor calls only these five functions, so tests swap in fakes and the other packages'
+APIs are named in exactly one place. :func:`real_pipeline` wires the real ones:
+
+- ``prepare``: ``instrument_ast`` then ``prepare_run`` (secure nonce channel or paper prints).
+  Code the AST instrumenter cannot handle runs uninstrumented (no markers, no partial credit).
+- ``scanner``: a streaming ``MarkerScanner`` fed with stdout chunks as they arrive.
+- ``grade``: ``grade_in_subprocess`` (a child process with a timeout), outside the sandbox.
+- ``reward``: ``compute_reward``; None for INFRA_ERROR (never rewarded).
+- ``clean``: ``clean_output``, turning nonce lines back into what the paper's prompts show.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from mlerl.protocol import ExecStatus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    program: str
+    nonce: str | None
+
+
+@dataclass(frozen=True)
+class Graded:
+    score: float | None
+    valid: bool
+    error: str = ""
+
+
+class Scanner(Protocol):
+    def feed(self, chunk: bytes | str) -> None: ...
+
+    def close(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    prepare: Callable[[str], Prepared]
+    scanner: Callable[[str | None], Scanner]
+    grade: Callable[[Any, Path], Graded]
+    """(task, submission path) -> Graded; blocking, the actor runs it in a thread."""
+    reward: Callable[[list[str], ExecStatus, float | None, bool, bool], tuple[float | None, dict]]
+    """(markers, status, score, valid, lower_is_better) -> (reward or None, parts)."""
+    clean: Callable[[str, str | None], str]
+
+
+def real_pipeline(markers: str = "secure", reward_config: Any = None, grade_timeout_s: float = 120.0) -> Pipeline:
+    from mlerl.bench import grade_in_subprocess
+    from mlerl.instrument import MarkerScanner, clean_output, compute_reward, instrument_ast, prepare_run
+
+    def prepare(code: str) -> Prepared:
+        try:
+            instrumented = instrument_ast(code)
+        except (SyntaxError, ValueError, RecursionError) as exc:
+            log.warning("AST instrumentation failed (%s); running the program uninstrumented", exc)
+            return Prepared(code, None)
+        run = prepare_run(instrumented, markers)
+        return Prepared(run.program, run.nonce)
+
+    def grade(task: Any, path: Path) -> Graded:
+        report = grade_in_subprocess(task, path, timeout_s=grade_timeout_s)
+        return Graded(report.score, bool(report.valid_submission), report.error)
+
+    def reward(marks: list[str], status: ExecStatus, score: float | None, valid: bool, lower: bool):
+        result = compute_reward(marks, status, score, valid, lower, reward_config)
+        parts = {k: float(v) for k, v in result.parts.items()}
+        return result.reward, parts
+
+    return Pipeline(
+        prepare=prepare,
+        scanner=lambda nonce: MarkerScanner(nonce),
+        grade=grade,
+        reward=reward,
+        clean=clean_output,
+    )

@@ -1,0 +1,78 @@
+"""``prepare``: write a task's ``prepared/public`` and ``prepared/private`` directories.
+
+Stand-in tasks are built from shipped or seeded data; real MLE-bench tasks are split from a
+user-supplied Kaggle raw directory (:mod:`mlerl.bench._raw`). Files are written into a
+temporary sibling directory and moved into place at the end, so an interrupted prepare never
+leaves a half-written task that looks prepared. Answers are written only under ``private/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from mlerl.bench._standins import Built, builder_for
+from mlerl.bench._task import Registry, TaskError, TaskSpec
+
+
+def _write_built(built: Built, task: TaskSpec, root: Path) -> None:
+    public, private = root / "prepared" / "public", root / "prepared" / "private"
+    public.mkdir(parents=True)
+    private.mkdir(parents=True)
+    files = task.files
+    built.train.to_csv(public / files.get("train", "train.csv"), index=False)
+    built.test.to_csv(public / files.get("test", "test.csv"), index=False)
+    built.sample.to_csv(public / files.get("sample_submission", "sample_submission.csv"), index=False)
+    built.answers.to_csv(private / files.get("answers", "answers.csv"), index=False)
+    (public / "description.md").write_text(task.description, encoding="utf-8")
+    if built.images:
+        from PIL import Image
+
+        images = public / "images"
+        images.mkdir()
+        for name, arr in built.images.items():
+            Image.fromarray(arr, mode="L").save(images / name)
+
+
+def _install(tmp: Path, dest: Path) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(dest)
+
+
+def prepare(
+    task_id: str, data_dir: str | Path | None = None, raw_dir: str | Path | None = None,
+    tasks_dir: str | Path | None = None, force: bool = False,
+) -> TaskSpec:
+    """Prepare ``task_id`` under ``data_dir`` (default: MLE-bench's cache) and return its spec.
+
+    Stand-ins need no ``raw_dir``; real tasks need the unzipped Kaggle competition files.
+    An already prepared task is kept unless ``force``.
+    """
+    task = Registry.load(tasks_dir=tasks_dir, data_dir=data_dir).get(task_id)
+    if task.is_prepared() and not force:
+        return task
+    dest = task.data_dir / task.id
+    task.data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{task.id}-", dir=task.data_dir))
+    try:
+        if task.kind == "standin":
+            found = builder_for(task.id)
+            if found is None:
+                raise TaskError(f"{task.id} is marked standin but has no builder")
+            builder, rows = found
+            _write_built(builder(rows, int(task.extra.get("seed", 0))), task, tmp)
+        else:
+            if raw_dir is None:
+                raise TaskError(f"{task.id} is a Kaggle task: pass --raw DIR with its unzipped files")
+            from mlerl.bench._raw import prepare_raw
+
+            prepare_raw(task, Path(raw_dir), tmp / "prepared" / "public", tmp / "prepared" / "private")
+            (tmp / "prepared" / "public" / "description.md").write_text(task.description, encoding="utf-8")
+        _install(tmp, dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return task

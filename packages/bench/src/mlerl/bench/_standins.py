@@ -1,0 +1,183 @@
+"""Offline stand-in tasks built from data inside PyPI wheels or from our seeded generators.
+
+Each builder is a pure function of (rows, seed): it returns the train / test / answers /
+sample-submission frames (and images for image tasks). ``rows`` None means the full set; the
+``-tiny`` variants pass at most 500 rows in total. Test labels go only to ``answers``; ids are
+shuffled integers or random hex strings so that neither order nor id reveals a label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn import datasets
+from sklearn.model_selection import train_test_split
+
+from mlerl.bench import _synthetic as syn
+
+SEED = 0
+TINY_ROWS = 400
+
+
+@dataclass
+class Built:
+    train: pd.DataFrame
+    test: pd.DataFrame
+    answers: pd.DataFrame
+    sample: pd.DataFrame
+    images: dict[str, np.ndarray] = field(default_factory=dict)
+    """File name under images/ -> uint8 (H, W) array."""
+
+
+def _subsample(frame: pd.DataFrame, rows: int | None, seed: int, strat: str | None) -> pd.DataFrame:
+    if rows is None or rows >= len(frame):
+        return frame.reset_index(drop=True)
+    keep, _ = train_test_split(frame, train_size=rows, random_state=seed,
+                               stratify=frame[strat] if strat else None)
+    return keep.reset_index(drop=True)
+
+
+def _split(frame: pd.DataFrame, seed: int, strat: str | None, test_size: float = 0.25) -> tuple:
+    tr, te = train_test_split(frame, test_size=test_size, random_state=seed,
+                              stratify=frame[strat] if strat else None)
+    return tr.reset_index(drop=True), te.reset_index(drop=True)
+
+
+def _shuffled_ids(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed + 7).permutation(n) + 10_000
+
+
+def _sk_frame(loader: Callable, target: str) -> pd.DataFrame:
+    bunch = loader()
+    cols = [str(c).replace(" ", "_").replace("(", "").replace(")", "") for c in bunch.feature_names]
+    frame = pd.DataFrame(bunch.data, columns=cols)
+    frame[target] = bunch.target
+    return frame
+
+
+def cancer_auc(rows: int | None, seed: int = SEED) -> Built:
+    frame = _subsample(_sk_frame(datasets.load_breast_cancer, "target"), rows, seed, "target")
+    frame.insert(0, "id", _shuffled_ids(len(frame), seed))
+    tr, te = _split(frame, seed, "target")
+    return Built(tr, te.drop(columns="target"), te[["id", "target"]],
+                 te[["id"]].assign(target=0.5))
+
+
+def diabetes_pearson(rows: int | None, seed: int = SEED) -> Built:
+    frame = _subsample(_sk_frame(datasets.load_diabetes, "target"), rows, seed, None)
+    frame.insert(0, "id", _shuffled_ids(len(frame), seed))
+    tr, te = _split(frame, seed, None)
+    return Built(tr, te.drop(columns="target"), te[["id", "target"]],
+                 te[["id"]].assign(target=float(tr["target"].mean().round(3))))
+
+
+WINE_CLASSES = ["class_0", "class_1", "class_2"]
+
+
+def wine_logloss(rows: int | None, seed: int = SEED) -> Built:
+    frame = _sk_frame(datasets.load_wine, "label")
+    frame = _subsample(frame, rows, seed, "label")
+    frame.insert(0, "id", _shuffled_ids(len(frame), seed))
+    frame["class"] = [WINE_CLASSES[i] for i in frame.pop("label")]
+    tr, te = _split(frame, seed, "class")
+    answers = te[["id"]].copy()
+    for c in WINE_CLASSES:
+        answers[c] = (te["class"] == c).astype(int)
+    sample = te[["id"]].copy()
+    for c in WINE_CLASSES:
+        sample[c] = 1 / 3
+    return Built(tr, te.drop(columns="class"), answers, sample)
+
+
+def _digit_images(frame_ids: list[str], images: np.ndarray) -> dict[str, np.ndarray]:
+    scaled = np.clip(images * 16, 0, 255).astype(np.uint8)  # digits pixels are 0..16
+    return {f"{i}.png": img for i, img in zip(frame_ids, scaled, strict=True)}
+
+
+def digits_accuracy(rows: int | None, seed: int = SEED) -> Built:
+    bunch = datasets.load_digits()
+    frame = pd.DataFrame({"row": np.arange(len(bunch.target)), "label": bunch.target})
+    frame = _subsample(frame, rows, seed, "label")
+    rng = np.random.default_rng(seed + 11)
+    frame.insert(0, "id", [f"img_{h:06x}" for h in rng.choice(16**6, len(frame), replace=False)])
+    images = _digit_images(frame["id"].tolist(), bunch.images[frame["row"].to_numpy()])
+    frame = frame.drop(columns="row")
+    tr, te = _split(frame, seed, "label")
+    return Built(tr, te[["id"]], te[["id", "label"]], te[["id"]].assign(label=0), images)
+
+
+DIGIT_COLUMNS = ["zero", "one", "two", "three"]
+
+
+def digits_colauc(rows: int | None, seed: int = SEED) -> Built:
+    bunch = datasets.load_digits(n_class=4)
+    frame = pd.DataFrame({"row": np.arange(len(bunch.target)), "label": bunch.target})
+    frame = _subsample(frame, rows, seed, "label")
+    rng = np.random.default_rng(seed + 13)
+    frame.insert(0, "image_id", [f"Img_{h:05d}" for h in rng.choice(10**5, len(frame), replace=False)])
+    images = _digit_images(frame["image_id"].tolist(), bunch.images[frame["row"].to_numpy()])
+    for k, c in enumerate(DIGIT_COLUMNS):
+        frame[c] = (frame["label"] == k).astype(int)
+    tr, te = _split(frame.drop(columns="row"), seed, "label")
+    sample = te[["image_id"]].copy()
+    for c in DIGIT_COLUMNS:
+        sample[c] = 0.25
+    return (Built(tr.drop(columns="label"), te[["image_id"]], te[["image_id", *DIGIT_COLUMNS]],
+                  sample, images))
+
+
+def essays_qwk(rows: int | None, seed: int = SEED) -> Built:
+    frame = syn.essays(rows or 3000, seed)
+    tr, te = _split(frame, seed, "score")
+    return Built(tr, te[["essay_id", "full_text"]], te[["essay_id", "score"]],
+                 te[["essay_id"]].assign(score=3))
+
+
+def tweets_jaccard(rows: int | None, seed: int = SEED) -> Built:
+    frame = syn.tweets(rows or 4000, seed)
+    tr, te = _split(frame, seed, "sentiment")
+    return Built(tr, te[["textID", "text", "sentiment"]], te[["textID", "selected_text"]],
+                 te[["textID"]].assign(selected_text=te["text"]))
+
+
+def insults_auc(rows: int | None, seed: int = SEED) -> Built:
+    frame = syn.insults(rows or 3000, seed)
+    tr, te = _split(frame, seed, "Insult")
+    return Built(tr, te[["id", "Comment"]], te[["id", "Insult"]], te[["id"]].assign(Insult=0.5))
+
+
+MATERIAL_TARGETS = ["formation_energy_ev_natom", "bandgap_energy_ev"]
+
+
+def materials_rmsle(rows: int | None, seed: int = SEED) -> Built:
+    frame = syn.materials(rows or 3000, seed)
+    tr, te = _split(frame, seed, None)
+    te = te.sort_values("id").reset_index(drop=True)  # positional grading: keep a stable order
+    sample = te[["id"]].assign(formation_energy_ev_natom=0.1779, bandgap_energy_ev=1.8892)
+    return Built(tr, te.drop(columns=MATERIAL_TARGETS), te[["id", *MATERIAL_TARGETS]], sample)
+
+
+BUILDERS: dict[str, Callable[[int | None, int], Built]] = {
+    "standin-cancer-auc": cancer_auc,
+    "standin-digits-accuracy": digits_accuracy,
+    "standin-essays-qwk": essays_qwk,
+    "standin-diabetes-pearson": diabetes_pearson,
+    "standin-tweets-jaccard": tweets_jaccard,
+    "standin-wine-logloss": wine_logloss,
+    "standin-materials-rmsle": materials_rmsle,
+    "standin-digits-colauc": digits_colauc,
+    "standin-insults-auc": insults_auc,
+}
+
+
+def builder_for(task_id: str) -> tuple[Callable[[int | None, int], Built], int | None] | None:
+    """(builder, rows) for a stand-in id or its ``-tiny`` variant; None for other ids."""
+    if task_id in BUILDERS:
+        return BUILDERS[task_id], None
+    base = task_id.removesuffix("-tiny")
+    if task_id.endswith("-tiny") and base in BUILDERS:
+        return BUILDERS[base], TINY_ROWS
+    return None

@@ -1,0 +1,81 @@
+"""Finding the markers a run reached in its stdout, chunk by chunk.
+
+Guarantees: feeding a stream in any split (chunks may cut lines, even inside a multi-byte
+character) finds the same markers as feeding it whole; memory stays bounded by
+``max_line_bytes`` whatever the output size (a longer line is scanned through a sliding window
+in paper mode and can never be a marker line in secure mode, where a marker line is short and
+starts with the nonce). ``\\r`` ends a line as ``\\n`` does, so progress bars do not glue lines.
+
+Matching: secure mode (``nonce`` given) counts a line only if it is ``<nonce>:<marker>`` with an
+optional value after a loss marker; paper mode (``nonce=None``) counts any line containing a
+marker string, the paper's regex matching. Feed stdout only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mlerl.instrument._markers import LOSS_MARKERS, MARKERS
+
+_ANY = re.compile("|".join(re.escape(m) for m in MARKERS).encode())
+_WINDOW = max(len(m) for m in MARKERS)
+
+
+class MarkerScanner:
+    """Streaming marker detector. ``markers`` lists the distinct markers found, first seen first."""
+
+    def __init__(self, nonce: str | None = None, *, max_line_bytes: int = 4096) -> None:
+        if max_line_bytes < 256:
+            raise ValueError("max_line_bytes must be >= 256")
+        self._prefix = f"{nonce}:".encode() if nonce else None
+        self._max = max_line_bytes
+        self._buf = b""
+        self._overlong = False  # the current line already exceeded max_line_bytes
+        self._found: dict[str, None] = {}
+
+    @property
+    def markers(self) -> list[str]:
+        return list(self._found)
+
+    @property
+    def secure(self) -> bool:
+        return self._prefix is not None
+
+    def feed(self, chunk: bytes | str) -> None:
+        data = chunk.encode("utf-8", "replace") if isinstance(chunk, str) else chunk
+        parts = re.split(rb"[\r\n]", self._buf + data)
+        self._buf = parts.pop()
+        for line in parts:
+            self._line(line, complete=True)
+            self._overlong = False
+        if len(self._buf) > self._max:
+            self._line(self._buf, complete=False)
+            self._buf = self._buf[-_WINDOW:] if self._prefix is None else b""
+            self._overlong = True
+
+    def close(self) -> list[str]:
+        """Scan a final line without newline (a killed program's last words); return markers."""
+        if self._buf:
+            self._line(self._buf, complete=True)
+            self._buf = b""
+        return self.markers
+
+    def _line(self, line: bytes, complete: bool) -> None:
+        if self._prefix is None:
+            for m in _ANY.findall(line):
+                self._found.setdefault(m.decode(), None)
+            return
+        if self._overlong or not complete or not line.startswith(self._prefix):
+            return
+        rest = line[len(self._prefix) :].decode("utf-8", "replace")
+        for m in MARKERS:
+            if rest == m or (m in LOSS_MARKERS and rest.startswith(m)):
+                self._found.setdefault(m, None)
+                return
+
+
+def scan_text(text: str | bytes, nonce: str | None = None) -> list[str]:
+    """Markers in a complete output (convenience over :class:`MarkerScanner`)."""
+    scanner = MarkerScanner(nonce)
+    scanner.feed(text)
+    return scanner.close()

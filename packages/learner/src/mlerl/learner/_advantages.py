@@ -1,0 +1,99 @@
+"""Advantage estimators as pure functions: GAE with a critic, GRPO and RLOO group baselines.
+
+Each sample is one action (the whole response) with one terminal reward on its last response
+token: a bandit per prompt. :func:`terminal_rewards` places it; :func:`gae` runs the usual
+backward recursion over response tokens, so with gamma = lambda = 1 it gives A_t = R - V_t and
+returns G_t = R. Group baselines give one advantage per sample, broadcast over its tokens.
+
+Guarantees: padding positions (mask 0) get advantage 0; a group of one sample gets advantage 0
+under GRPO and RLOO (no baseline can be formed from it, so it carries no signal rather than a
+fake one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from mlerl.learner._config import AdvantageEstimator
+
+Tensor = torch.Tensor
+
+
+def terminal_rewards(rewards: Tensor, mask: Tensor) -> Tensor:
+    """(B,) rewards -> (B, T) token rewards with R_i on sample i's last response token (mask's last 1)."""
+    token_rewards = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+    positions = torch.arange(1, mask.shape[-1] + 1, device=mask.device, dtype=torch.float32)
+    last = (mask.float() * positions).argmax(-1)  # (B,) index of the last 1 in each row
+    rows = torch.nonzero(mask.sum(-1) > 0).squeeze(-1)
+    token_rewards[rows, last[rows]] = rewards.to(mask.device)[rows].float()
+    return token_rewards
+
+
+@torch.no_grad()
+def gae(token_rewards: Tensor, values: Tensor, mask: Tensor, gamma: float = 1.0, lam: float = 1.0) -> tuple[Tensor, Tensor]:
+    """Generalised advantage estimation over right-padded response tokens.
+
+    delta_t = r_t + gamma V_{t+1} m_{t+1} - V_t;  A_t = delta_t + gamma lam m_{t+1} A_{t+1};
+    returns G_t = A_t + V_t. Returns (advantages, returns), both (B, T), zero on padding.
+    """
+    mask = mask.float()
+    B, T = token_rewards.shape
+    advantages = torch.zeros(B, T, dtype=torch.float32, device=values.device)
+    last = torch.zeros(B, dtype=torch.float32, device=values.device)
+    for t in reversed(range(T)):
+        next_mask = mask[:, t + 1] if t + 1 < T else torch.zeros_like(last)
+        next_value = values[:, t + 1].float() if t + 1 < T else torch.zeros_like(last)
+        delta = token_rewards[:, t] + gamma * next_value * next_mask - values[:, t].float()
+        last = delta + gamma * lam * next_mask * last
+        advantages[:, t] = last
+    advantages = advantages * mask
+    returns = (advantages + values.float()) * mask
+    return advantages, returns
+
+
+@torch.no_grad()
+def group_advantages(
+    rewards: Tensor,
+    group_ids: Sequence[object],
+    estimator: AdvantageEstimator,
+    *,
+    std_normalise: bool = False,
+    eps: float = 1e-6,
+) -> Tensor:
+    """Per-sample advantages (B,) from rewards (B,) and a group key per sample.
+
+    GRPO: A_i = R_i - mean_g(R), divided by (std_g(R) + eps) if ``std_normalise`` (population std).
+    RLOO: A_i = R_i - (sum_g R - R_i) / (n_g - 1) = n_g / (n_g - 1) * (R_i - mean_g R).
+    """
+    if estimator is AdvantageEstimator.gae:
+        raise ValueError("advantage: 'gae' needs a critic; call gae() instead")
+    rewards = rewards.float()
+    out = torch.zeros_like(rewards)
+    groups: dict[object, list[int]] = {}
+    for i, g in enumerate(group_ids):
+        groups.setdefault(g, []).append(i)
+    for idx in groups.values():
+        n = len(idx)
+        if n < 2:
+            continue
+        r = rewards[idx]
+        centred = r - r.mean()
+        if estimator is AdvantageEstimator.rloo:
+            out[idx] = centred * n / (n - 1)
+        elif std_normalise:
+            out[idx] = centred / (r.std(unbiased=False) + eps)
+        else:
+            out[idx] = centred
+    return out
+
+
+@torch.no_grad()
+def whiten(advantages: Tensor, mask: Tensor, eps: float = 1e-8) -> Tensor:
+    """(A - mean) / std over masked tokens; padding stays 0."""
+    m = mask.float()
+    n = m.sum().clamp(min=1.0)
+    mean = (advantages * m).sum() / n
+    var = (((advantages - mean) * m) ** 2).sum() / n
+    return (advantages - mean) * torch.rsqrt(var + eps) * m

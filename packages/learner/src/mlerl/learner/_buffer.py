@@ -1,0 +1,188 @@
+"""Timestamped experience buffer backed by an append-only journal (the durable enqueue).
+
+Guarantees:
+
+- ``add`` appends one length-prefixed, CRC-checked record (``mlerl.protocol.encode`` bytes) to
+  ``journal.bin`` and fsyncs it (or defers the fsync to ``sync`` when ``sync=False``); only then
+  may the transport ack the sample. A sample whose ``(actor_id, seq)`` is already stored is
+  not stored twice (``add`` returns False).
+- Reopening replays the journal. A torn *last* record (crash mid-write) is cut off and counted
+  (``counters["torn"]``); damage followed by further records is corruption and raises
+  :class:`JournalError` instead of silently losing samples.
+- ``INFRA_ERROR`` samples are journaled (so they are acked and deduped) but never enter a batch;
+  they are counted in ``counters["infra_error"]``.
+- Batches: ``first_completed`` takes the B samples that completed first (completion time =
+  ``t_graded`` or ``t_exec_finished`` or ``t_sampled``; the paper's Algorithm 1); ``oldest_first``
+  takes the B sampled first. Samples not taken stay pending for a later batch; nothing is
+  dropped. Ties break by journal order, so batch formation is deterministic on replay.
+- ``state_dict`` holds the consumed keys; a checkpoint stores it and ``load_state_dict`` after
+  reopening restores exactly the pending set of that moment plus everything journaled since.
+
+Not done: journal compaction (it grows by one record per sample; consumed samples are dropped
+from memory but not from disk).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+from mlerl.protocol import ExecStatus, ProtocolError, Sample, decode, encode
+
+from mlerl.learner._config import BatchPolicy
+
+_HEADER = struct.Struct(">II")  # payload length, crc32(payload)
+Key = tuple[str, int]
+
+
+class JournalError(RuntimeError):
+    """The journal is damaged somewhere other than a torn last record."""
+
+
+def completion_time(sample: Sample) -> float:
+    """When the sample's execution (and grading) completed, falling back to when it was sampled."""
+    for t in (sample.t_graded, sample.t_exec_finished):
+        if t is not None:
+            return t
+    return sample.t_sampled
+
+
+def read_journal(path: Path) -> tuple[list[Sample], int, bool]:
+    """Samples in the journal, the byte offset after the last good record, and whether a torn
+    tail followed it."""
+    data = path.read_bytes() if path.exists() else b""
+    samples: list[Sample] = []
+    off = 0
+    while off < len(data):
+        if off + _HEADER.size > len(data):
+            return samples, off, True
+        length, crc = _HEADER.unpack_from(data, off)
+        end = off + _HEADER.size + length
+        if end > len(data):
+            return samples, off, True
+        payload = data[off + _HEADER.size : end]
+        if zlib.crc32(payload) != crc:
+            if end == len(data):
+                return samples, off, True
+            raise JournalError(f"{path}: bad checksum at byte {off} with {len(data) - end} bytes after it")
+        try:
+            msg = decode(payload)
+        except ProtocolError as exc:
+            raise JournalError(f"{path}: undecodable record at byte {off}: {exc}") from exc
+        if not isinstance(msg, Sample):
+            raise JournalError(f"{path}: record at byte {off} is a {type(msg).__name__}, not a Sample")
+        samples.append(msg)
+        off = end
+    return samples, off, False
+
+
+class ExperienceBuffer:
+    """Pending samples ordered for batch formation, journaled on disk."""
+
+    def __init__(self, directory: str | Path, policy: BatchPolicy = BatchPolicy.first_completed) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / "journal.bin"
+        self.policy = policy
+        self.counters = {"added": 0, "duplicates": 0, "infra_error": 0, "torn": 0, "consumed": 0}
+        self._stored: set[Key] = set()
+        self._consumed: set[Key] = set()
+        self._pending: dict[Key, tuple[int, Sample]] = {}  # key -> (journal index, sample)
+        self._index = 0
+        samples, good, torn = read_journal(self.path)
+        if torn:
+            self.counters["torn"] += 1
+            with open(self.path, "r+b") as f:
+                f.truncate(good)
+                os.fsync(f.fileno())
+        for s in samples:
+            self._admit(s)
+        self._file = open(self.path, "ab")
+
+    def _admit(self, sample: Sample) -> None:
+        key = (sample.actor_id, sample.seq)
+        self._stored.add(key)
+        self._index += 1
+        if sample.exec_status is ExecStatus.INFRA_ERROR:
+            self.counters["infra_error"] += 1
+        elif key not in self._consumed:
+            self._pending[key] = (self._index, sample)
+
+    def add(self, sample: Sample, *, sync: bool = True) -> bool:
+        """Journal ``sample`` (fsync unless ``sync=False``); False if it was already stored."""
+        if (sample.actor_id, sample.seq) in self._stored:
+            self.counters["duplicates"] += 1
+            return False
+        payload = encode(sample)
+        self._file.write(_HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
+        if sync:
+            self.sync()
+        self.counters["added"] += 1
+        self._admit(sample)
+        return True
+
+    def sync(self) -> None:
+        """Make every added sample durable."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def __contains__(self, key: Key) -> bool:
+        return key in self._stored
+
+    def __len__(self) -> int:
+        """Samples eligible for a batch."""
+        return len(self._pending)
+
+    def stored_keys(self) -> set[Key]:
+        """Every ``(actor_id, seq)`` in the journal (pending, consumed or INFRA_ERROR)."""
+        return set(self._stored)
+
+    def last_consumed_seq(self) -> dict[str, int]:
+        """Per actor, the highest seq that went into a batch."""
+        out: dict[str, int] = {}
+        for actor, seq in self._consumed:
+            out[actor] = max(seq, out.get(actor, -1))
+        return out
+
+    def _order(self, item: tuple[int, Sample]) -> tuple[float, int]:
+        index, s = item
+        t = completion_time(s) if self.policy is BatchPolicy.first_completed else s.t_sampled
+        return (t, index)
+
+    def ready(self, n: int) -> bool:
+        return len(self._pending) >= n
+
+    def take(self, n: int) -> list[Sample]:
+        """Remove and return the next ``n`` samples under the batch policy."""
+        if n > len(self._pending):
+            raise ValueError(f"take: {n} samples requested, {len(self._pending)} pending")
+        chosen = sorted(self._pending.values(), key=self._order)[:n]
+        batch = [s for _, s in chosen]
+        for s in batch:
+            key = (s.actor_id, s.seq)
+            del self._pending[key]
+            self._consumed.add(key)
+        self.counters["consumed"] += len(batch)
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        by_actor: dict[str, list[int]] = {}
+        for actor, seq in sorted(self._consumed):
+            by_actor.setdefault(actor, []).append(seq)
+        return {"consumed": by_actor, "policy": self.policy.value}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Mark the checkpoint's consumed samples; everything else journaled is pending."""
+        self._consumed = {(a, int(s)) for a, seqs in state["consumed"].items() for s in seqs}
+        for key in list(self._pending):
+            if key in self._consumed:
+                del self._pending[key]
+        self.counters["consumed"] = len(self._consumed)
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.sync()
+            self._file.close()

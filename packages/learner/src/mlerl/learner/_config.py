@@ -1,0 +1,210 @@
+"""LearnerConfig: every knob of the learner, with the paper's defaults (appendix B.1).
+
+Defaults follow Table 3 of the paper (PPO + GAE critic, gamma = lambda = 1, clip 0.2, entropy
+0.001, KL 0.001, value clip 0.5, grad clip 1.0, lr 1e-5, batch 128, bf16, gradient
+checkpointing) with one deliberate exception, ``ppo_epochs``: Table 3 lists
+``actor_ppo_epochs 100`` next to ``total_epochs 100`` and a mini-batch equal to the batch; 100
+optimizer steps on one batch of 128 would leave the PPO trust region after a few steps, so we
+read it as a copy of ``total_epochs`` and default to 1 (verl's default). Every range is checked in
+``__post_init__`` with :func:`mlerl.protocol.check`; a bad value raises ``ConfigError`` naming
+the field.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Optional
+
+from mlerl.protocol import ConfigError, check
+
+
+class AdvantageEstimator(str, enum.Enum):
+    gae = "gae"
+    """GAE with a critic (the paper). With gamma = lambda = 1 and a terminal reward, A_t = R - V_t."""
+    grpo = "grpo"
+    """Group baseline: (R - mean of the prompt's group) / (std + eps) if ``grpo_std`` else R - mean."""
+    rloo = "rloo"
+    """Leave-one-out baseline: R_i - mean of the other samples of the group."""
+
+
+class LossAgg(str, enum.Enum):
+    token_mean = "token_mean"
+    """Sum of per-token losses / number of response tokens in the (mini)batch (long answers weigh more)."""
+    seq_mean = "seq_mean"
+    """Per-sample token mean, then mean over samples (each sample weighs the same)."""
+
+
+class DurationWeighting(str, enum.Enum):
+    none = "none"
+    """All weights 1 (standard PPO)."""
+    paper = "paper"
+    """Equation 3 rescaled: w_i = dt_i / mean(dt) over the batch."""
+    clipped = "clipped"
+    """Paper weights clipped to [0, ``duration_clip``] and renormalised to mean 1."""
+    log = "log"
+    """w_i = log1p(dt_i / mean dt), renormalised to mean 1 (sub-linear, lower variance, biased)."""
+    running = "running"
+    """w_i = dt_i / running mean of dt over past batches (a scale that does not jump per batch)."""
+
+
+class RatioBase(str, enum.Enum):
+    behaviour = "behaviour"
+    """PPO ratio pi_theta / mu against the behaviour log-probs that came with each sample."""
+    proximal = "proximal"
+    """Decoupled PPO: ratio against the learner's own log-probs at the start of the update
+    (the proximal policy), times a truncated importance weight min(pi_prox / mu, ``is_cap``)."""
+
+
+class KLEstimator(str, enum.Enum):
+    k1 = "k1"
+    """log pi - log pi_ref (unbiased, can be negative per token)."""
+    k3 = "k3"
+    """exp(log pi_ref - log pi) - (log pi_ref - log pi) - 1 (unbiased, always >= 0)."""
+
+
+class CriticKind(str, enum.Enum):
+    copy = "copy"
+    """A separate critic: a copy of the policy's decoder with a scalar value head (the paper)."""
+    none = "none"
+    """No critic (only valid with a group baseline estimator)."""
+
+
+class BatchPolicy(str, enum.Enum):
+    first_completed = "first_completed"
+    """The paper's Algorithm 1: the B samples that completed first; later ones wait."""
+    oldest_first = "oldest_first"
+    """The B samples sampled earliest (smallest t_sampled): slow samples are not passed over."""
+
+
+@dataclass
+class LearnerConfig:
+    model_path: str = ""
+    """Directory of the initial HF causal LM (and tokenizer) to train."""
+    run_dir: str = "runs/default"
+    """Where the journal, checkpoints and published weights live."""
+    seed: int = 0
+    """Seeds minibatch shuffling (together with the step) and model init of the value head."""
+    batch_size: int = 128
+    """B: samples per update (train_batch_size)."""
+    sampling_multiplier: int = 2
+    """m: actors keep m * B generations in flight (Algorithm 1); read by the actors' admission."""
+    batch_policy: BatchPolicy = BatchPolicy.first_completed
+    """Which B samples of the buffer form the next batch."""
+    ppo_epochs: int = 1
+    """Passes over each batch (see the module docstring for why not 100)."""
+    minibatches: int = 1
+    """Optimizer steps per epoch; the batch is split into this many minibatches (128/128 = 1)."""
+    micro_batch_size: int = 8
+    """Samples per forward/backward; gradients accumulate to the minibatch's exact gradient."""
+    lr: float = 1e-5
+    """Policy AdamW learning rate."""
+    critic_lr: float = 1e-5
+    """Critic AdamW learning rate."""
+    weight_decay: float = 0.0
+    """AdamW weight decay (policy and critic)."""
+    grad_clip: float = 1.0
+    """Max global gradient norm (policy and critic separately); 0 disables."""
+    clip_ratio: float = 0.2
+    """PPO epsilon: the ratio is clipped to [1 - eps, 1 + eps]."""
+    dual_clip: Optional[float] = None
+    """If set (> 1), bounds the loss of negative-advantage tokens at dual_clip * |A| (dual-clip PPO)."""
+    ratio_base: RatioBase = RatioBase.behaviour
+    """What the PPO ratio is taken against."""
+    is_cap: float = 2.0
+    """Truncation of the behaviour importance weight in ``proximal`` mode."""
+    entropy_coef: float = 0.001
+    """Entropy bonus coefficient (subtracted from the loss)."""
+    kl_coef: float = 0.001
+    """KL to the frozen initial policy; 0 disables the reference model."""
+    kl_estimator: KLEstimator = KLEstimator.k3
+    """Per-token KL estimator used in the loss."""
+    advantage: AdvantageEstimator = AdvantageEstimator.gae
+    """Advantage estimator."""
+    gamma: float = 1.0
+    """GAE discount over response tokens."""
+    lam: float = 1.0
+    """GAE lambda."""
+    grpo_std: bool = False
+    """Divide GRPO advantages by the group's std (Dr. GRPO argues against it; off by default)."""
+    normalize_advantages: bool = False
+    """Whiten advantages over the batch (masked), as some PPO variants do."""
+    critic: CriticKind = CriticKind.copy
+    """Critic architecture."""
+    value_clip: float = 0.5
+    """Value-loss clipping range around the old values (critic_cliprange_value)."""
+    value_coef: float = 1.0
+    """Scale of the critic loss (the critic has its own optimizer, so this only rescales its lr)."""
+    loss_agg: LossAgg = LossAgg.token_mean
+    """How per-token losses are reduced."""
+    duration_weighting: DurationWeighting = DurationWeighting.paper
+    """Per-sample weight on the policy-gradient term (the paper's contribution)."""
+    duration_floor_s: float = 0.0
+    """dt is raised to at least this before weighting (samples that ran nothing have dt = 0)."""
+    duration_clip: float = 5.0
+    """Upper bound of ``clipped`` weights (in units of the batch mean)."""
+    duration_ema: float = 0.9
+    """Decay of the ``running`` mean of dt."""
+    bf16: bool = True
+    """bf16 mixed precision (FSDP2 MixedPrecisionPolicy / autocast), fp32 master weights."""
+    gradient_checkpointing: bool = True
+    """Recompute activations in backward."""
+    fsdp: bool = True
+    """Shard with FSDP2 (fully_shard per decoder layer) when torch.distributed is initialised."""
+    publish_inline_max_bytes: int = 64 * 1024 * 1024
+    """Weights up to this size travel inline in the WeightUpdate; larger go to a file."""
+    checkpoint_every: int = 10
+    """Updates between checkpoints (0: never)."""
+    keep_checkpoints: int = 2
+    """Complete checkpoints kept on disk (older ones are deleted after a new one commits)."""
+    max_updates: int = 0
+    """Stop after this many updates (0: run until stopped)."""
+    receive_address: str = "tcp://127.0.0.1:5555"
+    """Where the learner's SampleReceiver binds."""
+    publish_address: str = "tcp://127.0.0.1:5556"
+    """Where the learner's WeightBroadcaster binds."""
+
+    def __post_init__(self) -> None:
+        for name, enum_type in _ENUM_FIELDS.items():
+            value = getattr(self, name)
+            try:
+                setattr(self, name, enum_type(value))
+            except ValueError:
+                choices = ", ".join(e.value for e in enum_type)
+                raise ConfigError(name, f"unknown value {value!r}; choose one of {choices}") from None
+        check(self.batch_size >= 1, "batch_size", "must be >= 1")
+        check(self.sampling_multiplier >= 1, "sampling_multiplier", "must be >= 1")
+        check(self.ppo_epochs >= 1, "ppo_epochs", "must be >= 1")
+        check(self.minibatches >= 1, "minibatches", "must be >= 1")
+        check(self.batch_size % self.minibatches == 0, "minibatches", "must divide batch_size")
+        check(self.micro_batch_size >= 1, "micro_batch_size", "must be >= 1")
+        check(self.lr > 0 and self.critic_lr > 0, "lr", "learning rates must be > 0")
+        check(self.weight_decay >= 0, "weight_decay", "must be >= 0")
+        check(self.grad_clip >= 0, "grad_clip", "must be >= 0 (0 disables)")
+        check(0 < self.clip_ratio < 1, "clip_ratio", "must be in (0, 1)")
+        check(self.dual_clip is None or self.dual_clip > 1, "dual_clip", "must be > 1 or None")
+        check(self.is_cap >= 1, "is_cap", "must be >= 1")
+        check(self.entropy_coef >= 0, "entropy_coef", "must be >= 0")
+        check(self.kl_coef >= 0, "kl_coef", "must be >= 0")
+        check(0 <= self.gamma <= 1, "gamma", "must be in [0, 1]")
+        check(0 <= self.lam <= 1, "lam", "must be in [0, 1]")
+        check(self.value_clip > 0, "value_clip", "must be > 0")
+        check(self.value_coef > 0, "value_coef", "must be > 0")
+        check(
+            not (self.advantage is AdvantageEstimator.gae and self.critic is CriticKind.none),
+            "critic", "advantage 'gae' needs a critic; use 'grpo' or 'rloo' without one",
+        )
+        check(self.duration_floor_s >= 0, "duration_floor_s", "must be >= 0")
+        check(self.duration_clip >= 1, "duration_clip", "must be >= 1")
+        check(0 <= self.duration_ema < 1, "duration_ema", "must be in [0, 1)")
+        check(self.publish_inline_max_bytes >= 0, "publish_inline_max_bytes", "must be >= 0")
+        check(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
+        check(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
+        check(self.max_updates >= 0, "max_updates", "must be >= 0")
+
+
+_ENUM_FIELDS: dict[str, type[enum.Enum]] = {
+    "batch_policy": BatchPolicy, "ratio_base": RatioBase, "kl_estimator": KLEstimator,
+    "advantage": AdvantageEstimator, "critic": CriticKind, "loss_agg": LossAgg,
+    "duration_weighting": DurationWeighting,
+}

@@ -1,0 +1,196 @@
+"""Metrics sinks: one small interface, several destinations (W&B, JSON lines, console).
+
+Step semantics. Every ``log(metrics, step, stream=...)`` call names its *stream* and a step on
+that stream's own axis:
+
+- ``stream="learner"``: ``step`` is the learner's optimizer update step (0, 1, 2, ...).
+- ``stream="actor/<actor_id>"`` (or ``"actor"`` for aggregates): ``step`` is that actor's
+  sample counter (the number of samples it has produced, i.e. its ``seq`` + 1).
+- Other streams (``"eval"``, ``"transport"``) pick a step that increases within the stream.
+
+Streams are independent: their steps need not agree or be comparable. Metric keys are written
+as ``<stream>/<key>``. In W&B each stream gets ``define_metric("<stream>/*",
+step_metric="<stream>/step")``, so every stream has its own x-axis and no stream is forced onto
+W&B's single global step (which must be monotonic across *all* calls).
+
+Values must be real numbers (bool, int, float); a non-number raises ``TypeError`` naming the
+key. Non-finite floats are kept: JSONL writes them as the strings ``"nan"``, ``"inf"``,
+``"-inf"`` (JSON has no literal for them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Protocol, TextIO, runtime_checkable
+
+
+@runtime_checkable
+class MetricsSink(Protocol):
+    """Where metrics go. ``step`` is on ``stream``'s own axis (see the module docstring)."""
+
+    def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in metrics.items():
+        if not isinstance(value, (int, float)) and callable(getattr(value, "item", None)):
+            value = value.item()  # a 0-d numpy/torch scalar
+        if not isinstance(value, (int, float)):
+            raise TypeError(f"{key}: metric value must be a number, got {type(value).__name__}")
+        out[str(key)] = float(value) if isinstance(value, bool) else value
+    return out
+
+
+def _check_stream(stream: str, step: int) -> None:
+    if not stream or stream.startswith("/") or stream.endswith("/"):
+        raise ValueError(f"stream: must be a non-empty name without leading/trailing '/', got {stream!r}")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step: must be an int >= 0, got {step!r}")
+
+
+def _json_value(value: float) -> float | str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+class JsonlSink:
+    """Append one JSON object per ``log`` call: ``{"time", "stream", "step", <metrics>...}``.
+
+    Each line is flushed at once, so a crash loses at most the line being written.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO | None = self.path.open("a", encoding="utf-8")
+
+    def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None:
+        _check_stream(stream, step)
+        if self._file is None:
+            raise ValueError(f"JsonlSink({self.path}) is closed")
+        row: dict[str, Any] = {"time": time.time(), "stream": stream, "step": step}
+        for key, value in _numbers(metrics).items():
+            if key in row:
+                raise ValueError(f"{key}: reserved key in a metrics row")
+            row[key] = _json_value(value)
+        self._file.write(json.dumps(row, allow_nan=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class ConsoleSink:
+    """Print one line per call (with rich when installed), at most every ``every`` steps per stream."""
+
+    def __init__(self, every: int = 1) -> None:
+        if every < 1:
+            raise ValueError("every: must be >= 1")
+        self.every = every
+        try:
+            from rich.console import Console
+
+            self._print = Console(highlight=False, markup=False).print
+        except ImportError:  # rich is an optional extra
+            self._print = print
+
+    def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None:
+        _check_stream(stream, step)
+        if step % self.every:
+            return
+        parts = " ".join(f"{k}={v:.4g}" for k, v in _numbers(metrics).items())
+        self._print(f"[{stream}] step={step} {parts}")
+
+    def close(self) -> None:
+        pass
+
+
+class WandbSink:
+    """Log to Weights & Biases; ``wandb`` is imported only when this sink is created.
+
+    ``mode`` is ``"offline"`` by default (run files under ``<run_dir>/wandb/``, sync later with
+    ``wandb sync``), ``"online"`` to stream (needs a key), or ``"disabled"`` (no files, no-op).
+
+    ``run.finish()`` returns before W&B's background service has written the last records, so
+    ``close()`` also calls ``wandb.teardown()`` (``teardown=True``): when it returns the run
+    files are complete. Pass ``teardown=False`` if other W&B runs live in the same process.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        project: str = "mlerl",
+        mode: str = "offline",
+        name: str | None = None,
+        entity: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        tags: Iterable[str] = (),
+        teardown: bool = True,
+    ) -> None:
+        if mode not in ("offline", "online", "disabled"):
+            raise ValueError(f"mode: must be offline, online or disabled, got {mode!r}")
+        import wandb
+
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._streams: set[str] = set()
+        self._teardown = teardown
+        self._run = wandb.init(
+            project=project, entity=entity, name=name, mode=mode, dir=os.fspath(self.run_dir),
+            config=dict(config or {}), tags=list(tags), reinit="create_new",
+        )
+
+    def _define(self, stream: str) -> None:
+        if stream not in self._streams:
+            self._run.define_metric(f"{stream}/step")
+            self._run.define_metric(f"{stream}/*", step_metric=f"{stream}/step")
+            self._streams.add(stream)
+
+    def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None:
+        _check_stream(stream, step)
+        self._define(stream)
+        data: dict[str, float] = {f"{stream}/{k}": v for k, v in _numbers(metrics).items()}
+        data[f"{stream}/step"] = step
+        self._run.log(data)
+
+    def close(self) -> None:
+        if self._run is not None:
+            self._run.finish()
+            self._run = None
+            if self._teardown:
+                import wandb
+
+                wandb.teardown()
+
+
+class MultiSink:
+    """Fan out to several sinks. ``close`` closes all of them, then raises the first error."""
+
+    def __init__(self, sinks: Iterable[MetricsSink]) -> None:
+        self.sinks = list(sinks)
+
+    def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None:
+        for sink in self.sinks:
+            sink.log(metrics, step, stream=stream)
+
+    def close(self) -> None:
+        errors: list[Exception] = []
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception as exc:  # close the rest; report after
+                errors.append(exc)
+        if errors:
+            raise errors[0]

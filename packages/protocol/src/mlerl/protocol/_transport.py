@@ -1,0 +1,370 @@
+"""The reliable sample stream: actors (``SampleSender``, DEALER) to the learner (``SampleReceiver``,
+ROUTER), over ``tcp://`` or ``ipc://`` with the same code.
+
+Guarantees, given a receiver whose ``on_sample``/``commit`` callbacks store durably:
+
+- **At-least-once delivery.** The sender keeps every sample in an in-memory outbox until it is
+  acknowledged, and re-transmits unacknowledged samples after ``resend_after_s``. ZeroMQ holds
+  nothing that matters: ``LINGER`` is 0 and a full send queue (high-water mark reached,
+  ``zmq.Again``) just leaves the sample in the outbox to be retried when the socket is writable.
+- **Exactly-once storage, in per-actor order.** The receiver stores ``(actor_id, seq)`` only when
+  ``seq`` is exactly the actor's watermark + 1 (every seq from 0 up to the watermark is stored).
+  A sample at or below the watermark is a duplicate: it is dropped and re-acknowledged. A sample
+  above watermark + 1 arrived across a gap (a message lost when the receiver died): it is
+  dropped unacknowledged and the sender's go-back-N resend fills the gap in order. So the order
+  in which samples are first stored is ``0, 1, 2, ...`` for every actor.
+- **Acks are cumulative and sent after storage.** ``Ack(actor_id, seq)`` means every seq <=
+  ``seq`` of that actor is stored; it is sent only after ``on_sample`` (and ``commit``) returned.
+  A lost ack is made good by any later one.
+- **Restartable.** The receiver's dedupe state is a watermark per actor (bounded memory),
+  rebuilt at start from the ``stored`` pairs the caller read back from its journal.
+- **Never crashes on input.** Undecodable or invalid messages are counted (``malformed``) and
+  logged; the loop goes on.
+
+Not guaranteed: a sender process that dies loses its outbox (the actor must re-generate or
+persist them itself); an actor that restarts must continue its seq numbering, not restart at 0
+(samples at or below the receiver's watermark are treated as duplicates). Heartbeats report
+liveness only; they never drop or reorder data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+
+import zmq
+import zmq.asyncio
+
+from mlerl.protocol._messages import Ack, Heartbeat, ProtocolError, Sample, decode, encode
+from mlerl.protocol._seqtrack import SeqTracker, Verdict
+from mlerl.protocol._transport_config import TransportConfig
+from mlerl.protocol._zmq import Running, make_socket, try_send
+
+log = logging.getLogger(__name__)
+
+
+class SampleSender(Running):
+    """Send samples of one actor to a :class:`SampleReceiver`, keeping each until it is acked.
+
+    Use ``async with SampleSender(...) as sender:`` or run ``sender.run()`` in your TaskGroup;
+    the loop transmits, re-transmits, reads acks and sends heartbeats.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        actor_id: str,
+        *,
+        resend_after_s: float = 5.0,
+        hwm: int = 1000,
+        heartbeat_s: float = 5.0,
+        max_unacked: int = 4096,
+        reconnect_ivl_ms: int = 100,
+        context: zmq.asyncio.Context | None = None,
+    ) -> None:
+        if resend_after_s <= 0 or heartbeat_s <= 0:
+            raise ValueError("resend_after_s and heartbeat_s must be > 0")
+        if hwm < 1 or max_unacked < 1:
+            raise ValueError("hwm and max_unacked must be >= 1")
+        self.address, self.actor_id = address, actor_id
+        self.resend_after_s, self.heartbeat_s = resend_after_s, heartbeat_s
+        self.max_unacked = max_unacked
+        self._sock = make_socket(zmq.DEALER, hwm, reconnect_ivl_ms, context)
+        self._sock.setsockopt(zmq.IDENTITY, actor_id.encode())
+        self._sock.connect(address)
+        # seq -> [encoded bytes, monotonic time of the last transmission (-1: never)]
+        self._outbox: collections.OrderedDict[int, list] = collections.OrderedDict()
+        self._to_send: collections.deque[int] = collections.deque()
+        self._last_seq = -1
+        self._changed = asyncio.Event()  # outbox grew or shrank
+        self.acked_seq = -1
+        """Highest seq the receiver acknowledged (cumulatively)."""
+        self.last_reply: float | None = None
+        """``time.monotonic()`` of the last message from the receiver (ack or heartbeat)."""
+        self.counters = {"sent": 0, "resent": 0, "acked": 0, "hwm_full": 0, "malformed": 0}
+
+    @classmethod
+    def from_config(cls, config: TransportConfig, actor_id: str) -> SampleSender:
+        return cls(
+            config.samples_address, actor_id, resend_after_s=config.resend_after_s,
+            hwm=config.sender_hwm, heartbeat_s=config.heartbeat_s,
+            max_unacked=config.max_unacked, reconnect_ivl_ms=config.reconnect_ivl_ms,
+        )
+
+    @property
+    def unacked(self) -> int:
+        """Samples handed to :meth:`send` and not yet acknowledged."""
+        return len(self._outbox)
+
+    async def send(self, sample: Sample) -> None:
+        """Queue ``sample`` for reliable delivery and try to transmit it now.
+
+        Waits (without blocking the loop) while ``max_unacked`` samples are outstanding. Seqs
+        must increase; the actor assigns them.
+        """
+        if sample.actor_id != self.actor_id:
+            raise ValueError(f"actor_id: sample of {sample.actor_id!r} given to sender of {self.actor_id!r}")
+        if sample.seq <= self._last_seq:
+            raise ValueError(f"seq: {sample.seq} is not above the last sent seq {self._last_seq}")
+        while len(self._outbox) >= self.max_unacked:
+            self._changed.clear()
+            await self._changed.wait()
+        self._last_seq = sample.seq
+        self._outbox[sample.seq] = [encode(sample), -1.0]
+        self._to_send.append(sample.seq)
+        self._transmit()
+        self._changed.set()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Wait until every sample sent so far is acknowledged (``TimeoutError`` after ``timeout``)."""
+        async with asyncio.timeout(timeout):
+            while self._outbox:
+                self._changed.clear()
+                await self._changed.wait()
+
+    def _transmit(self) -> bool:
+        """Transmit queued samples in order until the socket is full; True when all went out."""
+        while self._to_send:
+            seq = self._to_send[0]
+            entry = self._outbox.get(seq)
+            if entry is not None:
+                if not try_send(self._sock, [entry[0]]):
+                    self.counters["hwm_full"] += 1
+                    return False
+                self.counters["resent" if entry[1] >= 0 else "sent"] += 1
+                entry[1] = time.monotonic()
+            self._to_send.popleft()
+        return True
+
+    def _rewind_if_due(self) -> float:
+        """Go back N when the oldest unacked sample is overdue; return seconds until the next check."""
+        if not self._outbox:
+            return self.resend_after_s
+        first = next(iter(self._outbox.values()))
+        if first[1] < 0:  # never transmitted yet: it is queued already
+            return self.resend_after_s
+        wait = first[1] + self.resend_after_s - time.monotonic()
+        if wait > 0:
+            return wait
+        self._to_send = collections.deque(self._outbox)  # go back N: everything unacked, in order
+        return self.resend_after_s
+
+    def _on_message(self, data: bytes) -> None:
+        try:
+            msg = decode(data)
+        except ProtocolError as exc:
+            self.counters["malformed"] += 1
+            log.warning("sender %s: malformed message from receiver: %s", self.actor_id, exc)
+            return
+        self.last_reply = time.monotonic()
+        if isinstance(msg, Ack) and msg.actor_id == self.actor_id:
+            self._acked(msg.seq)
+        elif isinstance(msg, Heartbeat) and "watermark" in msg.state:
+            self._acked(int(msg.state["watermark"]))  # the reply doubles as a cumulative ack
+
+    def _acked(self, seq: int) -> None:
+        while self._outbox and next(iter(self._outbox)) <= seq:
+            self._outbox.popitem(last=False)
+            self.counters["acked"] += 1
+        self.acked_seq = max(self.acked_seq, seq)
+        self._changed.set()
+
+    async def _pump(self) -> None:
+        while True:
+            wait = self._rewind_if_due()
+            if not self._transmit():
+                # full: wait until writable (bounded, so overdue resends are still noticed)
+                await self._sock.poll(int(min(wait, self.resend_after_s) * 1000) + 1, zmq.POLLOUT)
+                continue
+            self._changed.clear()
+            try:
+                async with asyncio.timeout(wait):
+                    await self._changed.wait()
+            except TimeoutError:
+                pass
+
+    async def _receive(self) -> None:
+        while True:
+            self._on_message(await self._sock.recv())
+
+    async def _heartbeat(self) -> None:
+        while True:
+            beat = Heartbeat(
+                sender=self.actor_id, role="actor", t=time.time(),
+                state={"unacked": float(len(self._outbox)), "acked_seq": float(self.acked_seq)},
+            )
+            # when the data queue is full the beat is skipped: the data shows we are alive
+            try_send(self._sock, [encode(beat)])
+            await asyncio.sleep(self.heartbeat_s)
+
+    async def run(self) -> None:
+        """Transmit, resend, read acks and heartbeat until cancelled."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._pump())
+            tg.create_task(self._receive())
+            tg.create_task(self._heartbeat())
+
+    def close(self) -> None:
+        """Close the socket at once; unacked samples stay readable in ``unacked``/the outbox."""
+        self._sock.close(linger=0)
+
+
+OnSample = Callable[[Sample], Awaitable[None] | None]
+Commit = Callable[[], Awaitable[None] | None]
+
+
+async def _call(fn: Callable[..., Awaitable[None] | None], *args: object) -> None:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        await result
+
+
+class SampleReceiver(Running):
+    """Receive samples from many :class:`SampleSender`; store each once, in order, then ack.
+
+    ``on_sample(sample)`` is called for each new sample in order; ``commit()`` (optional) once
+    per received batch before the acks of that batch go out: append in ``on_sample``, fsync in
+    ``commit``. Either may be a plain function or a coroutine function (its result is awaited). An exception from either propagates out of :meth:`run`
+    (nothing of that batch is acked). ``stored`` are the ``(actor_id, seq)`` pairs already stored
+    by an earlier run (read back from the journal).
+    """
+
+    def __init__(
+        self,
+        address: str,
+        on_sample: OnSample,
+        *,
+        stored: Iterable[tuple[str, int]] = (),
+        commit: Commit | None = None,
+        name: str = "learner",
+        hwm: int = 10000,
+        max_batch: int = 256,
+        context: zmq.asyncio.Context | None = None,
+    ) -> None:
+        self.address, self.name, self.max_batch = address, name, max_batch
+        self._on_sample, self._commit = on_sample, commit
+        self.tracker = SeqTracker(stored)
+        self.last_seen: dict[str, float] = {}
+        """``time.monotonic()`` of the last message from each actor."""
+        self.counters = {
+            "received": 0, "stored": 0, "duplicates": 0, "out_of_order": 0,
+            "malformed": 0, "heartbeats": 0, "batches": 0,
+        }
+        self._sock = make_socket(zmq.ROUTER, hwm, 100, context)
+        self._sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting actor takes over its id
+        self._sock.bind(address)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: TransportConfig,
+        on_sample: OnSample,
+        *,
+        stored: Iterable[tuple[str, int]] = (),
+        commit: Commit | None = None,
+    ) -> SampleReceiver:
+        return cls(
+            config.samples_bind or config.samples_address, on_sample, stored=stored,
+            commit=commit, hwm=config.receiver_hwm, max_batch=config.max_batch,
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """The bound address, with a wildcard port (``tcp://127.0.0.1:*``) resolved."""
+        return self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
+
+    def watermark(self, actor_id: str) -> int:
+        """Highest seq such that every seq from 0 up to it is stored for ``actor_id`` (-1: none)."""
+        return self.tracker.watermark(actor_id)
+
+    def _malformed(self, why: str) -> None:
+        self.counters["malformed"] += 1
+        level = logging.WARNING if self.counters["malformed"] <= 10 else logging.DEBUG
+        log.log(level, "receiver %s: dropped malformed message (%d so far): %s",
+                self.name, self.counters["malformed"], why)
+
+    def _log_gap(self, actor_id: str, seq: int, expected: int) -> None:
+        # a few are normal after a crash; many for one actor mean it did not start at seq 0
+        n = self.counters["out_of_order"]
+        level = logging.WARNING if n <= 10 or n % 10000 == 0 else logging.DEBUG
+        log.log(level, "receiver %s: %s seq %d dropped, expecting seq %d first (%d so far)",
+                self.name, actor_id, seq, expected, n)
+
+    async def _read_batch(self) -> list[list[bytes]]:
+        batch = [await self._sock.recv_multipart()]
+        while len(batch) < self.max_batch:
+            try:
+                batch.append(await self._sock.recv_multipart(flags=zmq.NOBLOCK))
+            except zmq.Again:
+                break
+        return batch
+
+    def _triage(self, batch: list[list[bytes]]) -> tuple[list[Sample], dict[tuple[bytes, str], None]]:
+        """Split a batch into samples to store (in order) and the (route, actor) pairs owed an ack."""
+        accept: list[Sample] = []
+        ack_to: dict[tuple[bytes, str], None] = {}
+        expected: dict[str, int] = {}
+        for frames in batch:
+            if len(frames) != 2:
+                self._malformed(f"{len(frames)} frames, expected 2")
+                continue
+            route, payload = frames
+            try:
+                msg = decode(payload)
+            except ProtocolError as exc:
+                self._malformed(str(exc))
+                continue
+            if isinstance(msg, Heartbeat):
+                self.counters["heartbeats"] += 1
+                self.last_seen[msg.sender] = time.monotonic()
+                self._reply_heartbeat(route, msg)
+                continue
+            if not isinstance(msg, Sample):
+                self._malformed(f"unexpected {type(msg).__name__} on the sample stream")
+                continue
+            self.counters["received"] += 1
+            aid, seq = msg.actor_id, msg.seq
+            self.last_seen[aid] = time.monotonic()
+            verdict = self.tracker.verdict(aid, seq, expected.get(aid))
+            if verdict is Verdict.STORE:
+                accept.append(msg)
+                expected[aid] = self.tracker.after(aid, seq)
+                ack_to[(route, aid)] = None
+            elif verdict is Verdict.DUPLICATE:
+                self.counters["duplicates"] += 1
+                ack_to[(route, aid)] = None
+            else:  # across a gap: the sender resends in order
+                self.counters["out_of_order"] += 1
+                self._log_gap(aid, seq, expected.get(aid, self.watermark(aid) + 1))
+        return accept, ack_to
+
+    def _reply_heartbeat(self, route: bytes, beat: Heartbeat) -> None:
+        reply = Heartbeat(sender=self.name, role="learner", t=time.time(),
+                          state={"watermark": float(self.watermark(beat.sender))})
+        self._send(route, encode(reply))
+
+    def _send(self, route: bytes, payload: bytes) -> None:
+        # a dropped ack is made good by a later (cumulative) one, a heartbeat by the next beat
+        try_send(self._sock, [route, payload])
+
+    async def run(self) -> None:
+        """Receive, store, ack until cancelled."""
+        while True:
+            batch = await self._read_batch()
+            self.counters["batches"] += 1
+            accept, ack_to = self._triage(batch)
+            for sample in accept:
+                await _call(self._on_sample, sample)
+                self.tracker.mark_stored(sample.actor_id, sample.seq)
+                self.counters["stored"] += 1
+            if accept and self._commit is not None:
+                await _call(self._commit)
+            for route, aid in ack_to:
+                self._send(route, encode(Ack(actor_id=aid, seq=self.watermark(aid))))
+
+    def close(self) -> None:
+        self._sock.close(linger=0)

@@ -1,0 +1,51 @@
+"""``TransportConfig``: the addresses and reliability knobs of the sample and weight streams.
+
+The learner binds (``*_bind``, defaulting to the address), actors connect (``*_address``). On
+one host use ``ipc://`` or ``tcp://127.0.0.1``; across hosts bind ``tcp://0.0.0.0:PORT`` and
+connect to ``tcp://LEARNER_HOST:PORT`` (see docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from mlerl.protocol._config import check
+
+
+@dataclass
+class TransportConfig:
+    samples_address: str = "tcp://127.0.0.1:5555"
+    """Where actors send samples (DEALER connect)."""
+    samples_bind: Optional[str] = None
+    """Where the learner receives samples (ROUTER bind); None: ``samples_address``."""
+    weights_address: str = "tcp://127.0.0.1:5556"
+    """Where actors subscribe to weight announcements (SUB connect)."""
+    weights_bind: Optional[str] = None
+    """Where the learner publishes them (PUB bind); None: ``weights_address``."""
+    resend_after_s: float = 5.0
+    """Retransmit unacked samples (go-back-N) when the oldest was sent this long ago."""
+    heartbeat_s: float = 5.0
+    """Actor heartbeat period."""
+    sender_hwm: int = 1000
+    """ZeroMQ send queue of each actor; overflow waits in the outbox, never lost."""
+    receiver_hwm: int = 10000
+    """ZeroMQ receive queue of the learner; overflow is resent by the actors."""
+    max_unacked: int = 4096
+    """An actor's ``send`` waits while this many samples are unacknowledged."""
+    max_batch: int = 256
+    """Samples the learner stores per ``commit`` (one fsync)."""
+    reconnect_ivl_ms: int = 100
+    """ZeroMQ reconnect interval (backs off to 2 s)."""
+    republish_s: float = 1.0
+    """The latest weight announcement is re-published this often for late joiners."""
+
+    def __post_init__(self) -> None:
+        for key in ("samples_address", "weights_address"):
+            value = getattr(self, key)
+            check(value.startswith(("tcp://", "ipc://", "inproc://")), key,
+                  f"must be a tcp://, ipc:// or inproc:// address, got {value!r}")
+        for key in ("resend_after_s", "heartbeat_s", "republish_s"):
+            check(getattr(self, key) > 0, key, "must be > 0")
+        for key in ("sender_hwm", "receiver_hwm", "max_unacked", "max_batch", "reconnect_ivl_ms"):
+            check(getattr(self, key) >= 1, key, "must be >= 1")

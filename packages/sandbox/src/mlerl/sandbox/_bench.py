@@ -1,0 +1,136 @@
+"""``mlerl-sandbox bench``: throughput, per-run overhead and a leak soak (not a test).
+
+Measured in one process, in one run, on whatever host runs it: executions/s of a trivial
+program at concurrency 1, 2, 4 per backend; mean latency next to a bare ``python -c pass``
+spawn and (Docker) ``docker run --rm`` of the same image; then ``soak`` executions at
+concurrency 4 and a count of what was left behind (processes, containers, cgroups, dirs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from mlerl.sandbox import _cgroup
+from mlerl.sandbox._factory import make_sandbox
+from mlerl.sandbox._types import ExecutionRequest, Limits, SandboxConfig
+from mlerl.sandbox._workdir import owner_tag
+
+TRIVIAL = "pass\n"
+
+
+def _processes_with(token: str) -> int:
+    needle = f"MLERL_BENCH_TOKEN={token}".encode()
+    count = 0
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                count += needle in f.read()
+        except (OSError, ValueError):
+            continue
+    return count
+
+
+async def _spawn_s(argv: list[str], n: int) -> float:
+    """Mean seconds to spawn and wait for ``argv``."""
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        await proc.wait()
+        times.append(time.perf_counter() - t)
+    return statistics.mean(times)
+
+
+async def _throughput(config: SandboxConfig, token: str, concurrency: int, n: int
+                      ) -> dict[str, Any]:
+    sandbox = make_sandbox(SandboxConfig(**(vars(config) | {"max_concurrency": concurrency})))
+    request = ExecutionRequest(program=TRIVIAL, limits=Limits(wall_time_s=60, memory_mb=512),
+                               collect=(), env={"MLERL_BENCH_TOKEN": token})
+    try:
+        await sandbox.run(request)  # warm-up (Docker: connect + start-up reaper)
+        latencies: list[float] = []
+
+        async def one() -> str:
+            t = time.perf_counter()
+            r = await sandbox.run(request)
+            latencies.append(time.perf_counter() - t)
+            return r.status.value
+
+        t0 = time.perf_counter()
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(one()) for _ in range(n)]
+        elapsed = time.perf_counter() - t0
+    finally:
+        await sandbox.close()
+    return {"concurrency": concurrency, "n": n, "exec_per_s": round(n / elapsed, 2),
+            "mean_latency_incl_queue_s": round(statistics.mean(latencies), 4),
+            "statuses": dict(Counter(t.result() for t in tasks))}
+
+
+async def _leaks(config: SandboxConfig, token: str) -> dict[str, int]:
+    owner = owner_tag()
+    found = {"processes": _processes_with(token),
+             "run_dirs": len(list((Path(config.work_root) / owner).glob("*"))),
+             "cgroups": sum(len([p for p in (b / owner).glob("*") if p.is_dir()])
+                            for b in _cgroup.base_dirs().values())}
+    if config.backend == "docker":
+        import aiodocker
+
+        docker = aiodocker.Docker(url=config.docker_host or None)
+        try:
+            found["containers"] = len(await docker.containers.list(
+                all=True, filters={"label": [f"mlerl.owner={owner}"]}))
+        finally:
+            await docker.close()
+    return found
+
+
+async def _backend(backend: str, soak: int, root: str) -> dict[str, Any]:
+    config = SandboxConfig(backend=backend, work_root=root)
+    token = uuid.uuid4().hex
+    rows = [await _throughput(config, token, c, n) for c, n in ((1, 20), (2, 30), (4, 40))]
+    out: dict[str, Any] = {"throughput": rows,
+                           "overhead_s": {"sandbox_run": round(1 / rows[0]["exec_per_s"], 4)}}
+    if backend == "docker" and shutil.which("docker"):
+        out["overhead_s"]["docker_run_rm"] = round(await _spawn_s(
+            ["docker", "run", "--rm", "--network", "none", config.image, "python3", "-c",
+             "pass"], 10), 4)
+    if soak:
+        t0 = time.perf_counter()
+        soak_row = await _throughput(config, token, 4, soak)
+        out["soak"] = soak_row | {"seconds": round(time.perf_counter() - t0, 1),
+                                  "leaked": await _leaks(config, token)}
+    return out
+
+
+async def bench(backends: list[str], soak: int, out_path: Path) -> dict[str, Any]:
+    """Run the benchmark, write ``out_path`` (JSON) and return the figures."""
+    root = tempfile.mkdtemp(prefix="mlerl-sandbox-bench-")
+    try:
+        results: dict[str, Any] = {
+            "program": TRIVIAL.strip(),
+            "host": {"python": sys.version.split()[0], "machine": platform.machine(),
+                     "cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+            "bare_python_spawn_s": round(await _spawn_s([sys.executable, "-c", "pass"], 20), 4),
+            "soak_count": soak,
+        }
+        for backend in backends:
+            results[backend] = await _backend(backend, soak, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(results, indent=2) + "\n")
+    return results

@@ -1,0 +1,191 @@
+"""The data types of the sandbox API: limits, requests, results, configuration, protocol.
+
+Guarantees: every value is validated on construction (:class:`mlerl.protocol.ConfigError`
+naming the field), so a bad request fails before anything is started and loses nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from mlerl.protocol import ExecStatus, check
+
+OutputCallback = Callable[[str, bytes], None]
+"""``on_output(stream_name, chunk)``: ``stream_name`` is ``"stdout"`` or ``"stderr"``."""
+
+MiB = 1024 * 1024
+
+
+@dataclass
+class Limits:
+    """Resource limits of one execution."""
+
+    wall_time_s: float = 600.0
+    """Wall-clock limit from start; then TERM, ``kill_grace_s``, KILL -> TIMEOUT."""
+    memory_mb: int = 4096
+    """Memory (RSS + page cache + tmpfs writes); swap is not allowed on top. Excess -> OOM."""
+    cpus: float = 1.0
+    """CPU share (Docker: NanoCpus; local: cgroup CFS quota where available)."""
+    pids: int = 1024
+    """Processes + threads (BLAS and LightGBM pools need more than 64)."""
+    output_bytes: int = 32 * MiB
+    """Hard cap on stdout + stderr bytes; above it the program is killed -> OUTPUT_LIMIT."""
+    disk_mb: int = 1024
+    """Size of the writable work directory (a tmpfs where the host allows); full -> ENOSPC."""
+    collect_max_bytes: int = 256 * MiB
+    """Largest file copied out of the work directory; a larger one is not collected."""
+    kill_grace_s: float = 2.0
+    """Seconds between SIGTERM and SIGKILL at the deadline."""
+
+    def __post_init__(self) -> None:
+        check(self.wall_time_s > 0, "wall_time_s", "must be > 0")
+        check(self.memory_mb >= 16, "memory_mb", "must be >= 16")
+        check(self.cpus > 0, "cpus", "must be > 0")
+        check(self.pids >= 8, "pids", "must be >= 8")
+        check(self.output_bytes >= 1024, "output_bytes", "must be >= 1024")
+        check(self.disk_mb >= 1, "disk_mb", "must be >= 1")
+        check(self.collect_max_bytes >= 0, "collect_max_bytes", "must be >= 0")
+        check(self.kill_grace_s >= 0, "kill_grace_s", "must be >= 0")
+
+
+def _check_collect_name(name: str) -> None:
+    bad = not name or "/" in name or "\0" in name or name in (".", "..", "main.py")
+    check(not bad, "collect", f"{name!r}: a plain file name in the work dir is required")
+
+
+@dataclass
+class ExecutionRequest:
+    """One program to run. ``program`` is the source of ``main.py`` in a fresh work dir."""
+
+    program: str
+    data_dir: Path | None = None
+    """Task public data, visible read-only at ``./input/`` (None: no ``input``)."""
+    limits: Limits = field(default_factory=Limits)
+    collect: tuple[str, ...] = ("submission.csv",)
+    """File names to copy out of the work dir after the run (regular files only)."""
+    entry: tuple[str, ...] = ("python", "main.py")
+    """Command run in the work dir; a leading ``python`` means the sandbox's interpreter."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment variables (the host environment is never inherited)."""
+
+    def __post_init__(self) -> None:
+        check(isinstance(self.program, str), "program", "must be source text (str)")
+        check(len(self.entry) > 0 and all(self.entry), "entry", "must be a non-empty command")
+        self.collect = tuple(self.collect)
+        self.entry = tuple(self.entry)
+        for name in self.collect:
+            _check_collect_name(name)
+        if self.data_dir is not None:
+            self.data_dir = Path(self.data_dir)
+            check(self.data_dir.is_dir(), "data_dir", f"{self.data_dir} is not a directory")
+        for key, value in self.env.items():
+            ok = key and "=" not in key and "\0" not in key + value
+            check(bool(ok), "env", f"invalid variable {key!r}")
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs: object) -> ExecutionRequest:
+        """A request whose program is the text of ``path``."""
+        return cls(program=Path(path).read_text(), **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass
+class CapturedOutput:
+    """A bounded capture of one stream: the first and last bytes, and how many there were."""
+
+    head: str = ""
+    tail: str = ""
+    total_bytes: int = 0
+    truncated: bool = False
+    """True when bytes between ``head`` and ``tail`` were dropped."""
+
+    def text(self) -> str:
+        """Head and tail joined, with a marker where bytes were dropped."""
+        if not self.truncated:
+            return self.head + self.tail
+        dropped = self.total_bytes - len(self.head.encode()) - len(self.tail.encode())
+        return f"{self.head}\n[... {max(dropped, 0)} bytes dropped ...]\n{self.tail}"
+
+
+@dataclass
+class ExecutionResult:
+    """How one execution ended. Only ``INFRA_ERROR`` is the harness's fault."""
+
+    status: ExecStatus
+    exit_code: int | None
+    """Exit status; negative = killed by that signal (local), 128+n style from Docker."""
+    started_at: float
+    finished_at: float
+    duration_s: float
+    stdout: CapturedOutput
+    stderr: CapturedOutput
+    files: dict[str, Path]
+    """Collected file name -> host path (in a directory the caller owns and deletes)."""
+    error: str = ""
+    """Harness-side explanation (timeout, limit, rejected file, engine error)."""
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict (status lower-case, paths as strings)."""
+        out = dataclasses.asdict(self)
+        out["status"] = self.status.value
+        out["files"] = {k: str(v) for k, v in self.files.items()}
+        return out
+
+
+class Sandbox(Protocol):
+    """Runs untrusted programs. ``run`` never raises for a program's behaviour."""
+
+    async def run(
+        self, request: ExecutionRequest, on_output: OutputCallback | None = None
+    ) -> ExecutionResult: ...
+
+    async def close(self) -> None: ...
+
+
+def _default_work_root() -> str:
+    return os.path.join(tempfile.gettempdir(), "mlerl-sandbox")
+
+
+@dataclass
+class SandboxConfig:
+    """Which backend runs programs and how many at once."""
+
+    backend: str = "local"
+    """``local`` (process group + cgroups + bubblewrap where present) or ``docker``."""
+    max_concurrency: int = 4
+    """Executions running at once."""
+    queue_size: int = 64
+    """Callers waiting for a slot; further ``run`` calls block until one frees (backpressure)."""
+    image: str = "mlerl-sandbox:local"
+    """Docker image (``scripts/build_image.sh`` builds this tag; docker/Dockerfile for users)."""
+    site_packages: str = "auto"
+    """Docker: host dir bound read-only at /opt/mlerl-site and put on PYTHONPATH. ``auto``:
+    this interpreter's site-packages (the project venv); empty: none (self-contained image)."""
+    docker_host: str = ""
+    """Engine URL; empty: ``DOCKER_HOST`` or the default socket (Podman's API works too)."""
+    engine_timeout_s: float = 60.0
+    """Per-call timeout of engine requests (create/start); stop/kill/remove use 10-30 s."""
+    work_root: str = field(default_factory=_default_work_root)
+    """Where per-run work dirs and collected files are created."""
+    use_bwrap: bool = True
+    """Local: wrap in bubblewrap when installed (read-only fs, no network, own pid ns)."""
+    use_cgroups: bool = True
+    """Local: per-run memory/pids/cpu cgroups when writable (needs root)."""
+    tmpfs_workdir: bool = True
+    """Mount a size-limited tmpfs per work dir when allowed (root), for the disk limit."""
+    sandbox_uid: int = 65534
+    """Unprivileged uid inside the sandbox (Docker user; bubblewrap's mapped uid)."""
+
+    def __post_init__(self) -> None:
+        check(self.backend in ("local", "docker"), "backend", "must be 'local' or 'docker'")
+        check(self.max_concurrency >= 1, "max_concurrency", "must be >= 1")
+        check(self.queue_size >= 0, "queue_size", "must be >= 0")
+        check(bool(self.image), "image", "must not be empty")
+        check(self.engine_timeout_s > 0, "engine_timeout_s", "must be > 0")
+        check(bool(self.work_root), "work_root", "must not be empty")
+        check(self.sandbox_uid > 0, "sandbox_uid", "must be a non-root uid")

@@ -1,0 +1,129 @@
+"""The typed configuration of `mlerl train`, registered with Hydra's ConfigStore.
+
+Each section is the owning package's own dataclass (``learner`` is
+:class:`mlerl.learner.LearnerConfig`, ``sandbox`` is :class:`mlerl.sandbox.SandboxConfig`, ...),
+so a field is documented once, where it is used. This module only adds the sections that belong
+to the whole run (model, tasks, logging) and ties them together. YAML groups live in
+``conf/`` beside this file; ``conf/train.yaml`` is the primary config.
+
+Validation happens twice, both at start-up: OmegaConf checks types while composing (a string
+for an int fails with the full key), and :func:`validate` instantiates every dataclass so its
+``__post_init__`` range checks run (a ConfigError names ``section.key``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+
+from mlerl.actors import ActorsConfig
+from mlerl.embedded import BootstrapConfig
+from mlerl.instrument import RewardConfig
+from mlerl.learner import LearnerConfig
+from mlerl.protocol import check, to_object
+from mlerl.sandbox import SandboxConfig
+
+
+@dataclass
+class ModelConfig:
+    path: str = ""
+    """HF model directory of the policy. Empty: the embedded tiny policy, built offline and
+    cached under ``embedded_cache`` on first use."""
+    embedded_cache: str = "~/.cache/mlerl/embedded"
+    """Where the embedded policy (tokenizer + bootstrapped model) is cached."""
+    bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+    """How the embedded policy is built (corpus, model shape, SFT budget)."""
+    instrument_path: str = ""
+    """Frozen model for LM instrumentation (``instrument.mode=lm``); empty: same as ``path``."""
+
+
+
+@dataclass
+class TasksConfig:
+    ids: list[str] = field(default_factory=lambda: ["standin-cancer-auc-tiny"])
+    """Task ids trained on (see ``mlerl tasks list``)."""
+    data_dir: str = ""
+    """Prepared data root (MLE-bench layout). Empty: MLE-bench's cache dir."""
+    tasks_dir: str = ""
+    """Extra task-spec directories (user tasks) besides the built-in ones."""
+    prepare: bool = True
+    """Prepare stand-in tasks that are missing from ``data_dir`` before training."""
+
+    def __post_init__(self) -> None:
+        check(len(self.ids) > 0, "ids", "must name at least one task")
+
+
+@dataclass
+class InstrumentConfig:
+    mode: str = "ast"
+    """``ast`` (deterministic, the CPU default), ``lm`` (frozen LM, verified, AST fallback) or
+    ``paper`` (frozen LM output used unverified, plain prints: exact reproduction)."""
+    markers: str = "secure"
+    """``secure``: only nonce-channel markers count; ``paper``: regex over plain prints."""
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    """Reward constants (the paper's by default)."""
+
+    def __post_init__(self) -> None:
+        check(self.mode in ("ast", "lm", "paper"), "mode", "must be 'ast', 'lm' or 'paper'")
+        check(self.markers in ("secure", "paper"), "markers", "must be 'secure' or 'paper'")
+
+
+@dataclass
+class LoggingConfig:
+    wandb_mode: str = "offline"
+    """``offline`` (default: files under the run dir, sync later), ``online`` or ``disabled``."""
+    wandb_project: str = "mlerl"
+    """W&B project name."""
+    wandb_entity: str = ""
+    """W&B entity (team); empty: your default."""
+    console: bool = True
+    """Print progress to the terminal."""
+
+    def __post_init__(self) -> None:
+        check(self.wandb_mode in ("offline", "online", "disabled"), "wandb_mode",
+              "must be 'offline', 'online' or 'disabled'")
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    """Seeds the bootstrap, sampling, batching and tasks."""
+    resume: str = ""
+    """A run directory to continue; empty starts a new run in Hydra's output dir."""
+    num_actors: int = 1
+    """Actor processes."""
+    learner_procs: int = 1
+    """Learner processes (``torchrun --nproc_per_node``; FSDP2 shards across them). The paper: 8."""
+    role: str = "all"
+    """``all`` runs learner and actors here; ``learner`` or ``actors`` runs one side, for
+    multi-host runs (point ``actors.samples_address``/``weights_address`` at the learner host)."""
+    time_limit_s: float = 0.0
+    """Stop training after this many seconds (0: only ``learner.max_updates`` stops it)."""
+    eval_samples: int = 16
+    """K for the closing best-of-K report (trained vs bootstrapped policy); 0 skips it."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    tasks: TasksConfig = field(default_factory=TasksConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    instrument: InstrumentConfig = field(default_factory=InstrumentConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    actors: ActorsConfig = field(default_factory=ActorsConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    def __post_init__(self) -> None:
+        check(self.num_actors >= 1, "num_actors", "must be >= 1")
+        check(self.learner_procs >= 1, "learner_procs", "must be >= 1")
+        check(self.role in ("all", "learner", "actors"), "role", "must be 'all', 'learner' or 'actors'")
+        check(self.time_limit_s >= 0, "time_limit_s", "must be >= 0")
+        check(self.eval_samples >= 0, "eval_samples", "must be >= 0")
+
+
+def register() -> None:
+    """Register the schema so ``conf/train.yaml`` can list ``train_schema`` in its defaults."""
+    ConfigStore.instance().store(name="train_schema", node=TrainConfig)
+
+
+def validate(cfg: Any) -> TrainConfig:
+    """Instantiate the composed config, running every section's range checks."""
+    return to_object(TrainConfig, cfg)

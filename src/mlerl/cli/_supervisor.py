@@ -1,0 +1,123 @@
+"""Process supervision for `mlerl train`: start components, restart the ones that die, stop all.
+
+Guarantees:
+- every child runs in its own session (process group), so stopping a child also stops what it
+  spawned (sandboxes, vLLM engine processes);
+- on stop (normal end, Ctrl-C, SIGTERM) children get SIGTERM, a grace period, then SIGKILL of
+  the whole group: no orphans;
+- a child marked ``restart=True`` that exits non-zero is restarted (bounded), which is how an
+  actor killed with SIGKILL comes back and resumes from its last acked sequence number.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class ChildSpec:
+    name: str
+    argv: list[str]
+    log_path: Path
+    restart: bool = False
+    """Restart when it exits non-zero (actors); the learner's exit ends the run instead."""
+    max_restarts: int = 5
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Child:
+    spec: ChildSpec
+    proc: subprocess.Popen[bytes]
+    restarts: int = 0
+
+
+class Supervisor:
+    """Runs children until the ``primary`` one exits, then stops the rest."""
+
+    def __init__(self, specs: list[ChildSpec], primary: str, grace_s: float = 10.0) -> None:
+        self._specs = specs
+        self._primary = primary
+        self._grace_s = grace_s
+        self._children: dict[str, _Child] = {}
+        self.events: list[str] = []
+
+    def _spawn(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(spec.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
+        env = {**os.environ, **spec.env, "PYTHONUNBUFFERED": "1"}
+        try:
+            return subprocess.Popen(
+                spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        finally:
+            log.close()
+
+    def start(self) -> None:
+        for spec in self._specs:
+            self._children[spec.name] = _Child(spec, self._spawn(spec))
+            self.events.append(f"started {spec.name} pid={self._children[spec.name].proc.pid}")
+
+    def pid(self, name: str) -> int:
+        return self._children[name].proc.pid
+
+    def wait(
+        self,
+        poll_s: float = 0.5,
+        deadline_s: float | None = None,
+        on_tick: Callable[[], None] | None = None,
+    ) -> int:
+        """Block until the primary exits (returns its code) or the deadline passes (returns 124).
+
+        ``on_tick`` runs once per poll (progress display)."""
+        start = time.monotonic()
+        while True:
+            for child in self._children.values():
+                code = child.proc.poll()
+                if code is None:
+                    continue
+                if child.spec.name == self._primary:
+                    self.events.append(f"{child.spec.name} exited {code}")
+                    return code
+                if code != 0 and child.spec.restart and child.restarts < child.spec.max_restarts:
+                    child.restarts += 1
+                    self.events.append(f"restarting {child.spec.name} (exit {code}, #{child.restarts})")
+                    child.proc = self._spawn(child.spec)
+            if deadline_s is not None and time.monotonic() - start > deadline_s:
+                return 124
+            if on_tick is not None:
+                on_tick()
+            time.sleep(poll_s)
+
+    def stop(self) -> None:
+        """TERM every child's process group, wait up to the grace period, then KILL."""
+        alive = [c for c in self._children.values() if c.proc.poll() is None]
+        for child in alive:
+            _signal_group(child.proc.pid, signal.SIGTERM)
+        end = time.monotonic() + self._grace_s
+        for child in alive:
+            try:
+                child.proc.wait(timeout=max(0.0, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for child in self._children.values():
+            # Kill the group even when the leader exited: its descendants may still live.
+            _signal_group(child.proc.pid, signal.SIGKILL)
+            try:
+                child.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                print(f"mlerl: {child.spec.name} did not exit after SIGKILL", file=sys.stderr)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

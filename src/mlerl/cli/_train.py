@@ -1,0 +1,188 @@
+"""`mlerl train`: the whole system on one host, or one side of a multi-host run.
+
+Reads top to bottom: compose and validate the config -> run dir (new, or ``resume=RUN_DIR``)
+-> prepare the tasks -> the policy model (the embedded bootstrap, or ``model.path``) -> write
+the resolved ``config.yaml`` every process reads -> start the learner and the actors under a
+supervisor (actors restart if they die) -> show progress until the learner finishes or the
+time limit passes -> stop everything (no orphans) -> the closing report.
+
+The learner stops itself after ``learner.max_updates``; Ctrl-C stops the run cleanly and
+``mlerl train resume=RUN_DIR`` continues it: the learner restores its last complete
+checkpoint (and its journal of samples received after it), the actors their sequence numbers
+and unacked outboxes, so no sample is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from mlerl.cli._config import TrainConfig, register, validate
+from mlerl.cli._progress import Progress
+from mlerl.cli._supervisor import ChildSpec, Supervisor
+from mlerl.protocol import ConfigError, to_object
+
+CONFIG_NAME = "config.yaml"
+
+
+def main(argv: list[str] | None = None) -> int:
+    register()
+    sys.argv = ["mlerl train", *(argv or [])]
+    _app()
+    return 0
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def _app(cfg: DictConfig) -> None:
+    try:
+        train = validate(cfg)
+        if train.resume:
+            run_dir = Path(train.resume).expanduser().resolve()
+            train = load_run_config(run_dir)
+        else:
+            run_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    except ConfigError as exc:
+        raise SystemExit(f"mlerl train: config error: {exc}") from None
+    code = run(train, run_dir)
+    if code != 0:
+        raise SystemExit(code)
+
+
+def load_run_config(run_dir: Path) -> TrainConfig:
+    path = run_dir / CONFIG_NAME
+    if not path.is_file():
+        raise ConfigError("resume", f"{run_dir} holds no {CONFIG_NAME}; is it a run directory?")
+    return to_object(TrainConfig, OmegaConf.load(path))
+
+
+def run(train: TrainConfig, run_dir: Path) -> int:
+    """Train; returns the learner's exit code (0 when it reached ``max_updates``)."""
+    progress = Progress(run_dir, enabled=train.logging.console)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = _prepare_tasks(train, progress)
+    model_path = _policy(train, data_dir, progress)
+    config_path = _write_run_config(train, run_dir, data_dir, model_path)
+    progress.say(f"run dir {run_dir}")
+
+    supervisor = Supervisor(_children(train, run_dir, config_path), primary=_primary(train))
+    deadline = train.time_limit_s or None
+    try:
+        supervisor.start()
+        code = supervisor.wait(deadline_s=deadline, on_tick=progress.tick)
+    except KeyboardInterrupt:
+        progress.say("interrupted: stopping every process (resume with "
+                     f"`mlerl train resume={run_dir}`)")
+        code = 130
+    finally:
+        supervisor.stop()
+        _reap_sandboxes(train)
+    progress.tick()
+    if code == 124:
+        progress.say(f"time limit of {train.time_limit_s:.0f} s reached")
+        code = 0
+    (run_dir / "supervisor.log").write_text("\n".join(supervisor.events) + "\n")
+    if code == 0 and train.role != "actors" and train.eval_samples > 0:
+        from mlerl.cli._report import write_report
+
+        write_report(train, run_dir, Path(model_path), data_dir, progress)
+    return code
+
+
+def _prepare_tasks(train: TrainConfig, progress: Progress) -> Path:
+    from mlerl.bench import Registry, default_data_dir, prepare
+
+    data_dir = Path(train.tasks.data_dir).expanduser() if train.tasks.data_dir else default_data_dir()
+    registry = Registry.load(train.tasks.tasks_dir or None, data_dir)
+    for task_id in train.tasks.ids:
+        task = registry.get(task_id)  # raises TaskError naming an unknown id
+        if not (task.private_dir.is_dir() and task.public_dir.is_dir()):
+            if not train.tasks.prepare:
+                raise ConfigError("tasks.ids", f"{task_id} is not prepared under {data_dir} "
+                                  "(run `mlerl tasks prepare` or set tasks.prepare=true)")
+            progress.say(f"preparing {task_id} in {data_dir}")
+            prepare(task_id, data_dir)
+    return data_dir
+
+
+def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
+    if train.model.path:
+        path = Path(train.model.path).expanduser()
+        if not (path / "config.json").is_file():
+            raise ConfigError("model.path", f"{path} is not a Hugging Face model directory")
+        return str(path)
+    from mlerl.embedded import build_policy
+
+    progress.say("building the embedded policy (cached after the first run)")
+    return str(build_policy(train.model.embedded_cache, train.model.bootstrap, log=progress.say))
+
+
+def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_path: str) -> Path:
+    """Fill the fields shared between sections and save what every process reads."""
+    learner, actors = train.learner, train.actors
+    learner.model_path = actors.model_path = model_path
+    learner.run_dir = str(run_dir)
+    learner.seed = actors.seed = train.seed
+    actors.task_ids = list(train.tasks.ids)
+    actors.data_dir = str(data_dir)
+    actors.tasks_dir = train.tasks.tasks_dir
+    actors.state_dir = str(run_dir / "actors")
+    if train.role == "all":
+        # One host: fresh loopback ports, so parallel sweep jobs never collide.
+        learner.receive_address = actors.samples_address = f"tcp://127.0.0.1:{_free_port()}"
+        learner.publish_address = actors.weights_address = f"tcp://127.0.0.1:{_free_port()}"
+    path = run_dir / CONFIG_NAME
+    OmegaConf.save(OmegaConf.structured(train), path)
+    return path
+
+
+def _children(train: TrainConfig, run_dir: Path, config_path: Path) -> list[ChildSpec]:
+    logs = run_dir / "logs"
+    specs: list[ChildSpec] = []
+    if train.role in ("all", "learner"):
+        module = ["-m", "mlerl.learner", "--config", str(config_path)]
+        if train.learner_procs > 1:
+            launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                        f"--nproc_per_node={train.learner_procs}"]
+        else:
+            launcher = [sys.executable]
+        specs.append(ChildSpec("learner", launcher + module, logs / "learner.log"))
+    if train.role in ("all", "actors"):
+        for i in range(train.num_actors):
+            argv = [sys.executable, "-m", "mlerl.actors", "--config", str(config_path),
+                    "--actor-id", f"actor-{i}"]
+            specs.append(ChildSpec(f"actor-{i}", argv, logs / f"actor-{i}.log", restart=True))
+    return specs
+
+
+def _primary(train: TrainConfig) -> str:
+    return "actor-0" if train.role == "actors" else "learner"
+
+
+def _reap_sandboxes(train: TrainConfig) -> None:
+    """Remove containers a killed actor may have left (the local backend needs nothing)."""
+    if train.sandbox.backend != "docker":
+        return
+    import asyncio
+
+    from mlerl.sandbox import reap
+
+    try:
+        asyncio.run(reap(train.sandbox))
+    except Exception as exc:  # noqa: BLE001 - reaping is best effort at shutdown; report it
+        print(f"mlerl train: could not reap sandbox containers: {exc}", file=sys.stderr)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

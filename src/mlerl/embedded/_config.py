@@ -1,0 +1,72 @@
+"""`BootstrapConfig`: every knob of the embedded policy's offline bootstrap."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from mlerl.protocol import check
+
+
+@dataclass
+class BootstrapConfig:
+    """Tokenizer, model shape, corpus and SFT budget of the embedded policy."""
+
+    seed: int = 0
+    """Seeds the corpus, the model initialisation and the batch order."""
+    task_ids: list[str] = field(default_factory=list)
+    """Tasks the corpus covers; empty = every `-tiny` stand-in of `mlerl.bench`."""
+    drafts_per_task: int = 48
+    """C.1 draft examples per task (`mistake_rate` of them carry one bug)."""
+    improves_per_task: int = 16
+    """C.2 improve examples per task (half fix a bug, half switch to a stronger model)."""
+    instruments_per_task: int = 8
+    """C.3 instrumentation examples per task."""
+    mistake_rate: float = 0.2
+    """Fraction of draft programs with one realistic bug."""
+    vocab_size: int = 8192
+    """Byte-level BPE vocabulary size."""
+    hidden_size: int = 256
+    """Qwen2 hidden size (256 with the defaults below = 5.2 M parameters at vocab 8k)."""
+    num_layers: int = 4
+    """Qwen2 decoder layers."""
+    num_heads: int = 4
+    """Attention heads."""
+    num_kv_heads: int = 2
+    """Key/value heads (grouped-query attention)."""
+    intermediate_size: int = 768
+    """MLP width."""
+    max_len: int = 1536
+    """Longest training sequence in tokens; longer examples are dropped (and counted)."""
+    sft_steps: int = 600
+    """Upper bound on optimizer steps."""
+    sft_seconds: float = 200.0
+    """Wall-clock bound on SFT; the learning-rate schedule follows max(step, time) progress."""
+    batch_tokens: int = 8192
+    """Padded tokens per batch (examples of similar length are batched together)."""
+    lr: float = 2e-3
+    """Peak AdamW learning rate (a from-scratch tiny model takes a large one)."""
+    warmup_steps: int = 10
+    """Linear warm-up steps before the cosine decay."""
+    bf16: bool = True
+    """bfloat16 autocast for the forward pass (about 1.7x faster on CPU; weights stay fp32)."""
+
+    def __post_init__(self) -> None:
+        check(0.0 <= self.mistake_rate <= 1.0, "mistake_rate", "must be in [0, 1]")
+        check(min(self.drafts_per_task, self.improves_per_task, self.instruments_per_task) >= 0,
+              "drafts_per_task", "example counts must be >= 0")
+        check(self.vocab_size >= 512, "vocab_size", "must be >= 512")
+        check(self.hidden_size > 0 and self.hidden_size % self.num_heads == 0, "hidden_size",
+              "must be a positive multiple of num_heads")
+        check(self.num_heads % self.num_kv_heads == 0, "num_kv_heads", "must divide num_heads")
+        check(self.num_layers > 0 and self.intermediate_size > 0, "num_layers", "must be > 0")
+        check(self.max_len >= 64, "max_len", "must be >= 64")
+        check(self.sft_steps >= 0 and self.sft_seconds >= 0, "sft_steps", "budgets must be >= 0")
+        check(self.batch_tokens >= self.max_len, "batch_tokens", "must be >= max_len")
+        check(self.lr > 0, "lr", "must be > 0")
+
+    def key(self, corpus_hash: str) -> str:
+        """Cache key: the corpus and every setting (16 hex characters)."""
+        blob = json.dumps({"corpus": corpus_hash, **asdict(self)}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]

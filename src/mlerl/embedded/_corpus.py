@@ -1,0 +1,152 @@
+"""The exploration-enriched SFT corpus: diverse drafts, improve steps and instrumentations.
+
+Following ML-Agent's exploration-enriched fine-tuning, every task gets many programs that
+differ in model family, features, hyperparameters, budget, validation scheme and coding style,
+so the bootstrapped policy samples varied programs and RL has reward variance to learn from.
+Three example kinds, each a chat (messages) plus the assistant answer that SFT learns:
+- ``draft``: C.1 prompt (task description) -> plan + code; a `mistake_rate` fraction carry one
+  realistic bug (`_mistakes.MISTAKES`) and are marked `correct=False`.
+- ``improve``: C.2 prompt (previous plan + code, and its terminal output when it crashed) ->
+  revised plan + code: either the bug fixed or a stronger / slower model.
+- ``instrument``: C.3 prompt (a program) -> the same program with the marker prints inserted.
+Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import asdict, dataclass, replace
+
+from mlerl.embedded._families import families_for, make_model
+from mlerl.embedded._mistakes import inject
+from mlerl.embedded._programs import MISTAKES, Program, generate_program, sample_choices
+from mlerl.embedded._prompts import (
+    draft_messages, format_answer, improve_messages, instrument_messages,
+)
+from mlerl.embedded._tasks import TaskView
+
+_STRONG = ("hist_gb", "lightgbm", "random_forest", "extra_trees", "grad_boost", "mlp", "logistic")
+_FIX = {
+    "missing_import": "I will add the missing import.",
+    "wrong_path": "The data lives in ./input/, so I will read the files from there.",
+    "wrong_column": "I will use the correct target column `{label}`.",
+    "typo": "I will fix the misspelled variable name.",
+    "no_proba": "The metric needs probabilities, so I will submit predict_proba instead of hard labels.",
+    "index": "I will write the CSV without the index column.",
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    kind: str
+    """``draft``, ``improve`` or ``instrument``."""
+    task_id: str
+    messages: tuple[tuple[str, str], ...]
+    """(role, content) pairs of the prompt."""
+    answer: str
+    """The assistant turn SFT learns."""
+    family: str
+    correct: bool
+    mistake: str | None = None
+    code: str = ""
+    """The program inside `answer` (draft/improve) or the uninstrumented input (instrument)."""
+
+    def chat(self) -> list[dict[str, str]]:
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+
+def _msgs(messages: list[dict[str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((m["role"], m["content"]) for m in messages)
+
+
+def _draft(view: TaskView, program: Program) -> Example:
+    return Example("draft", view.id, _msgs(draft_messages(view.description)),
+                   format_answer(program.plan, program.code), program.family, program.correct,
+                   program.mistake, program.code)
+
+
+def _improve(view: TaskView, rng: random.Random) -> Example:
+    choices = sample_choices(view, rng)
+    good = generate_program(view, rng, choices)
+    if rng.random() < 0.5:
+        bad = inject(good, view, rng.choice(MISTAKES), rng)
+        if bad is not None:
+            fix = _FIX[bad.mistake].format(label=view.label_column)
+            lead = f"The previous solution failed: {bad.error.splitlines()[-1]}. " if bad.error else \
+                "The previous solution had a bug. "
+            prev = format_answer(bad.plan, bad.code)
+            return Example("improve", view.id, _msgs(improve_messages(prev, bad.error or None)),
+                           format_answer(lead + fix + " " + good.plan, good.code), good.family, True,
+                           None, good.code)
+    weak = replace(choices, budget=0)
+    weak_prog = generate_program(view, rng, weak)
+    allowed = [f for f in families_for(view.problem, view.modality) if f in _STRONG]
+    family = rng.choice(allowed)
+    model = make_model(family, view.problem, view.modality, rng, 2, choices.seed,
+                       view.problem in ("binary", "proba"))
+    strong = replace(choices, model=model, budget=2,
+                     validation="holdout" if choices.validation == "none" and rng.random() < 0.5
+                     else choices.validation)
+    if len(view.target_columns) > 1 and view.problem in ("binary", "regression"):
+        strong = replace(strong, validation="none")
+    better = generate_program(view, rng, strong)
+    lead = (f"The previous solution used {weak.model.phrase}. To improve the score I will switch to "
+            f"{model.phrase}. ")
+    prev = format_answer(weak_prog.plan, weak_prog.code)
+    return Example("improve", view.id, _msgs(improve_messages(prev)),
+                   format_answer(lead + better.plan, better.code), better.family, True, None,
+                   better.code)
+
+
+def _instrument(view: TaskView, program: Program) -> Example:
+    answer = f"```python\n{program.instrumented}```"
+    return Example("instrument", view.id, _msgs(instrument_messages(program.code)), answer,
+                   program.family, program.correct, program.mistake, program.code)
+
+
+def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int = 48,
+                    improves_per_task: int = 16, instruments_per_task: int = 8,
+                    mistake_rate: float = 0.2) -> list[Example]:
+    """Deterministic corpus for `views`; duplicate answers are dropped."""
+    if not 0.0 <= mistake_rate <= 1.0:
+        raise ValueError(f"mistake_rate must be in [0, 1], got {mistake_rate}")
+    examples: list[Example] = []
+    for view in views:
+        rng = random.Random(f"{seed}:{view.id}")
+        for _ in range(drafts_per_task):
+            mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
+            examples.append(_draft(view, generate_program(view, rng, mistake=mistake)))
+        for _ in range(improves_per_task):
+            examples.append(_improve(view, rng))
+        for _ in range(instruments_per_task):
+            examples.append(_instrument(view, generate_program(view, rng)))
+    seen: set[str] = set()
+    unique = []
+    for ex in examples:
+        key = ex.kind + "\0" + ex.task_id + "\0" + ex.answer
+        if key not in seen:
+            seen.add(key)
+            unique.append(ex)
+    return unique
+
+
+def corpus_hash(examples: list[Example]) -> str:
+    """sha256 over the examples' content (order-sensitive), hex, 16 characters."""
+    h = hashlib.sha256()
+    for ex in examples:
+        h.update(json.dumps(asdict(ex), sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def corpus_stats(examples: list[Example]) -> dict[str, object]:
+    drafts = [e for e in examples if e.kind == "draft"]
+    return {
+        "examples": len(examples),
+        "by_kind": {k: sum(e.kind == k for e in examples) for k in ("draft", "improve", "instrument")},
+        "families": sorted({e.family for e in drafts}),
+        "distinct_programs": len({e.code for e in drafts}),
+        "mistakes": sum(not e.correct for e in drafts),
+        "chars": sum(len(e.answer) + sum(len(c) for _, c in e.messages) for e in examples),
+    }

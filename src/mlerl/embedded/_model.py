@@ -1,0 +1,176 @@
+"""Bootstrap the embedded policy: BPE tokenizer + tiny Qwen2 + SFT on the generated corpus.
+
+`build_policy(cache_dir, config)` returns a Hugging Face model directory (weights, tokenizer
+with chat template, generation config, `manifest.json`). It is cached under
+`cache_dir/<key>`, where the key hashes the corpus and every config field; a directory whose
+manifest carries the same key is reused as is. Directories are written to a temporary name and
+renamed, so a crash never leaves a half-written cache entry that looks complete.
+SFT is a plain AdamW loop: loss on the assistant tokens only, examples of similar length
+batched together, stopped at `sft_steps` or `sft_seconds`, whichever comes first; the model
+is therefore deterministic given the seed only when the step bound is reached first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from mlerl.embedded._config import BootstrapConfig
+from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus
+from mlerl.embedded._tasks import task_views
+from mlerl.embedded._tokenizer import IM_END, stdlib_texts, train_tokenizer
+
+MANIFEST = "manifest.json"
+
+
+def encode_example(tok, ex: Example) -> tuple[list[int], list[int]]:
+    """(input_ids, labels): the chat-formatted prompt masked with -100, then answer + <|im_end|>."""
+    prompt = tok.apply_chat_template(ex.chat(), add_generation_prompt=True, tokenize=False)
+    prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    answer_ids = tok(ex.answer, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids(IM_END)]
+    return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids
+
+
+def _batches(encoded: list[tuple[list[int], list[int]]], batch_tokens: int, rng: random.Random):
+    """Length-sorted batches of at most `batch_tokens` padded tokens, in shuffled order."""
+    order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i][0]), rng.random()))
+    batches, cur, longest = [], [], 0
+    for i in order:
+        n = len(encoded[i][0])
+        if cur and max(longest, n) * (len(cur) + 1) > batch_tokens:
+            batches.append(cur)
+            cur, longest = [], 0
+        cur.append(i)
+        longest = max(longest, n)
+    if cur:
+        batches.append(cur)
+    rng.shuffle(batches)
+    return batches
+
+
+def _collate(torch, encoded, idx: list[int], pad_id: int):
+    width = max(len(encoded[i][0]) for i in idx)
+    ids = torch.full((len(idx), width), pad_id, dtype=torch.long)  # (B, T)
+    labels = torch.full((len(idx), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(idx), width), dtype=torch.long)
+    for row, i in enumerate(idx):
+        x, y = encoded[i]
+        ids[row, : len(x)] = torch.tensor(x)
+        labels[row, : len(y)] = torch.tensor(y)
+        mask[row, : len(x)] = 1
+    return ids, labels, mask
+
+
+def make_model(tok, cfg: BootstrapConfig):
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(cfg.seed)
+    config = Qwen2Config(
+        vocab_size=len(tok), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
+        intermediate_size=cfg.intermediate_size, max_position_embeddings=max(2048, cfg.max_len),
+        tie_word_embeddings=True, bos_token_id=None, eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    return Qwen2ForCausalLM(config)
+
+
+def sft(model, tok, examples: list[Example], cfg: BootstrapConfig) -> dict:
+    """Train in place; returns the training record (steps, seconds, loss curve, throughput)."""
+    import torch
+
+    encoded = [encode_example(tok, ex) for ex in examples]
+    kept = [e for e in encoded if len(e[0]) <= cfg.max_len]
+    rng = random.Random(cfg.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.1)
+    model.train()
+    start, step, tokens, curve = time.monotonic(), 0, 0, []
+    while step < cfg.sft_steps and time.monotonic() - start < cfg.sft_seconds and kept:
+        for idx in _batches(kept, cfg.batch_tokens, rng):
+            progress = max(step / max(1, cfg.sft_steps), (time.monotonic() - start) / max(1e-9, cfg.sft_seconds))
+            if progress >= 1.0:
+                break
+            warm = min(1.0, (step + 1) / max(1, cfg.warmup_steps))
+            for group in opt.param_groups:
+                group["lr"] = cfg.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+            ids, labels, mask = _collate(torch, kept, idx, tok.pad_token_id)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
+                loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            tokens += int(mask.sum())
+            curve.append([step, round(time.monotonic() - start, 2), round(float(loss), 4)])
+    seconds = time.monotonic() - start
+    model.eval()
+    return {"steps": step, "seconds": round(seconds, 2), "loss_curve": curve,
+            "examples_kept": len(kept), "examples_dropped": len(encoded) - len(kept),
+            "tokens_trained": tokens, "steps_per_s": round(step / max(seconds, 1e-9), 4),
+            "tokens_per_s": round(tokens / max(seconds, 1e-9), 1),
+            "mean_len": round(sum(len(e[0]) for e in kept) / max(1, len(kept)), 1)}
+
+
+def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
+    views = task_views(data_dir, list(cfg.task_ids) or None)
+    return generate_corpus(views, cfg.seed, cfg.drafts_per_task, cfg.improves_per_task,
+                           cfg.instruments_per_task, cfg.mistake_rate)
+
+
+def read_manifest(model_dir: Path) -> dict | None:
+    try:
+        return json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *,
+                 data_dir: str | Path | None = None, log=print) -> Path:
+    """The bootstrapped policy's model directory, built (or reused) under `cache_dir`."""
+    cfg = config or BootstrapConfig()
+    cache = Path(cache_dir).expanduser()
+    data = Path(data_dir).expanduser() if data_dir else cache / "tasks"
+    t0 = time.monotonic()
+    examples = corpus_for(cfg, data)
+    chash = corpus_hash(examples)
+    key = cfg.key(chash)
+    out = cache / key
+    manifest = read_manifest(out)
+    if manifest is not None and manifest.get("key") == key:
+        log(f"embedded policy: cache hit {out}")
+        return out
+    texts = [ex.answer for ex in examples] + stdlib_texts()
+    tok = train_tokenizer(texts, cfg.vocab_size)
+    model = make_model(tok, cfg)
+    log(f"embedded policy: {len(examples)} examples, {model.num_parameters() / 1e6:.2f} M params, "
+        f"training up to {cfg.sft_steps} steps / {cfg.sft_seconds:.0f} s")
+    record = sft(model, tok, examples, cfg)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache))
+    try:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        manifest = {"key": key, "corpus_hash": chash, "config": asdict(cfg),
+                    "corpus": corpus_stats(examples), "params": model.num_parameters(),
+                    "build_seconds": round(time.monotonic() - t0, 2), "created_at": time.time(),
+                    **record}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    log(f"embedded policy: {record['steps']} steps in {record['seconds']} s "
+        f"({record['steps_per_s']} steps/s), final loss {record['loss_curve'][-1][2] if record['loss_curve'] else None}")
+    return out

@@ -1,0 +1,129 @@
+"""Metric functions against scikit-learn / scipy on random inputs, plus hand-derived cases."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import pearsonr
+from sklearn.metrics import accuracy_score, cohen_kappa_score, log_loss, roc_auc_score
+
+from mlerl.bench import _metrics as m
+
+SETTINGS = settings(max_examples=60, deadline=None)
+seeds = st.integers(0, 2**32 - 1)
+sizes = st.integers(2, 60)
+
+
+@SETTINGS
+@given(seeds, sizes, st.booleans())
+def test_roc_auc_matches_sklearn(seed, n, ties):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    y[0], y[1] = 0, 1  # both classes present
+    s = rng.integers(0, 4, n).astype(float) if ties else rng.random(n)
+    assert m.roc_auc(y, s) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_roc_auc_hand_example_and_errors():
+    # positives score 0.8, 0.4; negatives 0.4, 0.1: pairs (0.8>0.4)=1, (0.8>0.1)=1,
+    # (0.4=0.4)=0.5, (0.4>0.1)=1 -> 3.5 / 4 = 0.875
+    assert m.roc_auc([1, 1, 0, 0], [0.8, 0.4, 0.4, 0.1]) == 0.875
+    with pytest.raises(ValueError):
+        m.roc_auc([1, 1], [0.2, 0.3])
+    with pytest.raises(ValueError):
+        m.roc_auc([1, 0], [np.nan, 0.3])
+
+
+@SETTINGS
+@given(seeds, sizes, st.integers(2, 7))
+def test_qwk_matches_sklearn(seed, n, k):
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(1, k + 1, n), rng.integers(1, k + 1, n)
+    a[0], a[1] = 1, 2  # at least two labels so kappa is defined
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = cohen_kappa_score(a, b, weights="quadratic")
+    got = m.quadratic_weighted_kappa(a, b)
+    assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, abs=1e-12)
+
+
+def test_qwk_float_labels_count_separately():
+    # 2.5 becomes its own label between 2 and 3: labels [2, 2.5, 3] have indices 0, 1, 2.
+    # pred [2, 2.5], true [2, 3]: O = {(0,0):1, (1,2):1}; sum W*O = (1-2)^2 = 1.
+    # rows (pred) marginals [1,1,0], cols (true) [1,0,1], n=2 -> E = outer/2:
+    # E(0,0)=.5 (w0), E(0,2)=.5 (w4), E(1,0)=.5 (w1), E(1,2)=.5 (w1) -> sum W*E = 3.
+    # kappa = 1 - 1/3.
+    assert m.quadratic_weighted_kappa([2, 2.5], [2, 3]) == pytest.approx(2 / 3)
+    assert m.quadratic_weighted_kappa([3, 3, 3], [1, 2, 3]) == 0.0  # constant prediction
+
+
+@SETTINGS
+@given(seeds, sizes)
+def test_pearson_matches_scipy(seed, n):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = pearsonr(a, b)[0]
+    assert m.pearson(a, b) == pytest.approx(want, abs=1e-9)
+
+
+def test_pearson_constant_and_nan_give_nan():
+    assert math.isnan(m.pearson([1.0, 2.0, 3.0], [0.5, 0.5, 0.5]))
+    assert math.isnan(m.pearson([1.0, 2.0, 3.0], [0.5, np.nan, 0.1]))
+
+
+@SETTINGS
+@given(seeds, st.integers(1, 40), st.integers(2, 6))
+def test_log_loss_matches_sklearn(seed, n, k):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, n)
+    labels[:k] = np.arange(k)[: min(k, n)] if n >= k else labels[:k]
+    onehot = np.eye(k)[labels]
+    p = rng.random((n, k)) + 1e-3
+    p /= p.sum(axis=1, keepdims=True)
+    want = log_loss(onehot, p)
+    assert m.multiclass_log_loss(onehot, p) == pytest.approx(want, rel=1e-9)
+
+
+def test_log_loss_uniform_is_log_k():
+    # uniform over k classes: -ln(1/k) = ln k for every row
+    assert m.multiclass_log_loss(np.eye(3), np.full((3, 3), 1 / 3)) == pytest.approx(math.log(3))
+    with pytest.raises(ValueError):
+        m.multiclass_log_loss(np.eye(2), np.array([[1.2, -0.2], [0.5, 0.5]]))
+
+
+@SETTINGS
+@given(seeds, sizes)
+def test_accuracy_and_rmsle_match_sklearn(seed, n):
+    from sklearn.metrics import root_mean_squared_log_error
+
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    assert m.accuracy(a, b) == pytest.approx(accuracy_score(a, b))
+    t, p = rng.random(n) * 5, rng.random(n) * 5
+    assert m.rmsle(t, p) == pytest.approx(root_mean_squared_log_error(t, p), rel=1e-9)
+
+
+def test_rmsle_rejects_negative_predictions():
+    with pytest.raises(ValueError):
+        m.rmsle([1.0, 2.0], [-0.01, 2.0])
+
+
+def test_word_jaccard_hand_examples():
+    # {"hello","world"} vs {"hello"}: 1 / (2 + 1 - 1) = 0.5; case-insensitive, whitespace split
+    assert m.word_jaccard("Hello  world", "hello") == 0.5
+    assert m.word_jaccard("", "a") == 0.0
+    with pytest.raises(ZeroDivisionError):
+        m.word_jaccard("", " ")
+
+
+def test_columnwise_metrics_average_columns():
+    t = np.array([[0, 1], [1, 0], [1, 1], [0, 0]])
+    s = np.array([[0.1, 0.9], [0.9, 0.2], [0.8, 0.3], [0.2, 0.4]])
+    # column 0 is perfectly ranked (AUC 1); column 1: positives .9, .3 vs negatives .2, .4:
+    # pairs .9>.2, .9>.4, .3>.2, .3<.4 -> 3/4. Mean 0.875.
+    assert m.columnwise_roc_auc(t, s) == pytest.approx(0.875)

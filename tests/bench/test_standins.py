@@ -1,0 +1,65 @@
+"""Every stand-in: prepare (tiny) -> layout and no leak -> grade the sample -> grade a reference."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from mlerl.bench import Registry, grade_submission, prepare
+from mlerl.bench._reference import solutions
+from mlerl.bench._standins import BUILDERS
+
+TINY = [f"{b}-tiny" for b in BUILDERS]
+# the sample submission's expected score: constant probabilities -> AUC 0.5, constant Pearson
+# -> NaN, uniform 3-class -> ln 3, constant QWK -> 0; None = task-specific (checked as valid).
+SAMPLE_ORACLE = {"standin-cancer-auc-tiny": 0.5, "standin-insults-auc-tiny": 0.5,
+                 "standin-digits-colauc-tiny": 0.5, "standin-diabetes-pearson-tiny": math.nan,
+                 "standin-wine-logloss-tiny": 1.09861, "standin-essays-qwk-tiny": 0.0}
+REFERENCE = {"jaccard": "lexicon-f1.0-t0.5-m1"}
+
+
+@pytest.mark.parametrize("task_id", TINY)
+def test_prepare_layout_and_no_label_leak(tiny_data, task_id):
+    task = prepare(task_id, tiny_data)
+    pub, priv = task.public_dir, task.private_dir
+    for name in ("description.md", "train.csv", "test.csv", "sample_submission.csv"):
+        assert (pub / name).is_file()
+    assert sorted(p.name for p in priv.iterdir()) == ["answers.csv"]
+    assert not any(p.name == "answers.csv" for p in pub.rglob("*"))
+    train, test = pd.read_csv(pub / "train.csv"), pd.read_csv(pub / "test.csv")
+    answers, sample = pd.read_csv(task.answers_path), pd.read_csv(task.sample_submission_path)
+    assert len(train) + len(test) <= 500
+    assert not set(task.target_columns) & set(test.columns)
+    assert sorted(answers[task.id_column]) == sorted(test[task.id_column]) == sorted(sample[task.id_column])
+    assert not set(train[task.id_column]) & set(test[task.id_column])
+    assert "./input/" in task.description and "./submission.csv" in task.description
+    if task.modality == "image":
+        assert len(list((pub / "images").glob("*.png"))) == len(train) + len(test)
+
+
+@pytest.mark.parametrize("task_id", TINY)
+def test_sample_and_reference_solution_grade(tiny_data, task_id):
+    task = Registry.load(data_dir=tiny_data).get(task_id)
+    prepare(task_id, tiny_data)
+    sample = grade_submission(task, task.sample_submission_path)
+    assert sample.valid_submission, sample.error
+    want = SAMPLE_ORACLE.get(task_id)
+    if want is not None:
+        assert (math.isnan(sample.score) if math.isnan(want) else sample.score == want)
+    name = REFERENCE.get(task.grader, "gbm-100-frac1.0")
+    fn = dict(solutions(task))[name]
+    train, test = pd.read_csv(task.public_dir / "train.csv"), pd.read_csv(task.public_dir / "test.csv")
+    path = tiny_data / f"{task_id}-ref.csv"
+    fn(train, test).to_csv(path, index=False)
+    ref = grade_submission(task, path)
+    assert ref.valid_submission, ref.error
+    if not math.isnan(sample.score):
+        better = ref.score < sample.score if task.lower_is_better else ref.score > sample.score
+        assert better, (ref.score, sample.score)
+
+
+def test_prepare_is_deterministic(tmp_path):
+    a = prepare("standin-essays-qwk-tiny", tmp_path / "a")
+    b = prepare("standin-essays-qwk-tiny", tmp_path / "b")
+    for rel in ("public/train.csv", "public/test.csv", "private/answers.csv"):
+        assert (a.public_dir.parent / rel).read_bytes() == (b.public_dir.parent / rel).read_bytes()

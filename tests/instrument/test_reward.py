@@ -1,0 +1,101 @@
+"""The reward table, case by case, with hand-derived numbers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mlerl.instrument import MARKERS, Reference, RewardConfig, RewardKind, compute_reward
+from mlerl.protocol import ConfigError, ExecStatus
+
+THREE = MARKERS[:3]
+
+
+@pytest.mark.parametrize(
+    ("status", "markers", "expected", "case"),
+    [
+        (ExecStatus.PROGRAM_ERROR, [], -10.0, "failed"),  # -10 + 0.1*0
+        (ExecStatus.PROGRAM_ERROR, THREE, -9.7, "failed"),  # -10 + 0.1*3
+        (ExecStatus.TIMEOUT, THREE, -9.7, "failed"),  # markers before a timeout count
+        (ExecStatus.OOM, MARKERS, -9.3, "failed"),  # -10 + 0.1*7
+        (ExecStatus.OUTPUT_LIMIT, MARKERS[:1], -9.9, "failed"),
+        (ExecStatus.NOT_RUN, [], -10.0, "no_program"),
+    ],
+)
+def test_paper_failures(status, markers, expected, case) -> None:
+    r = compute_reward(markers, status, None, False, False)
+    assert r.reward == pytest.approx(expected)
+    assert r.case == case
+
+
+def test_duplicate_markers_count_once() -> None:
+    r = compute_reward(["loaded data"] * 5 + ["imported packages"], ExecStatus.TIMEOUT, None, False, False)
+    assert r.reward == pytest.approx(-9.8)  # -10 + 0.1*2
+    assert r.parts["n_markers"] == 2
+
+
+def test_ok_but_invalid_submission_gets_partial_credit() -> None:
+    r = compute_reward(MARKERS[:6], ExecStatus.OK, None, False, False)
+    assert r.reward == pytest.approx(-9.4)  # -10 + 0.1*6
+    assert r.case == "invalid_submission"
+
+
+def test_valid_submission_gets_the_score_sign_flipped_when_lower_is_better() -> None:
+    assert compute_reward(MARKERS, ExecStatus.OK, 0.83, True, False).reward == 0.83
+    r = compute_reward(MARKERS, ExecStatus.OK, 0.25, True, True)
+    assert r.reward == -0.25 and r.case == "graded"
+
+
+def test_a_crash_after_writing_a_valid_submission_is_not_graded() -> None:
+    r = compute_reward(MARKERS, ExecStatus.PROGRAM_ERROR, 0.9, True, False)
+    assert r.reward == pytest.approx(-9.3)
+
+
+def test_non_finite_score_counts_as_invalid() -> None:
+    r = compute_reward(THREE, ExecStatus.OK, math.nan, True, False)
+    assert r.case == "invalid_submission" and r.reward == pytest.approx(-9.7)
+
+
+def test_infra_error_gives_no_reward() -> None:
+    r = compute_reward(MARKERS, ExecStatus.INFRA_ERROR, 0.9, True, False)
+    assert r.reward is None and r.case == "infra_error"
+
+
+def test_configurable_constants() -> None:
+    cfg = RewardConfig(failure=-1.0, per_marker=0.05, markers_on_success=True)
+    assert compute_reward(THREE, ExecStatus.TIMEOUT, None, False, False, cfg).reward == pytest.approx(-0.85)
+    # graded: 0.5 + 0.05*3
+    assert compute_reward(THREE, ExecStatus.OK, 0.5, True, False, cfg).reward == pytest.approx(0.65)
+
+
+def test_mlagent_reward() -> None:
+    cfg = RewardConfig(kind=RewardKind.MLAGENT, mlagent_scale=2.0)
+    assert compute_reward(MARKERS, ExecStatus.PROGRAM_ERROR, None, False, False, cfg).reward == 0.0
+    assert compute_reward([], ExecStatus.OK, None, False, False, cfg).reward == 0.5
+    # alpha = 2 / (1 - 0) = 2; x = 2 * (0.5 - 0) = 1; sigmoid(1) = 0.7310585786
+    r = compute_reward([], ExecStatus.OK, 0.5, True, False, cfg)
+    assert r.reward == pytest.approx(0.7310585786)
+    # lower is better, init 1.0, best 0.2 -> init' = -1, best' = -0.2, s' = -0.6
+    # alpha = 2 / 0.8 = 2.5; x = 2.5 * (-0.6 + 1) = 1.0 -> sigmoid(1)
+    r = compute_reward([], ExecStatus.OK, 0.6, True, True, cfg, reference=Reference(1.0, 0.2))
+    assert r.reward == pytest.approx(0.7310585786)
+    # a score below the baseline: x = 2 * (-0.5) = -1 -> sigmoid(-1) = 0.2689414214
+    r = compute_reward([], ExecStatus.OK, -0.5, True, False, cfg)
+    assert r.reward == pytest.approx(0.2689414214)
+    assert compute_reward([], ExecStatus.INFRA_ERROR, None, False, False, cfg).reward is None
+
+
+def test_bad_inputs_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match="unknown marker"):
+        compute_reward(["loaded"], ExecStatus.OK, None, False, False)
+    with pytest.raises(ValueError, match="without a score"):
+        compute_reward([], ExecStatus.OK, None, True, False)
+    with pytest.raises(ValueError):
+        compute_reward([], "exploded", None, False, False)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="per_marker"):
+        RewardConfig(per_marker=-0.1)
+    with pytest.raises(ConfigError, match="failure"):
+        RewardConfig(failure=math.inf)
+    with pytest.raises(ConfigError, match="mlagent_best"):
+        RewardConfig(mlagent_best=0.0, mlagent_init=0.0)

@@ -1,0 +1,50 @@
+"""GAE and group baselines against hand-derived numbers."""
+
+import pytest
+import torch
+
+from mlerl.learner import AdvantageEstimator, gae, group_advantages, terminal_rewards
+
+
+def test_terminal_reward_on_last_response_token():
+    mask = torch.tensor([[0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    tr = terminal_rewards(torch.tensor([2.0, -1.0]), mask)
+    assert tr.tolist() == [[0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, -1.0]]
+
+
+def test_gae_gamma_lambda_one_is_reward_minus_value():
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    values = torch.tensor([[0.5, 1.0, 1.5, 9.0]])
+    tr = terminal_rewards(torch.tensor([2.0]), mask)
+    adv, ret = gae(tr, values, mask, 1.0, 1.0)
+    # gamma = lambda = 1 telescopes: A_t = sum_k delta_k = R - V_t = [1.5, 1.0, 0.5]; G_t = R = 2
+    assert adv[0].tolist() == pytest.approx([1.5, 1.0, 0.5, 0.0])
+    assert ret[0].tolist() == pytest.approx([2.0, 2.0, 2.0, 0.0])
+
+
+def test_gae_general_gamma_lambda():
+    mask = torch.tensor([[1.0, 1.0]])
+    values = torch.tensor([[1.0, 2.0]])
+    tr = torch.tensor([[0.0, 1.0]])
+    adv, ret = gae(tr, values, mask, gamma=0.9, lam=0.5)
+    # t=1 (last): delta = 1 - 2 = -1, A_1 = -1
+    # t=0: delta = 0 + 0.9 * 2 - 1 = 0.8; A_0 = 0.8 + 0.9 * 0.5 * (-1) = 0.35
+    assert adv[0].tolist() == pytest.approx([0.35, -1.0])
+    assert ret[0].tolist() == pytest.approx([1.35, 1.0])
+
+
+def test_grpo_and_rloo():
+    r = torch.tensor([1.0, 2.0, 3.0, 10.0])
+    groups = ["a", "a", "a", "b"]
+    # group a: mean 2 -> [-1, 0, 1]; group b has one sample -> 0 (no baseline)
+    assert group_advantages(r, groups, AdvantageEstimator.grpo).tolist() == pytest.approx([-1, 0, 1, 0])
+    # population std of [1, 2, 3] = sqrt(2/3) = 0.816497 -> +-1/0.816497 = +-1.224745
+    std = group_advantages(r, groups, AdvantageEstimator.grpo, std_normalise=True)
+    assert std.tolist() == pytest.approx([-1.224745, 0, 1.224745, 0], abs=1e-5)
+    # RLOO: R_i - mean of the others: 1 - 2.5 = -1.5, 2 - 2 = 0, 3 - 1.5 = 1.5
+    assert group_advantages(r, groups, AdvantageEstimator.rloo).tolist() == pytest.approx([-1.5, 0, 1.5, 0])
+
+
+def test_group_advantages_rejects_gae():
+    with pytest.raises(ValueError, match="critic"):
+        group_advantages(torch.ones(2), [0, 0], AdvantageEstimator.gae)

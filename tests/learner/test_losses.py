@@ -1,0 +1,109 @@
+"""PPO, KL, entropy and value losses against hand-derived numbers."""
+
+import math
+
+import pytest
+import torch
+
+from mlerl.learner import KLEstimator, LossAgg, aggregate, entropy_from_logits, kl_penalty, ppo_policy_loss, value_loss
+
+# Two samples; row 0 has 2 response tokens (third position is padding), row 1 has 3.
+# old log-probs are 0, so the ratio r = exp(logp).
+R = torch.tensor([[1.1, 1.5, 1.0], [0.5, 0.5, 1.5]])
+A = torch.tensor([[1.0, 1.0, 0.0], [1.0, -1.0, -1.0]])
+MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+# Per-token pg = max(-A r, -A clip(r, 0.8, 1.2)):
+#   r=1.1, A=+1: max(-1.1, -1.1) = -1.1   (inside the clip range)
+#   r=1.5, A=+1: max(-1.5, -1.2) = -1.2   (clipped: no incentive beyond 1 + eps)
+#   r=0.5, A=+1: max(-0.5, -0.8) = -0.5   (pessimistic side: unclipped)
+#   r=0.5, A=-1: max(+0.5, +0.8) = +0.8   (clipped)
+#   r=1.5, A=-1: max(+1.5, +1.2) = +1.5   (pessimistic side: unclipped)
+PG = [[-1.1, -1.2], [-0.5, 0.8, 1.5]]
+
+
+def _loss(**kw):
+    logp = torch.log(R).requires_grad_(True)
+    loss, m = ppo_policy_loss(logp, torch.zeros_like(R), A, MASK, **kw)
+    return logp, loss, m
+
+
+def test_token_mean_mixes_clipped_and_unclipped_tokens():
+    logp, loss, m = _loss()
+    # (-1.1 - 1.2 - 0.5 + 0.8 + 1.5) / 5 tokens = -0.5 / 5 = -0.1
+    assert loss.item() == pytest.approx(-0.1, abs=1e-6)
+    # |r - 1| > 0.2 for 1.5, 0.5, 0.5, 1.5: 4 of 5 tokens
+    assert m["clipfrac"] == pytest.approx(0.8)
+    loss.backward()
+    # d/dlogp of -A r = -A r where unclipped, 0 where the clipped branch is active; / 5 tokens
+    expected = torch.tensor([[-1.1, 0.0, 0.0], [-0.5, 0.0, 1.5]]) / 5
+    assert torch.allclose(logp.grad, expected, atol=1e-6)
+
+
+def test_seq_mean_weighs_each_sample_equally():
+    _, loss, _ = _loss(agg=LossAgg.seq_mean)
+    # row 0: (-1.1 - 1.2) / 2 = -1.15; row 1: (-0.5 + 0.8 + 1.5) / 3 = 0.6; mean = -0.275
+    assert loss.item() == pytest.approx(-0.275, abs=1e-6)
+
+
+def test_per_sample_weights_multiply_the_pg_term():
+    _, loss, _ = _loss(weights=torch.tensor([2.0, 0.5]))
+    # (2 * (-2.3) + 0.5 * 1.8) / 5 = (-4.6 + 0.9) / 5 = -0.74
+    assert loss.item() == pytest.approx(-0.74, abs=1e-6)
+
+
+def test_explicit_norm_replaces_the_token_count():
+    _, loss, _ = _loss(norm=10.0)
+    assert loss.item() == pytest.approx(-0.5 / 10, abs=1e-6)
+
+
+def test_dual_clip_bounds_negative_advantage_loss():
+    logp = torch.log(torch.tensor([[5.0]]))
+    a, mask = torch.tensor([[-1.0]]), torch.ones(1, 1)
+    plain, _ = ppo_policy_loss(logp, torch.zeros(1, 1), a, mask)
+    dual, _ = ppo_policy_loss(logp, torch.zeros(1, 1), a, mask, dual_clip=3.0)
+    # max(-A r, -A clip(r)) = max(5, 1.2) = 5; dual clip: min(5, -A * 3) = 3
+    assert plain.item() == pytest.approx(5.0, rel=1e-6)
+    assert dual.item() == pytest.approx(3.0, rel=1e-6)
+
+
+def test_is_weights_scale_tokens():
+    logp = torch.zeros(1, 2)
+    loss, _ = ppo_policy_loss(logp, logp, torch.ones(1, 2), torch.ones(1, 2), is_weights=torch.tensor([[2.0, 0.5]]))
+    # r = 1: pg = -1 per token, times [2, 0.5]: (-2 - 0.5) / 2 = -1.25
+    assert loss.item() == pytest.approx(-1.25)
+
+
+def test_kl_estimators():
+    logp, ref = torch.tensor([-1.0, -2.0]), torch.tensor([-2.0, -1.0])
+    # k1 = logp - ref = [1, -1]
+    assert kl_penalty(logp, ref, KLEstimator.k1).tolist() == pytest.approx([1.0, -1.0])
+    # k3 = exp(ref - logp) - (ref - logp) - 1: [e^-1 + 1 - 1, e^1 - 1 - 1] = [0.36788, 0.71828]
+    assert kl_penalty(logp, ref, KLEstimator.k3).tolist() == pytest.approx([math.exp(-1), math.e - 2], rel=1e-5)
+    assert kl_penalty(logp, logp, KLEstimator.k3).abs().max().item() == 0.0
+
+
+def test_entropy_of_uniform_and_peaked():
+    logits = torch.tensor([[0.0, 0.0, 0.0, 0.0], [100.0, 0.0, 0.0, 0.0]])
+    # uniform over 4: log 4; a near-one-hot distribution: ~0
+    assert entropy_from_logits(logits).tolist() == pytest.approx([math.log(4), 0.0], abs=1e-6)
+
+
+def test_value_loss_clipped_and_unclipped():
+    values = torch.tensor([[1.0, 0.2]], requires_grad=True)
+    old, ret, mask = torch.tensor([[0.0, 0.0]]), torch.tensor([[2.0, 1.0]]), torch.ones(1, 2)
+    loss, m = value_loss(values, old, ret, mask, clip=0.5)
+    # token 0: V moved 1.0 > 0.5 from V_old: clipped V = 0.5; max((1-2)^2, (0.5-2)^2) = 2.25
+    # token 1: |0.2| < 0.5, both branches (0.2-1)^2 = 0.64
+    # 0.5 * (2.25 + 0.64) / 2 = 0.7225
+    assert loss.item() == pytest.approx(0.7225, abs=1e-6)
+    assert m["vf_clipfrac"] == pytest.approx(0.5)
+    loss.backward()
+    # token 0's loss is the clipped branch (constant in V): zero gradient; token 1: 0.5*2*(0.2-1)/2 = -0.4
+    assert values.grad[0].tolist() == pytest.approx([0.0, -0.4], abs=1e-6)
+
+
+def test_aggregate_ignores_padding():
+    x = torch.tensor([[1.0, 3.0, 100.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    assert aggregate(x, mask, LossAgg.token_mean).item() == 2.0
+    assert aggregate(x, mask, LossAgg.seq_mean).item() == 2.0

@@ -1,0 +1,19 @@
+"""The benchmark script runs and writes its report (the figures themselves are not asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mlerl.protocol import bench
+
+
+def test_bench_writes_report(tmp_path: Path) -> None:
+    out = tmp_path / "results" / "protocol.json"
+    bench.main(["--samples", "20", "--repeat", "1", "--prompt-tokens", "8",
+                "--response-tokens", "8", "--out", str(out)])
+    report = json.loads(out.read_text())
+    cases = {(r["profile"], r["transport"], r["storage"]) for r in report["results"]}
+    assert cases == {(p, t, s) for p in ("realistic", "tiny") for t in ("tcp", "ipc")
+                     for s in ("memory", "journal")}
+    assert all(r["samples"] == 20 and r["samples_per_s"] > 0 for r in report["results"])

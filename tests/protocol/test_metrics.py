@@ -1,0 +1,118 @@
+"""Metrics sinks: JSONL content, console output, fan-out, and real W&B offline run files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mlerl.protocol import ConsoleSink, JsonlSink, MetricsSink, MultiSink, WandbSink
+
+
+def test_jsonl_rows(tmp_path: Path) -> None:
+    path = tmp_path / "m" / "metrics.jsonl"
+    sink = JsonlSink(path)
+    sink.log({"loss": 0.5, "kl": 0.01}, step=0)
+    sink.log({"reward": -10, "ok": True, "bad": float("nan"), "big": float("inf")}, 12, stream="actor/a0")
+    sink.close()
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["stream"], r["step"]) for r in rows] == [("learner", 0), ("actor/a0", 12)]
+    assert rows[0]["loss"] == 0.5 and rows[0]["kl"] == 0.01
+    assert rows[1]["reward"] == -10 and rows[1]["ok"] == 1.0
+    assert rows[1]["bad"] == "nan" and rows[1]["big"] == "inf"
+    assert all(isinstance(r["time"], float) for r in rows)
+    with pytest.raises(ValueError, match="closed"):
+        sink.log({"loss": 1.0}, 1)
+
+
+@pytest.mark.parametrize(
+    ("metrics", "step", "stream", "match"),
+    [
+        ({"loss": "high"}, 0, "learner", "loss"),
+        ({"loss": None}, 0, "learner", "loss"),
+        ({"step": 1.0}, 0, "learner", "step"),
+        ({"loss": 1.0}, -1, "learner", "step"),
+        ({"loss": 1.0}, 0, "", "stream"),
+        ({"loss": 1.0}, 0, "actor/", "stream"),
+    ],
+)
+def test_jsonl_rejects_bad_input(tmp_path: Path, metrics: dict, step: int, stream: str, match: str) -> None:
+    sink = JsonlSink(tmp_path / "m.jsonl")
+    with pytest.raises((TypeError, ValueError), match=match):
+        sink.log(metrics, step, stream=stream)
+    sink.close()
+    assert (tmp_path / "m.jsonl").read_text() == ""  # nothing half-written
+
+
+def test_console_and_multi(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jsonl = JsonlSink(tmp_path / "m.jsonl")
+    sink = MultiSink([ConsoleSink(every=2), jsonl])
+    assert isinstance(sink, MetricsSink) and isinstance(jsonl, MetricsSink)
+    for step in range(3):
+        sink.log({"loss": 1.0 / (step + 1)}, step)
+    sink.close()
+    out = capsys.readouterr().out
+    assert "[learner] step=0 loss=1" in out and "step=2 loss=0.3333" in out and "step=1" not in out
+    assert len((tmp_path / "m.jsonl").read_text().splitlines()) == 3
+
+
+def test_multi_closes_all_then_raises() -> None:
+    closed = []
+
+    class Bad:
+        def log(self, metrics, step, *, stream="learner"): ...
+        def close(self):
+            closed.append("bad")
+            raise OSError("boom")
+
+    class Good(Bad):
+        def close(self):
+            closed.append("good")
+
+    with pytest.raises(OSError, match="boom"):
+        MultiSink([Bad(), Good()]).close()
+    assert closed == ["bad", "good"]
+
+
+@pytest.fixture
+def quiet_wandb(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {"WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true",
+                       "WANDB_DISABLE_CODE": "true", "WANDB_CONSOLE": "off"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+
+
+def test_wandb_offline_writes_run_files(tmp_path: Path, quiet_wandb: None) -> None:
+    sink = WandbSink(tmp_path, project="mlerl-test", config={"lr": 1e-5})
+    sink.log({"loss": 0.25}, 0)
+    sink.log({"loss": 0.125}, 1)
+    sink.log({"reward": 1.5}, 40, stream="actor/a0")
+    sink.close()
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    (log_file,) = runs[0].glob("run-*.wandb")
+    # the .wandb file is a protobuf record log; its keys and JSON values are stored verbatim
+    data = log_file.read_bytes()
+    assert data.startswith(b":W&B")
+    for needle in [b"learner/loss", b"0.125", b"actor/a0/reward", b"1.5", b"actor/a0/step", b"40",
+                   b"learner/*", b"actor/a0/*"]:  # each stream's define_metric with its own step
+        assert needle in data, needle
+
+
+def test_wandb_disabled_writes_nothing(tmp_path: Path, quiet_wandb: None) -> None:
+    sink = WandbSink(tmp_path, mode="disabled")
+    sink.log({"loss": 1.0}, 0)
+    sink.close()
+    assert not list(tmp_path.rglob("*.wandb"))
+    with pytest.raises(ValueError, match="mode"):
+        WandbSink(tmp_path, mode="sometimes")
+
+
+def test_console_without_rich_uses_print(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rich.console", None)  # makes `from rich.console import` fail
+    sink = ConsoleSink()
+    sink.log({"reward": 0.5}, 3, stream="actor/a1")
+    assert capsys.readouterr().out == "[actor/a1] step=3 reward=0.5\n"

@@ -1,0 +1,138 @@
+"""Pure pieces: bounded capture, admission, validation, safe copy-out (no sandbox needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from mlerl.protocol import ConfigError, ExecStatus
+from mlerl.sandbox import CapturedOutput, ExecutionRequest, Limits, SandboxConfig
+from mlerl.sandbox._output import OutputSink, StreamCapture
+from mlerl.sandbox._runner import Admission, Outcome, decide
+from mlerl.sandbox._workdir import collect
+
+
+def test_capture_keeps_head_and_tail_and_counts_everything() -> None:
+    cap = StreamCapture(head_bytes=4, tail_bytes=3)
+    for chunk in (b"ab", b"cdef", b"ghij"):  # stream "abcdefghij", 10 bytes
+        cap.feed(chunk)
+    out = cap.result()
+    # head = first 4 bytes "abcd"; tail = last 3 bytes "hij"; "efg" (3 bytes) dropped
+    assert (out.head, out.tail, out.total_bytes, out.truncated) == ("abcd", "hij", 10, True)
+    assert out.text() == "abcd\n[... 3 bytes dropped ...]\nhij"
+
+
+def test_capture_small_output_is_not_truncated() -> None:
+    cap = StreamCapture(head_bytes=4, tail_bytes=3)
+    cap.feed(b"abcdef")  # head "abcd", tail "ef": all 6 bytes kept
+    assert cap.result() == CapturedOutput("abcd", "ef", 6, False)
+    assert cap.result().text() == "abcdef"
+
+
+def test_sink_limit_callback_and_broken_callback() -> None:
+    seen: list[tuple[str, bytes]] = []
+    sink = OutputSink(limit_bytes=5, callback=lambda n, c: seen.append((n, c)))
+    sink.feed("stdout", b"abc")
+    sink.feed("stderr", b"de")  # 5 bytes: at the limit, not over it
+    assert not sink.over_limit and seen == [("stdout", b"abc"), ("stderr", b"de")]
+    sink.feed("stdout", b"f")
+    assert sink.over_limit
+
+    def boom(name: str, chunk: bytes) -> None:
+        raise RuntimeError("bad callback")
+
+    broken = OutputSink(limit_bytes=100, callback=boom)
+    broken.feed("stdout", b"x")
+    broken.feed("stdout", b"y")
+    assert broken.streams["stdout"].total == 2 and "bad callback" in broken.callback_error
+
+
+def test_status_precedence() -> None:
+    sink = OutputSink(limit_bytes=10, callback=None)
+    assert decide(Outcome(exit_code=0), sink) is ExecStatus.OK
+    assert decide(Outcome(exit_code=1), sink) is ExecStatus.PROGRAM_ERROR
+    assert decide(Outcome(exit_code=137, oom=True), sink) is ExecStatus.OOM
+    assert decide(Outcome(timed_out=True, oom=True), sink) is ExecStatus.TIMEOUT
+    sink.feed("stdout", b"x" * 11)
+    assert decide(Outcome(timed_out=True), sink) is ExecStatus.OUTPUT_LIMIT
+    assert decide(Outcome(infra_error="engine down"), sink) is ExecStatus.INFRA_ERROR
+
+
+async def test_admission_bounds_running_and_blocks_beyond_the_queue() -> None:
+    adm = Admission(max_concurrency=1, queue_size=1)
+    release = asyncio.Event()
+    peak = 0
+
+    async def job() -> None:
+        nonlocal peak
+        async with adm.slot():
+            peak = max(peak, adm.running)
+            await release.wait()
+
+    async with asyncio.TaskGroup() as tg:
+        tasks = [tg.create_task(job()) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        # 1 running, 1 waiting in the queue, the 3rd blocked before the queue (backpressure)
+        assert (adm.running, adm.waiting) == (1, 1)
+        release.set()
+    assert peak == 1 and all(t.done() for t in tasks)
+    assert (adm.running, adm.waiting) == (0, 0)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"wall_time_s": 0}, {"memory_mb": 1}, {"cpus": 0}, {"pids": 1}, {"output_bytes": 10},
+    {"disk_mb": 0}, {"kill_grace_s": -1},
+])
+def test_limits_validate(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ConfigError) as info:
+        Limits(**kwargs)  # type: ignore[arg-type]
+    assert info.value.key == next(iter(kwargs))
+
+
+@pytest.mark.parametrize("name", ["../x", "/etc/passwd", "", "a/b", "main.py"])
+def test_request_rejects_unsafe_collect_names(name: str) -> None:
+    with pytest.raises(ConfigError, match="collect"):
+        ExecutionRequest(program="", collect=(name,))
+
+
+def test_request_and_config_validation(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="data_dir"):
+        ExecutionRequest(program="", data_dir=tmp_path / "missing")
+    with pytest.raises(ConfigError, match="entry"):
+        ExecutionRequest(program="", entry=())
+    with pytest.raises(ConfigError, match="env"):
+        ExecutionRequest(program="", env={"A=B": "1"})
+    with pytest.raises(ConfigError, match="backend"):
+        SandboxConfig(backend="vm")
+    with pytest.raises(ConfigError, match="sandbox_uid"):
+        SandboxConfig(sandbox_uid=0)
+    prog = tmp_path / "p.py"
+    prog.write_text("print(1)\n")
+    assert ExecutionRequest.from_file(prog).program == "print(1)\n"
+
+
+def test_collect_accepts_only_small_regular_single_link_files(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    secret = tmp_path / "host_secret.txt"
+    secret.write_text("answers")
+    (work / "ok.csv").write_text("id,y\n1,2\n")
+    (work / "sym.csv").symlink_to(secret)
+    (work / "a.csv").write_text("x")
+    os.link(work / "a.csv", work / "hard.csv")
+    os.mkfifo(work / "fifo.csv")
+    (work / "big.csv").write_bytes(b"x" * 101)
+    (work / "dir.csv").mkdir()
+    names = ("ok.csv", "sym.csv", "hard.csv", "fifo.csv", "big.csv", "dir.csv", "missing.csv")
+    files, problems = collect(work, names, str(tmp_path / "out"), max_bytes=100)
+    assert set(files) == {"ok.csv"}
+    assert files["ok.csv"].read_text() == "id,y\n1,2\n"
+    assert not files["ok.csv"].is_relative_to(work)
+    joined = "\n".join(problems)
+    for name in ("sym.csv", "hard.csv", "fifo.csv", "big.csv", "dir.csv"):
+        assert name in joined
+    assert "missing.csv" not in joined  # a missing file is not a problem, just absent
+    assert secret.read_text() == "answers"
