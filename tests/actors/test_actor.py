@@ -1,12 +1,12 @@
 import asyncio
+import hashlib
 
 import pytest
 
 from mlerl.actors import ActorsConfig, AdmissionConfig, ImprovementConfig
 from mlerl.actors._actor import Actor
 from mlerl.actors._state import ActorState
-from mlerl.actors import make_update
-from mlerl.protocol import ExecStatus, ParseStatus, PromptKind
+from mlerl.protocol import ExecStatus, ParseStatus, PromptKind, WeightUpdate
 
 from mlerl.actors._fakes import NO_CODE, OK_RESPONSE, SYNTAX, FakeEngine, FakeSandbox, FakeSender, FakeTask, fake_pipeline
 
@@ -119,7 +119,7 @@ async def test_improve_prompts_revise_earlier_solutions(tmp_path, tasks):
 async def _updates(versions, gate: asyncio.Event):
     await gate.wait()
     for v in versions:
-        yield make_update({"w": __import__("torch").zeros(1)}, version=v)
+        yield WeightUpdate(version=v, uri="inline", size_bytes=1, sha256=hashlib.sha256(b"w").hexdigest(), payload=b"w")
 
 
 async def test_weight_updates_between_generations_and_stale_drops(tmp_path, tasks):
@@ -131,8 +131,13 @@ async def test_weight_updates_between_generations_and_stale_drops(tmp_path, task
                        admission=AdmissionConfig(max_in_flight=1, oversample=3.0, max_versions_behind=1))
     orig = actor._finish
 
+    lag = []
+
     async def finish(aid, outcome):
+        before = len(sender.sent)
         await orig(aid, outcome)
+        if len(sender.sent) > before:
+            lag.append(actor.admission.version - sender.sent[-1].policy_version)
         if len(sender.sent) == 2:
             gate.set()
 
@@ -141,6 +146,7 @@ async def test_weight_updates_between_generations_and_stale_drops(tmp_path, task
     versions = [s.policy_version for s in sender.sent]
     assert versions == sorted(versions) and versions[-1] == 4
     # every sent sample was within one version of the policy at the time it was sent
+    assert lag and max(lag) <= 1
     assert actor.stats["dropped"] >= 1
     assert [s.seq for s in sender.sent] == list(range(len(sender.sent)))
 

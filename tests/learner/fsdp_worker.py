@@ -45,7 +45,7 @@ def main(out: Path) -> None:
     save_checkpoint(out / "ckpt", learner, {"world": int(os.environ.get("WORLD_SIZE", 1))})
     if update is not None:
         (out / "uri").write_text(update.uri)
-        (out / "grad_norm").write_text(repr(metrics["grad_norm"]))
+        (out / "grad_norm").write_text(repr(metrics["grad_norm/policy"]))
         assert latest_checkpoint(out / "ckpt") is not None
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

@@ -40,7 +40,7 @@ def test_resume_makes_the_same_next_update(tmp_path, make_sample, tiny_model):
     for want, got in zip(expected, (_params(resumed.policy), _params(resumed.critic))):
         for name in want:
             assert torch.equal(want[name], got[name]), name
-    assert metrics2["pg_loss"] == metrics["pg_loss"] and metrics2["weights/w_max"] == metrics["weights/w_max"]
+    assert metrics2["loss/policy"] == metrics["loss/policy"] and metrics2["weights/w_max"] == metrics["weights/w_max"]
 
 
 def test_keep_prunes_old_checkpoints(tmp_path, tiny_model):

@@ -55,7 +55,7 @@ def test_infra_error_sample_is_excluded_from_the_update(make_sample, tiny_model)
     a, b = Learner(cfg, tiny_model()), Learner(cfg, tiny_model())
     ma = a.update(batch)
     mb = b.update(batch[:3] + [infra] + batch[3:])
-    assert mb["infra_error_excluded"] == 1.0 and ma["infra_error_excluded"] == 0.0
+    assert mb["batch/infra_error_excluded"] == 1.0 and ma["batch/infra_error_excluded"] == 0.0
     assert ma["weights/w_max"] == mb["weights/w_max"]  # its 100 s did not enter the duration mean
     for (n, p), q in zip(a.policy.named_parameters(), b.policy.parameters()):
         assert torch.equal(p, q), n
@@ -69,8 +69,8 @@ def test_proximal_mode_and_bf16_run_and_report_staleness(make_sample, tiny_model
     m1 = learner.update(batch)
     m2 = learner.update(batch)
     assert m1["version"] == 1.0 and m2["staleness/versions_mean"] == 1.0
-    assert m1["ratio_mean"] == pytest.approx(1.0, abs=1e-2)  # proximal = current params at the first step
-    assert m1["pg_loss"] != 0.0 and m1["grad_norm"] > 0.0
+    assert m1["policy/ratio_mean"] == pytest.approx(1.0, abs=1e-2)  # proximal = current params at the first step
+    assert m1["loss/policy"] != 0.0 and m1["grad_norm/policy"] > 0.0
 
 
 def test_update_rejects_indivisible_batch(make_sample, tiny_model):

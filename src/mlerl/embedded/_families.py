@@ -71,7 +71,7 @@ def make_model(family: str, problem: str, modality: str, rng: random.Random, bud
         return Model(family, ("from sklearn.linear_model import LinearRegression",),
                      "LinearRegression()", "ordinary least-squares linear regression", False)
     if family in ("random_forest", "extra_trees"):
-        n = _pick(rng, [30, 50, 100, 150, 200, 300, 500, 800], budget)
+        n = _pick(rng, [30, 50, 100, 150, 200, 300, 400, 600], budget)
         depth = rng.choice([None, 6, 8, 12, 16])
         name = ("RandomForest" if family == "random_forest" else "ExtraTrees") + suffix
         words = "random forest" if family == "random_forest" else "extra-trees ensemble"
@@ -81,21 +81,21 @@ def make_model(family: str, problem: str, modality: str, rng: random.Random, bud
         return Model(family, (f"from {sk} import {name}",), ctor, f"a {words} with {n} trees{tail}",
                      False)
     if family == "hist_gb":
-        n = _pick(rng, [50, 100, 150, 200, 300, 500], budget)
+        n = _pick(rng, [30, 50, 100, 150, 200, 300], budget)
         lr = rng.choice([0.03, 0.05, 0.1, 0.2])
         name = "HistGradientBoosting" + suffix
         return Model(family, (f"from {sk} import {name}",),
                      f"{name}(max_iter={n}, learning_rate={lr}, random_state={seed})",
                      f"histogram gradient boosting with {n} iterations (learning rate {lr})", False)
     if family == "lightgbm":
-        n = _pick(rng, [50, 100, 200, 300, 500, 1000], budget)
+        n = _pick(rng, [50, 100, 200, 300, 400, 600], budget)
         lr, leaves = rng.choice([0.02, 0.05, 0.1]), rng.choice([7, 15, 31, 63])
         ctor = (f"lgb.LGBM{suffix}(n_estimators={n}, learning_rate={lr}, num_leaves={leaves}, "
                 f"random_state={seed}, verbose=-1)")
         return Model(family, ("import lightgbm as lgb",), ctor,
                      f"a LightGBM model with {n} boosting rounds and {leaves} leaves", False)
     if family == "grad_boost":
-        n = _pick(rng, [50, 100, 150, 200, 300], budget)
+        n = _pick(rng, [30, 50, 100, 150, 200], budget)
         name = "GradientBoosting" + suffix
         depth = rng.choice([2, 3, 4])
         return Model(family, (f"from {sk} import {name}",),
@@ -118,7 +118,7 @@ def make_model(family: str, problem: str, modality: str, rng: random.Random, bud
     if family == "mlp":
         h = rng.choice([32, 64, 128, 256])
         layers = rng.choice([f"({h},)", f"({h}, {h // 2})"])
-        it = _pick(rng, [100, 200, 300, 500, 800], budget)
+        it = _pick(rng, [100, 150, 200, 300, 500], budget)
         name = "MLP" + suffix
         early = rng.choice(["", ", early_stopping=True"])
         return Model(family, (f"from sklearn.neural_network import {name}",),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mlerl.actors._admission import Admission, AdmissionConfig, Verdict
+from mlerl.actors._aide import AideConfig, Evaluation, best_node, run_aide
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._improve import ImprovementBuffer, ImprovementConfig, Solution
 from mlerl.actors._prompts import PromptConfig, improve_prompt, scratch_prompt
@@ -40,6 +41,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ActorsConfig",
+    "AideConfig",
+    "Evaluation",
     "Admission",
     "AdmissionConfig",
     "HFEngine",
@@ -55,6 +58,8 @@ __all__ = [
     "Verdict",
     "WeightUpdateError",
     "parse_response",
+    "best_node",
     "make_update",
     "read_update_bytes",
+    "run_aide",
 ]

@@ -316,6 +316,7 @@ class Actor:
     def _drop(self, aid: int, why: str) -> None:
         self.actions.pop(aid, None)
         self.stats["dropped"] += 1
+        self._wake.set()
         log.info("actor %s: dropped action %d (%s)", self.actor_id, aid, why)
 
     # ---- helpers --------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from mlerl.learner._config import (
 from mlerl.learner._learner import Learner
 from mlerl.learner._losses import aggregate, entropy_from_logits, kl_penalty, ppo_policy_loss, value_loss
 from mlerl.learner._models import ValueModel, make_critic, make_reference, shard
+from mlerl.learner._run import build_learner, run, train_step
 from mlerl.learner._publish import WeightUpdateError, full_state_dict, load_weight_update, publish_weights, update_bytes
 from mlerl.learner._weights import duration_weights, update_running_mean, weight_stats
 
@@ -44,6 +45,9 @@ __all__ = [
     "ValueModel",
     "WeightUpdateError",
     "aggregate",
+    "build_learner",
+    "run",
+    "train_step",
     "collate",
     "complete_checkpoints",
     "completion_time",

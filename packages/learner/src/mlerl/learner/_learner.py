@@ -114,7 +114,7 @@ class Learner:
         metrics = {k: v / steps for k, v in sums.items()}
         self.version += 1
         metrics.update(self._batch_metrics(kept, weights, seq_adv if seq_adv is not None else rewards - rewards.mean(), durations))
-        metrics.update(infra_error_excluded=float(len(samples) - n), version=float(self.version), update_s=time.time() - t0)
+        metrics.update({"batch/infra_error_excluded": float(len(samples) - n), "version": float(self.version), "time/update_s": time.time() - t0})
         return metrics
 
     @torch.no_grad()
@@ -161,10 +161,10 @@ class Learner:
             cut = lambda t: t[micro][:, : sub.mask.shape[1]]  # noqa: E731
             share = float(sub.mask.sum()) / max(local_tokens, 1.0)
             for k, v in self._micro(prep, micro, sub, cut, norm).items():
-                out[k] = out.get(k, 0.0) + (v if k.endswith("loss") else v * share)
-        out["grad_norm"] = self._clip_and_step(self.policy, self.policy_opt)
+                out[k] = out.get(k, 0.0) + (v if k.startswith("loss/") else v * share)
+        out["grad_norm/policy"] = self._clip_and_step(self.policy, self.policy_opt)
         if self.critic is not None:
-            out["critic_grad_norm"] = self._clip_and_step(self.critic, self.critic_opt)
+            out["grad_norm/critic"] = self._clip_and_step(self.critic, self.critic_opt)
         return out
 
     def _micro(self, prep: _Prepared, micro: Tensor, sub: TokenBatch, cut, norm: float) -> dict[str, float]:
@@ -177,22 +177,24 @@ class Learner:
             clip_ratio=cfg.clip_ratio, dual_clip=cfg.dual_clip, is_weights=is_w, agg=cfg.loss_agg, norm=norm,
         )
         loss = pg_loss
-        m["pg_loss"] = float(pg_loss.detach())
+        m = {f"policy/{k}": v for k, v in m.items()}
+        m["loss/policy"] = float(pg_loss.detach())
         if entropy is not None:
             ent = aggregate(entropy, sub.mask, cfg.loss_agg, norm)
             loss = loss - cfg.entropy_coef * ent
-            m["entropy_loss"] = float(ent.detach())
+            m["loss/entropy"] = float(ent.detach())
         if prep.ref_logprobs is not None:
             kl = aggregate(kl_penalty(logprobs, cut(prep.ref_logprobs), cfg.kl_estimator), sub.mask, cfg.loss_agg, norm)
             loss = loss + cfg.kl_coef * kl
-            m["kl_loss"] = float(kl.detach())
+            m["loss/kl"] = float(kl.detach())
         (loss * scale).backward()
         if self.critic is not None:
             with self._autocast():
                 values = self.critic(sub.input_ids, sub.attention_mask)[:, :-1]
             vf_loss, vm = value_loss(values, cut(prep.old_values), cut(prep.returns), sub.mask, clip=cfg.value_clip, agg=cfg.loss_agg, norm=norm)
             (vf_loss * cfg.value_coef * scale).backward()
-            m.update(vm, vf_loss=float(vf_loss.detach()))
+            m.update({f"value/{k}": v for k, v in vm.items()})
+            m["loss/value"] = float(vf_loss.detach())
         return m
 
     def _clip_and_step(self, model: torch.nn.Module, opt: torch.optim.Optimizer) -> float:
@@ -211,6 +213,12 @@ class Learner:
         out.update({
             "staleness/versions_mean": float(lag.mean()), "staleness/versions_max": float(lag.max()),
             "staleness/age_s_mean": float(age.mean()), "staleness/age_s_max": float(age.max()),
-            "duration_s_mean": float(durations.mean()), "reward_mean": float(torch.tensor([s.reward for s in kept]).mean()),
+            "batch/duration_mean": float(durations.mean()), "batch/duration_max": float(durations.max()),
+            "batch/reward_mean": float(torch.tensor([s.reward for s in kept]).mean()),
+            "batch/valid_frac": sum(s.valid_submission for s in kept) / len(kept),
+            "batch/size": float(len(kept)),
         })
+        scores = [s.score for s in kept if s.score is not None]
+        if scores:
+            out["batch/score_max"], out["batch/score_min"] = max(scores), min(scores)
         return out

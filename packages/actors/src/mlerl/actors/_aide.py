@@ -1,0 +1,138 @@
+"""An AIDE-style baseline agent over any :class:`InferenceEngine` (MLE-bench's best scaffold).
+
+Greedy tree search, as AIDE does it (notes/mlebench.md): draft root solutions until
+``num_drafts`` exist; then each step, with probability ``debug_prob`` debug a random buggy leaf
+whose debug chain is shorter than ``max_debug_depth``, otherwise improve the best working node.
+Every step is one LLM call (plan + one code block, parsed by :func:`parse_response`) and one
+evaluation. The best node is the working node with the best metric.
+
+What the search optimises is the caller's ``evaluate``: AIDE itself reads a hold-out metric that
+the program prints; pass an ``evaluate`` that does the same (or, for a quick baseline, grades
+the submission). Dropped from AIDE: its LLM-based output review and its memory summary of
+earlier nodes (each prompt shows only the node being revised). The ``aideml`` package is not
+used (it pins old numpy/pandas/scikit-learn).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlerl.actors._parse import parse_response
+from mlerl.actors._prompts import FORMAT, SYSTEM, PromptConfig, clip_head, clip_tail, improve_prompt, scratch_prompt
+from mlerl.protocol import ChatMessage, InferenceEngine, ParseStatus, SamplingParams, check
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    buggy: bool
+    """The program failed or produced no valid submission."""
+    metric: float | None
+    """The number the search maximises or minimises (None when buggy)."""
+    output: str
+    """Terminal output shown when the node is debugged or improved."""
+
+
+@dataclass
+class AideConfig:
+    steps: int = 20
+    """LLM calls (and evaluations) in total."""
+    num_drafts: int = 5
+    """Root solutions drafted before any debugging or improving (AIDE: 5)."""
+    debug_prob: float = 0.5
+    """Probability of debugging a buggy leaf when one is debuggable (AIDE: 0.5)."""
+    max_debug_depth: int = 3
+    """A node reached by this many consecutive debug steps is not debugged again (AIDE: 3)."""
+
+    def __post_init__(self) -> None:
+        check(self.steps >= 1, "steps", "must be >= 1")
+        check(self.num_drafts >= 1, "num_drafts", "must be >= 1")
+        check(0 <= self.debug_prob <= 1, "debug_prob", "must be in [0, 1]")
+        check(self.max_debug_depth >= 0, "max_debug_depth", "must be >= 0")
+
+
+@dataclass
+class Node:
+    id: int
+    action: str
+    """``draft``, ``debug`` or ``improve``."""
+    parent: int | None
+    plan: str
+    code: str
+    evaluation: Evaluation
+    debug_depth: int = 0
+    children: list[int] = field(default_factory=list)
+
+
+def debug_prompt(task: Any, node: Node, config: PromptConfig) -> list[ChatMessage]:
+    previous = clip_head(f"{node.plan}\n\n```python\n{node.code.rstrip()}\n```", config.code_chars)
+    user = (
+        "Your previous solution had a bug or produced no valid submission. Fix it. "
+        f"{FORMAT} The data is in `./input/`; write `./submission.csv`.\n\n"
+        f"Task: {clip_head(task.description.strip(), config.description_chars)}\n\n"
+        f"Previous solution:\n{previous}\n\n"
+        f"Terminal output:\n```\n{clip_tail(node.evaluation.output.strip(), config.output_chars)}\n```\n"
+    )
+    return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)]
+
+
+def best_node(nodes: list[Node], lower_is_better: bool) -> Node | None:
+    good = [n for n in nodes if not n.evaluation.buggy and n.evaluation.metric is not None]
+    if not good:
+        return None
+    key = (lambda n: n.evaluation.metric) if lower_is_better else (lambda n: -n.evaluation.metric)  # type: ignore[operator]
+    return min(good, key=key)
+
+
+def next_step(nodes: list[Node], config: AideConfig, lower_is_better: bool, rng: random.Random) -> tuple[str, Node | None]:
+    """AIDE's search policy: (action, node to revise). Pure given ``rng``."""
+    if sum(n.action == "draft" for n in nodes) < config.num_drafts:
+        return "draft", None
+    debuggable = [n for n in nodes if n.evaluation.buggy and not n.children and n.debug_depth < config.max_debug_depth]
+    if debuggable and rng.random() < config.debug_prob:
+        return "debug", rng.choice(debuggable)
+    best = best_node(nodes, lower_is_better)
+    return ("improve", best) if best is not None else ("draft", None)
+
+
+async def run_aide(
+    engine: InferenceEngine,
+    task: Any,
+    evaluate: Callable[[str], Awaitable[Evaluation]],
+    config: AideConfig | None = None,
+    *,
+    params: SamplingParams | None = None,
+    prompts: PromptConfig | None = None,
+    seed: int = 0,
+) -> list[Node]:
+    """Run the search on ``task`` (needs ``description``, ``public_dir``, ``lower_is_better``)."""
+    config, prompts = config or AideConfig(), prompts or PromptConfig()
+    params = params or SamplingParams()
+    rng = random.Random(seed)
+    nodes: list[Node] = []
+    for step in range(config.steps):
+        action, target = next_step(nodes, config, task.lower_is_better, rng)
+        if target is None:
+            messages = scratch_prompt(task, prompts)
+        elif action == "debug":
+            messages = debug_prompt(task, target, prompts)
+        else:
+            e = target.evaluation
+            messages = improve_prompt(task, target.plan, target.code, e.output, prompts)
+        (completion,) = await engine.generate([messages], params)
+        parsed = parse_response(completion.text, completion.finish_reason)
+        if parsed.status is ParseStatus.OK:
+            evaluation = await evaluate(parsed.code)
+        else:
+            evaluation = Evaluation(True, None, f"the response was not runnable: {parsed.detail}")
+        node = Node(
+            id=step, action=action, parent=target.id if target else None, plan=parsed.plan,
+            code=parsed.code, evaluation=evaluation,
+            debug_depth=target.debug_depth + 1 if (target and action == "debug") else 0,
+        )  # fmt: skip
+        if target is not None:
+            target.children.append(node.id)
+        nodes.append(node)
+    return nodes

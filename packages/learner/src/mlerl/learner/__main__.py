@@ -1,0 +1,30 @@
+"""``python -m mlerl.learner --config RUN_DIR/config.yaml``: the learner process (see ``_run``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from mlerl.protocol import ConfigError, load_section
+
+from mlerl.learner._config import LearnerConfig
+from mlerl.learner._run import run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mlerl.learner", description=__doc__)
+    parser.add_argument("--config", required=True, help="resolved run config (YAML) with a 'learner' section")
+    parser.add_argument("--section", default="learner", help="the config section to read")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        config = load_section(LearnerConfig, args.config, args.section)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    return run(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
