@@ -8,7 +8,7 @@ PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
 # GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install train test test-fast wheels clean
+.PHONY: install services train test test-fast wheels clean
 
 install: $(VENV)/.installed
 
@@ -19,10 +19,15 @@ $(VENV)/.installed: $(PYPROJECTS)
 	$(BIN)/pip install -q -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev]'
 	touch $@
 
+# Services the `docker` and `vllm` tests need: a Docker engine + bubblewrap + the local sandbox
+# image, and vLLM's CPU build in its own venv (.venv-vllm). Idempotent; needs root and apt.
+services:
+	@bash scripts/ci/setup_docker.sh || echo "make: Docker setup failed; the docker tests will fail (deselect: ARGS=\"-m 'not docker'\")"
+
 train: install
 	$(BIN)/mlerl train $(ARGS)
 
-test: install
+test: install services
 	$(BIN)/python -m pytest -m "not gpu" $(ARGS)
 
 test-fast: install

@@ -3,12 +3,20 @@
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.model_selection import train_test_split
 
 from mlerl.bench import TaskError, grade_submission, prepare
 from mlerl.bench._raw import PREPARERS
 
 N = 60
 rng = np.random.default_rng(0)
+# plant's AUC needs both classes in every column of the 6 test rows: alternate the labels over
+# the rows that MLE-bench's split (test_size=0.1, random_state=0) sends to the test set.
+_, _TEST_ROWS = train_test_split(np.arange(N), test_size=0.1, random_state=0)
+PLANT_LABELS = np.zeros((N, 4), dtype=int)
+PLANT_LABELS[_TEST_ROWS, np.arange(len(_TEST_ROWS)) % 4] = 1
+PLANT_LABELS[_TEST_ROWS[4:], 0] = 0
+PLANT_LABELS[_TEST_ROWS[4:], 1:] = 1 - PLANT_LABELS[_TEST_ROWS[:2], 1:]
 
 
 def _raw_files(task_id: str, raw):
@@ -21,7 +29,7 @@ def _raw_files(task_id: str, raw):
         "tabular-playground-series-may-2022": {"train.csv": pd.DataFrame({"id": range(N), "f_00": rng.normal(size=N), "f_27": "ABCD", "target": binary})},
         "tabular-playground-series-dec-2021": {"train.csv": pd.DataFrame({"Id": range(N), "Elevation": rng.normal(size=N), "Cover_Type": np.resize([1, 2, 3], N)})},
         "us-patent-phrase-to-phrase-matching": {"train.csv": pd.DataFrame({"id": ids, "anchor": "a", "target": "b", "context": "A01", "score": np.resize([0, 0.25, 0.5, 1.0], N)})},
-        "plant-pathology-2020-fgvc7": {"train.csv": pd.DataFrame({"image_id": [f"Train_{i}" for i in range(N)], **{c: (np.arange(N) % 4 == j % 2).astype(int) for j, c in enumerate(["healthy", "multiple_diseases", "rust", "scab"])}})},
+        "plant-pathology-2020-fgvc7": {"train.csv": pd.DataFrame({"image_id": [f"Train_{i}" for i in range(N)], **{c: PLANT_LABELS[:, j] for j, c in enumerate(["healthy", "multiple_diseases", "rust", "scab"])}})},
         "leaf-classification": {"train.csv": pd.DataFrame({"id": range(1, N + 1), "species": np.resize(["Acer", "Quercus", "Salix"], N), "margin1": rng.random(N)})},
         "nomad2018-predict-transparent-conductors": {"train.csv": pd.DataFrame({"id": range(1, N + 1), "spacegroup": 12, "formation_energy_ev_natom": rng.random(N), "bandgap_energy_ev": 1 + rng.random(N)})},
         "spooky-author-identification": {"train.csv": pd.DataFrame({"id": ids, "text": "it was dark", "author": np.resize(["EAP", "HPL", "MWS"], N)})},
@@ -62,7 +70,6 @@ def test_raw_preparer_writes_gradable_split(tmp_path, task_id):
         assert "giver_username_if_known" not in test.columns  # the label leak is dropped
     sample = grade_submission(task, task.sample_submission_path)
     assert sample.submission_exists
-    # (plant's synthetic labels use two patterns so every column holds both classes in 6 rows)
     if task_id != "tweet-sentiment-extraction":  # empty sample spans are valid there too
         assert sample.valid_submission, sample.error
 

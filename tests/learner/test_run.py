@@ -6,8 +6,8 @@ import socket
 import subprocess
 import sys
 
+import msgspec
 import pytest
-import torch
 import yaml
 
 from mlerl.learner import load_weight_update, read_journal
@@ -52,7 +52,7 @@ async def test_process_trains_publishes_checkpoints_and_resumes(tmp_path, make_s
     ports = (_port(), _port())
     samples = [make_sample(seq=i, reward=float(i % 2), duration_s=0.1 + i, t_sampled=1000.0 + i) for i in range(8)]
     samples.insert(3, make_sample(seq=100, status=ExecStatus.INFRA_ERROR))
-    samples = [s.__class__(**{**{f: getattr(s, f) for f in s.__struct_fields__}, "seq": i, "sample_id": f"a0:{i}"}) for i, s in enumerate(samples)]
+    samples = [msgspec.structs.replace(s, seq=i, sample_id=f"a0:{i}") for i, s in enumerate(samples)]  # seqs 0..8
 
     proc = subprocess.Popen([sys.executable, "-m", "mlerl.learner", "--config", str(_config(tmp_path, model_dir, 2, ports))])
     try:

@@ -123,4 +123,7 @@ class VLLMEngine:
             self._version = update.version
 
     async def close(self) -> None:
-        self.engine.shutdown()
+        # Drop our reference so vLLM's __del__ does not shut down a second time at exit.
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            engine.shutdown()

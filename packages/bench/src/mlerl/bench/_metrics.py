@@ -103,6 +103,8 @@ def pearson(y_true: Sequence[float], y_pred: Sequence[float]) -> float:
         raise ValueError("inputs must have equal length >= 2")
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(p))):
         return float("nan")
+    if np.all(t == t[0]) or np.all(p == p[0]):  # as scipy: exactly constant input -> NaN
+        return float("nan")
     dt, dp = t - t.mean(), p - p.mean()
     denom = math.sqrt(float((dt * dt).sum()) * float((dp * dp).sum()))
     if denom == 0.0:
