@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from mlerl.actors import make_update
+from mlerl.actors._state import ActorState
 from mlerl.protocol import SampleReceiver, WeightBroadcaster
 
 TASK = "standin-cancer-auc-tiny"
@@ -59,6 +60,10 @@ async def test_kill_restart_exactly_once_and_weight_updates(tmp_path, tiny_model
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         before = len(stored)
+        # the killed actor's durable state continues the numbering (no restart from 0)
+        killed = ActorState(tmp_path / "actors" / "a0")
+        assert killed.next_seq >= before
+        assert all(s.seq >= killed.acked_seq + 1 for s in killed.pending())
         proc = _start(config_path, log)
         try:
             await _until(lambda: len(stored) >= before + 4, 180, proc, log)

@@ -36,9 +36,10 @@ def test_best_and_mean_at_k_with_direction_and_medals(tmp_path):
     seeds = per_seed(frame, k=3, registry=Registry.load(data_dir=tmp_path))
     auc0 = seeds[(seeds.task_id == AUC) & (seeds.seed == 0)].iloc[0]
     # first 3 samples: 0.70, 0.84, invalid -> best 0.84 (>= gold 0.83321), mean 0.77, 2/3 valid
-    assert (auc0.best, auc0.mean, auc0.valid_rate, auc0.medal) == pytest.approx((0.84, 0.77, 2 / 3, 1.0))
+    assert tuple(float(auc0[c]) for c in ("best", "mean", "valid_rate", "medal")) == pytest.approx((0.84, 0.77, 2 / 3, 1.0))
     auc1 = seeds[(seeds.task_id == AUC) & (seeds.seed == 1)].iloc[0]
-    assert (auc1.best, auc1.medal) == (0.80, 0.0)  # below bronze 0.79111? no: 0.80 >= 0.79111
+    # 0.80 is below silver 0.82307 but at least bronze 0.79111: a (bronze) medal
+    assert (float(auc1.best), float(auc1.medal)) == (0.80, 1.0)
     leaf = seeds[seeds.task_id == LEAF].iloc[0]
     assert leaf.best == 0.5 and leaf.method == "rl"  # lower is better; method from file stem
 

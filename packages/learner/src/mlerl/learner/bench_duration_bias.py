@@ -71,10 +71,16 @@ class Run:
         return torch.softmax(self.theta.detach(), -1)
 
 
-async def _execute(run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, actor: str, seq: int) -> None:
-    """Sample an arm from the current policy, execute it (sleep), deliver the completed Sample."""
-    probs, version = run.probs(), run.version
+def _choose(run: Run) -> tuple[int, float, int]:
+    probs = run.probs()
     arm = int(torch.multinomial(probs, 1, generator=run.rng))
+    return arm, float(torch.log(probs[arm])), run.version
+
+
+async def _execute(run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, actor: str, seq: int,
+                   choice: tuple[int, float, int] | None = None) -> None:
+    """Execute ``choice`` (arm, behaviour log-prob, version; default: sample one now), deliver the Sample."""
+    arm, logprob, version = choice if choice is not None else _choose(run)
     _, duration, mean_reward = ARMS[arm]
     jitter = float(torch.exp(run.jitter * torch.randn(1, generator=run.rng)))  # lognormal, median 1
     t0 = time.time()
@@ -84,18 +90,21 @@ async def _execute(run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, a
     buffer.add(Sample(
         sample_id=f"{actor}:{seq}", actor_id=actor, seq=seq, task_id="bandit",
         prompt_kind=PromptKind.SCRATCH, prompt_ids=[0], response_ids=[arm],
-        behaviour_logprobs=[float(torch.log(probs[arm]))], policy_version=version,
+        behaviour_logprobs=[logprob], policy_version=version,
         t_sampled=t0, t_exec_started=t0, t_exec_finished=t1, duration_s=t1 - t0,
         exec_status=ExecStatus.OK, reward=reward,
     ), sync=False)
     arrived.set()
 
 
-async def _slot(run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, worker: int) -> None:
-    """``pool`` regime: one execution slot, refilled as soon as its execution completes."""
-    seq = 0
+async def _slot(run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, worker: int, hold_s: float) -> None:
+    """One execution slot, refilled as soon as its execution completes. With ``hold_s`` > 0
+    (``lanes`` regime) the slot keeps re-running the arm it chose for ``hold_s`` seconds."""
+    seq, choice, until = 0, None, 0.0
     while True:
-        await _execute(run, buffer, arrived, f"w{worker}", seq)
+        if hold_s <= 0 or time.time() >= until:
+            choice, until = _choose(run), time.time() + hold_s
+        await _execute(run, buffer, arrived, f"w{worker}", seq, choice)
         seq += 1
 
 
@@ -138,14 +147,17 @@ async def _wait_for(buffer: ExperienceBuffer, arrived: asyncio.Event, n: int) ->
 
 async def simulate(run: Run, *, regime: str, updates: int, batch_size: int, slots: int, multiplier: int, workdir: Path) -> Run:
     """``pool``: ``slots`` executions always in flight, train on the first B completed, slow ones
-    kept for later batches. ``wave``: Algorithm 1 literally: launch m * B from the current
-    policy, train on the first B completed, abandon the rest (a synchronous framework's step)."""
+    kept for later batches. ``lanes``: the same, but each slot holds its chosen arm for 0.4 s of
+    back-to-back re-runs (time share of an arm = its probability: the paper's model, n_x =
+    pi(x) T / dt_x). ``wave``: Algorithm 1 literally: launch m * B from the current policy,
+    train on the first B completed, abandon the rest (a synchronous framework's step)."""
     buffer = ExperienceBuffer(workdir / f"{regime}-{run.mode.value}-{run.seed}")
     arrived = asyncio.Event()
     try:
-        if regime == "pool":
+        if regime in ("pool", "lanes"):
+            hold_s = max(d for _, d, _ in ARMS) if regime == "lanes" else 0.0
             async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(_slot(run, buffer, arrived, w)) for w in range(slots)]
+                tasks = [tg.create_task(_slot(run, buffer, arrived, w, hold_s)) for w in range(slots)]
                 while run.version < updates:
                     await _wait_for(buffer, arrived, batch_size)
                     bandit_update(run, buffer.take(batch_size))  # the first B completed
@@ -250,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--slots", type=int, default=16, help="concurrent executions per run")
     p.add_argument("--lr", type=float, default=2.0, help="SGD learning rate of the logits")
     p.add_argument("--modes", default="none,paper,clipped,log,running")
-    p.add_argument("--regimes", default="wave,pool", help="wave: Algorithm 1 (m*B launched, first B kept); pool: fixed slots")
+    p.add_argument("--regimes", default="lanes,pool,wave", help="see simulate()")
     p.add_argument("--multiplier", type=int, default=2, help="m of Algorithm 1 (wave regime)")
     p.add_argument("--jitter", type=float, default=0.3, help="sigma of the lognormal noise on execution times")
     p.add_argument("--out", default="benchmarks/results/duration_bias.json")

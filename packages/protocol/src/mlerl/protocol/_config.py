@@ -38,14 +38,15 @@ def to_object(cls: type[T], cfg: Any, prefix: str = "") -> T:
     """Turn an OmegaConf node (or dict) into dataclass ``cls``, validating types and ranges.
 
     Type errors come from OmegaConf with the full key; range errors from ``__post_init__`` are
-    re-raised with ``prefix`` so the message names the key as the user wrote it.
+    re-raised with the dotted path of the section that raised them (nested sections are
+    checked innermost first), so the message names the key as the user wrote it.
     """
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     try:
-        schema = OmegaConf.structured(cls)
-        merged = OmegaConf.merge(schema, cfg if cfg is not None else {})
+        merged = OmegaConf.merge(OmegaConf.structured(cls), cfg if cfg is not None else {})
+        _check_sections(merged, "")
         return OmegaConf.to_object(merged)  # type: ignore[return-value]
     except ConfigError as exc:
         raise exc.under(prefix) from None
@@ -53,6 +54,21 @@ def to_object(cls: type[T], cfg: Any, prefix: str = "") -> T:
         key = getattr(exc, "full_key", None) or "?"
         key = f"{prefix}.{key}" if prefix and key != "?" else key
         raise ConfigError(key, str(exc).splitlines()[0]) from None
+
+
+def _check_sections(node: Any, path: str) -> None:
+    """Instantiate every nested dataclass section, innermost first, prefixing its errors."""
+    from omegaconf import DictConfig, OmegaConf
+
+    for key in node:
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and OmegaConf.get_type(child) not in (dict, None):
+            child_path = f"{path}.{key}" if path else str(key)
+            _check_sections(child, child_path)
+            try:
+                OmegaConf.to_object(child)
+            except ConfigError as exc:
+                raise ConfigError(f"{child_path}.{exc.key}", exc.message) from None
 
 
 def load_section(cls: type[T], path: str | Path, section: str) -> T:

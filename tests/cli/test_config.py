@@ -1,0 +1,93 @@
+"""Every shipped YAML composes into a valid TrainConfig; bad values fail naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+import mlerl.cli
+from mlerl.cli._config import TrainConfig, register, validate
+from mlerl.protocol import ConfigError
+
+CONF = Path(mlerl.cli.__file__).parent / "conf"
+GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "experiment")
+
+
+def _compose(overrides: list[str]):
+    register()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="train", overrides=overrides)
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def test_every_group_has_options():
+    assert set(GROUPS) == {"actors", "instrument", "learner", "logging", "model", "sandbox", "tasks"}
+    for group in GROUPS:
+        assert _options(group), group
+
+
+@pytest.mark.parametrize(
+    "group,option", [(g, o) for g in GROUPS for o in _options(g)], ids=lambda v: str(v)
+)
+def test_each_group_option_composes_and_validates(group: str, option: str):
+    cfg = validate(_compose([f"{group}={option}"]))
+    assert isinstance(cfg, TrainConfig)
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF / "experiment").glob("*.yaml")))
+def test_each_experiment_composes(experiment: str):
+    cfg = validate(_compose([f"+experiment={experiment}"]))
+    assert isinstance(cfg, TrainConfig)
+
+
+def test_default_is_the_embedded_cpu_run():
+    cfg = validate(_compose([]))
+    assert cfg.model.path == ""  # the embedded policy
+    assert cfg.sandbox.backend == "local"
+    assert cfg.actors.engine == "hf"
+    assert all(t.endswith("-tiny") for t in cfg.tasks.ids)
+
+
+def test_paper_scale_matches_the_paper():
+    cfg = validate(_compose(["+experiment=paper_scale"]))
+    assert cfg.learner.batch_size == 128 and cfg.learner.lr == pytest.approx(1e-5)
+    assert cfg.learner.clip_ratio == pytest.approx(0.2) and cfg.learner.kl_coef == pytest.approx(1e-3)
+    assert cfg.learner.entropy_coef == pytest.approx(1e-3) and cfg.learner.grad_clip == 1.0
+    assert cfg.learner.advantage.value == "gae" and cfg.learner.gamma == 1.0 and cfg.learner.lam == 1.0
+    assert cfg.learner.duration_weighting.value == "paper"
+    assert cfg.learner_procs == 8 and cfg.sandbox.backend == "docker"
+    assert cfg.actors.engine == "vllm" and cfg.actors.temperature == pytest.approx(0.7)
+    assert cfg.actors.max_new_tokens == 1024
+    assert len(cfg.tasks.ids) == 12 and cfg.instrument.mode == "lm"
+
+
+def test_wrong_type_names_the_key():
+    with pytest.raises(Exception) as info:
+        validate(_compose(["learner.batch_size=lots"]))
+    assert "learner.batch_size" in str(info.value)
+
+
+def test_out_of_range_names_the_key():
+    with pytest.raises(ConfigError) as info:
+        validate(_compose(["learner.clip_ratio=1.5"]))
+    assert info.value.key == "learner.clip_ratio"
+
+
+def test_nested_out_of_range_names_the_full_key():
+    with pytest.raises(ConfigError) as info:
+        validate(_compose(["actors.admission.oversample=0.5"]))
+    assert info.value.key == "actors.admission.oversample"
+
+
+def test_unknown_enum_value_names_the_key_and_the_choices():
+    with pytest.raises(Exception) as info:
+        validate(_compose(["learner.duration_weighting=fastest"]))
+    assert "learner.duration_weighting" in str(info.value)
+    assert "paper" in str(info.value.__cause__)  # the cause lists the valid choices
