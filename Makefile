@@ -8,7 +8,7 @@ PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
 # GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install services train test test-fast wheels clean
+.PHONY: install services train test test-vllm test-fast wheels clean
 
 install: $(VENV)/.installed
 
@@ -23,12 +23,19 @@ $(VENV)/.installed: $(PYPROJECTS)
 # image, and vLLM's CPU build in its own venv (.venv-vllm). Idempotent; needs root and apt.
 services:
 	@bash scripts/ci/setup_docker.sh || echo "make: Docker setup failed; the docker tests will fail (deselect: ARGS=\"-m 'not docker'\")"
+	@test -x .venv-vllm/bin/python || bash scripts/ci/setup_vllm.sh
 
 train: install
 	$(BIN)/mlerl train $(ARGS)
 
+# The main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its own torch).
 test: install services
-	$(BIN)/python -m pytest -m "not gpu" $(ARGS)
+	$(BIN)/python -m pytest -m "not gpu and not vllm" $(ARGS)
+	$(MAKE) test-vllm
+
+test-vllm:
+	@test -x .venv-vllm/bin/python || bash scripts/ci/setup_vllm.sh
+	.venv-vllm/bin/python -m pytest -m "vllm and not gpu" tests/actors $(ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not gpu and not docker and not vllm and not slow" $(ARGS)
@@ -37,4 +44,4 @@ wheels:
 	bash scripts/check_wheels.sh
 
 clean:
-	rm -rf $(VENV) dist build
+	rm -rf $(VENV) .venv-vllm dist build

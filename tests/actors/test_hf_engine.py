@@ -125,3 +125,18 @@ def test_process_logits_top_k_and_top_p():
     assert torch.isfinite(p[0, :2]).all() and torch.isinf(p[0, 2:]).all()
     # temperature 2 halves the logits
     assert torch.allclose(process_logits(logits, 2.0, -1, 1.0), logits / 2)
+
+
+async def test_cancelled_caller_does_not_lose_other_requests(tiny_model_dir):
+    engine = HFEngine(tiny_model_dir)
+    params = SamplingParams(max_new_tokens=30, temperature=0.7, seed=2)
+    first = asyncio.create_task(engine.generate(CONVS[:1], params))
+    await asyncio.sleep(0)  # first becomes the leader of the batch
+    second = asyncio.create_task(engine.generate(CONVS[1:2], params))
+    await asyncio.sleep(0.05)
+    first.cancel()
+    (c,) = await asyncio.wait_for(second, 120)
+    assert len(c.token_ids) == len(c.logprobs) > 0
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert engine._pending == []

@@ -80,3 +80,11 @@ def test_validation_reveals_no_answers_or_score(may, tmp_path):
     pd.DataFrame({"id": IDS + 100, "target": 0.5}).to_csv(path, index=False)
     ok, reason = validate_submission(task, path)
     assert not ok and "ids" in reason and "0.5" not in reason
+
+
+def test_symlink_to_answers_is_refused(may, tmp_path):
+    task = may.registry.get(TASK)
+    link = tmp_path / "link.csv"
+    link.symlink_to(task.answers_path)
+    report = grade_submission(task, link)
+    assert report.valid_submission is False and "symbolic link" in report.error

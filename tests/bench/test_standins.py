@@ -15,7 +15,7 @@ TINY = [f"{b}-tiny" for b in BUILDERS]
 SAMPLE_ORACLE = {"standin-cancer-auc-tiny": 0.5, "standin-insults-auc-tiny": 0.5,
                  "standin-digits-colauc-tiny": 0.5, "standin-diabetes-pearson-tiny": math.nan,
                  "standin-wine-logloss-tiny": 1.09861, "standin-essays-qwk-tiny": 0.0}
-REFERENCE = {"jaccard": "lexicon-f1.0-t0.5-m1"}
+REFERENCE = {"jaccard": "lexicon-f1.0-a2-span"}
 
 
 @pytest.mark.parametrize("task_id", TINY)

@@ -39,9 +39,9 @@ class BootstrapConfig:
     """MLP width."""
     max_len: int = 1536
     """Longest training sequence in tokens; longer examples are dropped (and counted)."""
-    sft_steps: int = 600
+    sft_steps: int = 90
     """Upper bound on optimizer steps."""
-    sft_seconds: float = 200.0
+    sft_seconds: float = 240.0
     """Wall-clock bound on SFT; the learning-rate schedule follows max(step, time) progress."""
     batch_tokens: int = 8192
     """Padded tokens per batch (examples of similar length are batched together)."""

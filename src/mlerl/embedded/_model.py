@@ -95,7 +95,7 @@ def answer_loss(torch, model, ids, labels, mask):
     return torch.nn.functional.cross_entropy(logits.float(), target[keep])
 
 
-def sft(model, tok, examples: list[Example], cfg: BootstrapConfig) -> dict:
+def sft(model, tok, examples: list[Example], cfg: BootstrapConfig, log=None) -> dict:
     """Train in place; returns the training record (steps, seconds, loss curve, throughput)."""
     import torch
 
@@ -122,7 +122,9 @@ def sft(model, tok, examples: list[Example], cfg: BootstrapConfig) -> dict:
             opt.step()
             step += 1
             tokens += int(mask.sum())
-            curve.append([step, round(time.monotonic() - start, 2), round(float(loss), 4)])
+            curve.append([step, round(time.monotonic() - start, 2), round(loss.item(), 4)])
+            if log is not None and step % 10 == 0:
+                log(f"sft step {step}: loss {curve[-1][2]} ({curve[-1][1]} s)")
     seconds = time.monotonic() - start
     model.eval()
     return {"steps": step, "seconds": round(seconds, 2), "loss_curve": curve,
@@ -165,7 +167,7 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
     model = make_model(tok, cfg)
     log(f"embedded policy: {len(examples)} examples, {model.num_parameters() / 1e6:.2f} M params, "
         f"training up to {cfg.sft_steps} steps / {cfg.sft_seconds:.0f} s")
-    record = sft(model, tok, examples, cfg)
+    record = sft(model, tok, examples, cfg, log)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     cache.mkdir(parents=True, exist_ok=True)

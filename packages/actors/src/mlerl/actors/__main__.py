@@ -1,6 +1,7 @@
 """``python -m mlerl.actors --config RUN_DIR/config.yaml --actor-id ID``: one actor process.
 
-Reads top to bottom: load config -> load tasks -> build engine, sandbox, pipeline, durable
+Reads top to bottom: load config -> load tasks -> build engine (and, for LM instrumentation,
+a frozen copy), sandbox, pipeline, durable
 state -> connect the sample stream and the weight subscription -> run the actor until it has
 sent ``max_samples`` or gets SIGTERM/SIGINT -> flush unacked samples (bounded) -> close.
 Restarted after SIGKILL with the same id, it resends its persisted outbox and continues its
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from mlerl.actors._actor import Actor
 from mlerl.actors._config import ActorsConfig
-from mlerl.actors._engines import make_engine
+from mlerl.actors._engines import make_engine, make_frozen_engine
 from mlerl.actors._pipeline import real_pipeline
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ConfigError, load_section
@@ -35,10 +36,16 @@ def _optional_section(cls, path: Path, section: str):  # type: ignore[no-untyped
         raise
 
 
-def _markers_mode(path: Path) -> str:
+def _instrument_modes(path: Path) -> tuple[str, str]:
+    """(``instrument.mode``: ast | lm | paper, ``instrument.markers``: secure | paper)."""
     from omegaconf import OmegaConf
 
-    return str(OmegaConf.select(OmegaConf.load(path), "instrument.markers", default="secure"))
+    root = OmegaConf.load(path)
+    mode = str(OmegaConf.select(root, "instrument.mode", default="ast"))
+    markers = str(OmegaConf.select(root, "instrument.markers", default="secure"))
+    if mode not in ("ast", "lm", "paper"):
+        raise ConfigError("instrument.mode", "must be 'ast', 'lm' or 'paper'")
+    return mode, markers
 
 
 async def run_actor(config_path: Path, actor_id: str) -> None:
@@ -54,7 +61,14 @@ async def run_actor(config_path: Path, actor_id: str) -> None:
     tasks = {task_id: registry.get(task_id) for task_id in config.task_ids}
     state_root = Path(config.state_dir) if config.state_dir else config_path.parent / "actors"
     state = ActorState(state_root / actor_id)
-    pipeline = real_pipeline(_markers_mode(config_path), reward_config, config.grade_timeout_s)
+    mode, markers = _instrument_modes(config_path)
+    frozen = make_frozen_engine(config) if mode in ("lm", "paper") else None
+    instrumenter = None
+    if frozen is not None:
+        from mlerl.instrument import LMInstrumenter
+
+        instrumenter = LMInstrumenter(frozen)
+    pipeline = real_pipeline(markers, reward_config, config.grade_timeout_s, instrumenter)
     engine = make_engine(config)
     sandbox = make_sandbox(sandbox_config)
     try:
@@ -78,6 +92,8 @@ async def run_actor(config_path: Path, actor_id: str) -> None:
     finally:
         await sandbox.close()
         await engine.close()
+        if frozen is not None:
+            await frozen.close()
 
 
 def main(argv: list[str] | None = None) -> int:

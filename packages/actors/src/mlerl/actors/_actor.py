@@ -221,7 +221,7 @@ class Actor:
     async def _run_with_retries(self, code: str, task: Any) -> _Outcome:
         from mlerl.sandbox import ExecutionRequest, Limits
 
-        prepared = self.pipeline.prepare(code)
+        prepared = await self.pipeline.prepare(code)
         wall = self.config.exec_time_limit_s or float(task.time_limit_s)
         limits = Limits(wall_time_s=wall, memory_mb=self.config.exec_memory_mb, cpus=self.config.exec_cpus)
         request = ExecutionRequest(program=prepared.program, data_dir=task.public_dir, limits=limits)
@@ -247,7 +247,9 @@ class Actor:
         submission = result.files.get("submission.csv")
         if result.status is ExecStatus.OK and submission is not None:
             graded = await asyncio.to_thread(self.pipeline.grade, task, Path(submission))
-        output = self.pipeline.clean(result.stdout.text() + result.stderr.text(), nonce)
+        out, err = result.stdout.text(), result.stderr.text()
+        joined = out + ("\n" if out and err and not out.endswith("\n") else "") + err
+        output = self.pipeline.clean(joined, nonce)
         limit = self.config.output_tail_chars
         return _Outcome(
             status=result.status,

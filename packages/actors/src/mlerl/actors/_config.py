@@ -37,6 +37,13 @@ class ActorsConfig:
     """``openai``: server URL ending in ``/v1``."""
     served_model: str = ""
     """``openai``: the ``model`` field of requests."""
+    instrument_model_path: str = ""
+    """``instrument.mode=lm|paper``: HF directory of the frozen instrumentation LM (loaded as a
+    separate HFEngine that never receives weight updates); empty: ``model_path``."""
+    instrument_base_url: str = ""
+    """``instrument.mode=lm|paper``: use an OpenAI-compatible server for the frozen LM instead."""
+    instrument_served_model: str = ""
+    """The ``model`` field of requests to ``instrument_base_url``."""
     task_ids: list[str] = field(default_factory=lambda: ["standin-cancer-auc-tiny"])
     """Tasks to act on, drawn uniformly per action."""
     data_dir: str = ""

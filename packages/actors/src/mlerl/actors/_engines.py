@@ -29,3 +29,17 @@ def make_engine(config: ActorsConfig) -> InferenceEngine:
 
             return OpenAIEngine(config.base_url, config.served_model)
     raise ConfigError("actors.engine", f"unknown engine {config.engine!r}")
+
+
+def make_frozen_engine(config: ActorsConfig) -> InferenceEngine:
+    """The frozen LM that inserts progress markers (paper section 3.2): never updated."""
+    if config.instrument_base_url:
+        from mlerl.actors._openai import OpenAIEngine
+
+        return OpenAIEngine(config.instrument_base_url, config.instrument_served_model)
+    path = config.instrument_model_path or config.model_path
+    if not path:
+        raise ConfigError("actors.instrument_model_path", "required for LM instrumentation")
+    from mlerl.actors._hf import HFEngine
+
+    return HFEngine(path, device=config.device, dtype=config.dtype, max_batch_size=config.max_batch_size)

@@ -133,9 +133,13 @@ def fake_reward(markers, status, score, valid, lower):
     return -10.0 + 0.1 * len(markers), {"base": -10.0, "markers": 0.1 * len(markers)}
 
 
+async def _prepare(code: str) -> Prepared:
+    return Prepared(code, None)
+
+
 def fake_pipeline(score: float = 0.8) -> Pipeline:
     return Pipeline(
-        prepare=lambda code: Prepared(code, None),
+        prepare=_prepare,
         scanner=lambda nonce: Scanner(),
         grade=lambda task, path: Graded(score, path.is_file()),
         reward=fake_reward,

@@ -3,8 +3,10 @@
 The actor calls only these five functions, so tests swap in fakes and the other packages'
 APIs are named in exactly one place. :func:`real_pipeline` wires the real ones:
 
-- ``prepare``: ``instrument_ast`` then ``prepare_run`` (secure nonce channel or paper prints).
-  Code the AST instrumenter cannot handle runs uninstrumented (no markers, no partial credit).
+- ``prepare`` (async): ``instrument_ast``, or with an ``LMInstrumenter`` the frozen LM's
+  verified insertion (AST fallback, done inside mlerl.instrument), then ``prepare_run`` (secure
+  nonce channel or paper prints). Code the AST instrumenter cannot handle runs uninstrumented
+  (no markers, no partial credit).
 - ``scanner``: a streaming ``MarkerScanner`` fed with stdout chunks as they arrive.
 - ``grade``: ``grade_in_subprocess`` (a child process with a timeout), outside the sandbox.
 - ``reward``: ``compute_reward``; None for INFRA_ERROR (never rewarded).
@@ -14,7 +16,7 @@ APIs are named in exactly one place. :func:`real_pipeline` wires the real ones:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,7 +47,7 @@ class Scanner(Protocol):
 
 @dataclass(frozen=True)
 class Pipeline:
-    prepare: Callable[[str], Prepared]
+    prepare: Callable[[str], Awaitable[Prepared]]
     scanner: Callable[[str | None], Scanner]
     grade: Callable[[Any, Path], Graded]
     """(task, submission path) -> Graded; blocking, the actor runs it in a thread."""
@@ -54,15 +56,24 @@ class Pipeline:
     clean: Callable[[str, str | None], str]
 
 
-def real_pipeline(markers: str = "secure", reward_config: Any = None, grade_timeout_s: float = 120.0) -> Pipeline:
+def real_pipeline(
+    markers: str = "secure",
+    reward_config: Any = None,
+    grade_timeout_s: float = 120.0,
+    lm_instrumenter: Any = None,
+) -> Pipeline:
+    """The real adapters; ``lm_instrumenter`` (an ``LMInstrumenter``) switches to LM mode."""
     from mlerl.bench import grade_in_subprocess
     from mlerl.instrument import MarkerScanner, clean_output, compute_reward, instrument_ast, prepare_run
 
-    def prepare(code: str) -> Prepared:
+    async def prepare(code: str) -> Prepared:
         try:
-            instrumented = instrument_ast(code)
+            if lm_instrumenter is not None:
+                instrumented = (await lm_instrumenter.instrument(code)).code
+            else:
+                instrumented = instrument_ast(code)
         except (SyntaxError, ValueError, RecursionError) as exc:
-            log.warning("AST instrumentation failed (%s); running the program uninstrumented", exc)
+            log.warning("instrumentation failed (%s); running the program uninstrumented", exc)
             return Prepared(code, None)
         run = prepare_run(instrumented, markers)
         return Prepared(run.program, run.nonce)

@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("calibrate", help="(maintainers) run reference solutions, rewrite stand-in task.yaml")
     p.add_argument("--work-dir", required=True)
     p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--resume", action="store_true", help="reuse existing leaderboard.csv files")
     return ap
 
 
@@ -125,7 +126,7 @@ def _cmd_compare(a: argparse.Namespace) -> int:
 def _cmd_calibrate(a: argparse.Namespace) -> int:
     from mlerl.bench._reference import calibrate
 
-    calibrate(Path(a.work_dir), only=a.only)
+    calibrate(Path(a.work_dir), only=a.only, resume=a.resume)
     return 0
 
 

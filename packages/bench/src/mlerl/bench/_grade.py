@@ -91,6 +91,8 @@ def read_submission(task: TaskSpec, path: Path) -> pd.DataFrame:
     """Read a submission CSV as MLE-bench does; raise :class:`InvalidSubmission` on any problem."""
     if not path.is_file() or path.suffix.lower() != ".csv":
         raise InvalidSubmission("submission must be a regular .csv file")
+    if path.is_symlink():  # stricter than MLE-bench: a link could point at the answers
+        raise InvalidSubmission("submission must be a regular file, not a symbolic link")
     size = path.stat().st_size
     if size > task.max_submission_bytes:
         raise InvalidSubmission(f"submission is {size} bytes, over the {task.max_submission_bytes}-byte cap")

@@ -78,12 +78,17 @@ def grade_pearson(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str, targets: Se
     return m.pearson(a[target].to_numpy(), s[target].to_numpy())
 
 
+def _texts(col: pd.Series) -> list[str]:
+    """``fillna("").astype(str)`` without pandas' float-column fill warning."""
+    obj = col.astype(object)
+    return obj.where(obj.notna(), "").astype(str).tolist()
+
+
 def grade_jaccard(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str, targets: Sequence[str]) -> float:
     """Mean word Jaccard (tweet-sentiment-extraction); a missing text counts as ""."""
     (target,) = targets
     s, a = _aligned(sub, ans, id_col, [target])
-    preds = s[target].fillna("").astype(str).tolist()
-    truth = a[target].fillna("").astype(str).tolist()
+    preds, truth = _texts(s[target]), _texts(a[target])
     try:
         return m.mean_word_jaccard(preds, truth)
     except ZeroDivisionError:

@@ -89,11 +89,6 @@ def _tps_may(task: TaskSpec, raw: Path) -> Out:
              "sample_submission.csv": te[["id"]].assign(target=0.5)}, {"test.csv": te[["id", "target"]]})
 
 
-def _plant(task: TaskSpec, raw: Path) -> Out:
-    public, private = _simple(task, raw, lambda tr: {c: 0.25 for c in task.target_columns})
-    return public, private
-
-
 def _tweets(task: TaskSpec, raw: Path) -> Out:
     tr, te = _split(_read(raw, "train.csv"))
     return ({"train.csv": tr, "test.csv": te.drop(columns="selected_text"),
@@ -118,7 +113,7 @@ PREPARERS: dict[str, Callable[[TaskSpec, Path], Out]] = {
     "tabular-playground-series-may-2022": _tps_may,
     "tabular-playground-series-dec-2021": lambda t, r: _simple(t, r, lambda tr: {"Cover_Type": 2}),
     "us-patent-phrase-to-phrase-matching": lambda t, r: _simple(t, r, lambda tr: {"score": 0.0}),
-    "plant-pathology-2020-fgvc7": _plant,
+    "plant-pathology-2020-fgvc7": lambda t, r: _simple(t, r, lambda tr: {c: 0.25 for c in t.target_columns}),
     "leaf-classification": lambda t, r: _one_hot(t, r, "species"),
     "nomad2018-predict-transparent-conductors": lambda t, r: _simple(
         t, r, lambda tr: {"formation_energy_ev_natom": 0.1779, "bandgap_energy_ev": 1.8892}),

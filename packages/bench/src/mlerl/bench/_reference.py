@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from mlerl.bench._grade import load_answers, score_frame
 from mlerl.bench._task import TaskSpec
@@ -142,9 +143,11 @@ def _constant(task: TaskSpec, train: pd.DataFrame, test: pd.DataFrame) -> pd.Dat
     return sub
 
 
-def _lexicon_span(train: pd.DataFrame, test: pd.DataFrame, frac: float, theta: float, min_count: int) -> pd.DataFrame:
-    """Neutral: the whole tweet; else the shortest span covering words whose in-span ratio
-    (times inside selected_text / times in text, per sentiment) exceeds ``theta``."""
+def _lexicon_span(train: pd.DataFrame, test: pd.DataFrame, frac: float, alpha: float,
+                  contiguous: bool = True) -> pd.DataFrame:
+    """Neutral: the whole tweet; else the shortest span covering words whose smoothed in-span
+    ratio inside / (total + ``alpha``) (per sentiment, counted on a ``frac`` of train) exceeds
+    1/2 (or, when not ``contiguous``, only those words). Larger ``alpha`` drops rare words."""
     part = train.sample(frac=frac, random_state=0) if frac < 1 else train
     inside: dict[tuple[str, str], int] = {}
     total: dict[tuple[str, str], int] = {}
@@ -160,9 +163,11 @@ def _lexicon_span(train: pd.DataFrame, test: pd.DataFrame, frac: float, theta: f
             out.append(text)
             continue
         hits = [i for i, w in enumerate(words)
-                if total.get((sent, w.lower()), 0) >= min_count
-                and inside.get((sent, w.lower()), 0) / total[(sent, w.lower())] > theta]
-        out.append(" ".join(words[hits[0]:hits[-1] + 1]) if hits else text)
+                if inside.get((sent, w.lower()), 0) / (total.get((sent, w.lower()), 0) + alpha + 1e-9) > 0.5]
+        if not hits:
+            out.append(text)
+        else:
+            out.append(" ".join(words[hits[0]:hits[-1] + 1] if contiguous else [words[i] for i in hits]))
     return test[["textID"]].assign(selected_text=out)
 
 
@@ -174,11 +179,11 @@ def solutions(task: TaskSpec) -> Iterator[tuple[str, Callable[[pd.DataFrame, pd.
         for k in (1, 3):
             yield f"first-{k}-words", lambda tr, te, k=k: te[["textID"]].assign(
                 selected_text=te["text"].str.split().str[:k].str.join(" "))
-        for frac in (0.05, 0.3, 1.0):
-            for theta in (0.2, 0.5, 0.8):
-                for mc in (1, 5):
-                    yield (f"lexicon-f{frac}-t{theta}-m{mc}",
-                           lambda tr, te, f=frac, t=theta, m=mc: _lexicon_span(tr, te, f, t, m))
+        for frac in (0.01, 0.03, 0.1, 0.3, 1.0):
+            for alpha in (0, 2, 10):
+                for contiguous in (True, False):
+                    yield (f"lexicon-f{frac}-a{alpha}-{'span' if contiguous else 'words'}",
+                           lambda tr, te, f=frac, a=alpha, c=contiguous: _lexicon_span(tr, te, f, a, c))
         return
     kind = "reg" if task.grader in REGRESSION else "clf"
     for frac in (0.2, 1.0):
@@ -195,7 +200,7 @@ def score_solutions(task: TaskSpec) -> list[tuple[str, float | None]]:
     answers = load_answers(task)
     results = []
     for name, fn in solutions(task):
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), threadpool_limits(1):
             warnings.simplefilter("ignore")
             try:
                 results.append((name, score_frame(task, fn(train, test), answers)))
@@ -211,42 +216,41 @@ def leaderboard(task: TaskSpec, results: list[tuple[str, float | None]]) -> pd.D
     return board.sort_values("score", ascending=task.lower_is_better, kind="mergesort").reset_index(drop=True)
 
 
-def calibrate(work_dir: Path, only: list[str] | None = None) -> dict[str, dict]:
-    """Prepare every stand-in under ``work_dir``, score the references, rewrite the task dirs."""
-    from mlerl.bench._medals import thresholds_from_scores
-    from mlerl.bench._prepare import prepare
-    from mlerl.bench._standins import BUILDERS, TINY_ROWS
-    from mlerl.bench._taskdefs import write_standin_dirs
-    from mlerl.bench._task import BUILTIN_TASKS_DIR, Registry
+def calibrate(work_dir: Path, only: list[str] | None = None, resume: bool = False) -> dict[str, dict]:
+    """Prepare every stand-in under ``work_dir``, score the references, rewrite the task dirs.
 
-    write_standin_dirs(_existing_thresholds())
-    thresholds = _existing_thresholds()
-    reg = Registry.load(data_dir=work_dir)
+    Each task's ``leaderboard.csv`` and ``task.yaml`` are written as soon as it is done; with
+    ``resume`` a task whose ``leaderboard.csv`` already exists is not re-run.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from mlerl.bench._prepare import prepare
+    from mlerl.bench._standins import BUILDERS
+    from mlerl.bench._task import BUILTIN_TASKS_DIR, Registry
+    from mlerl.bench._taskdefs import write_standin_dirs
+
+    thresholds = {}
     for task_id in [t for b in BUILDERS for t in (b, f"{b}-tiny")]:
         if only and task_id not in only:
             continue
-        task = prepare(task_id, work_dir)
-        board = leaderboard(task, score_solutions(reg.get(task_id)))
-        board.to_csv(BUILTIN_TASKS_DIR / task_id / "leaderboard.csv", index=False)
-        g, s, b, med, _ = thresholds_from_scores(board["score"].tolist())
-        thresholds[task_id] = {"gold": g, "silver": s, "bronze": b, "median": med,
-                               "source": f"pseudo-leaderboard of {len(board)} seeded reference solutions "
-                                         "(leaderboard.csv; mlerl-bench calibrate), Kaggle progression rules"}
-        print(f"{task_id}: {len(board)} solutions, best {board['score'].iloc[0]}, "
-              f"gold {g} silver {s} bronze {b} median {med}", flush=True)
-    del TINY_ROWS
-    write_standin_dirs(thresholds)
+        board_path = BUILTIN_TASKS_DIR / task_id / "leaderboard.csv"
+        if not (resume and board_path.is_file()):
+            write_standin_dirs({}, only=[task_id])
+            task = prepare(task_id, work_dir, force=True)
+            with threadpool_limits(1):  # oversubscribed OpenMP/BLAS is far slower on a busy box
+                board = leaderboard(task, score_solutions(Registry.load(data_dir=work_dir).get(task_id)))
+            board.to_csv(board_path, index=False)
+        board = pd.read_csv(board_path)
+        thresholds[task_id] = _thresholds_entry(board)
+        write_standin_dirs(thresholds, only=[task_id])
+        print(f"{task_id}: {len(board)} solutions, best {board['score'].iloc[0]}, {thresholds[task_id]}", flush=True)
     return thresholds
 
 
-def _existing_thresholds() -> dict[str, dict]:
-    import yaml
+def _thresholds_entry(board: pd.DataFrame) -> dict:
+    from mlerl.bench._medals import thresholds_from_scores
 
-    from mlerl.bench._task import BUILTIN_TASKS_DIR
-
-    out = {}
-    for path in BUILTIN_TASKS_DIR.glob("standin-*/task.yaml"):
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if raw.get("thresholds"):
-            out[raw["id"]] = raw["thresholds"]
-    return out
+    g, s, b, med, _ = thresholds_from_scores(board["score"].tolist())
+    return {"gold": g, "silver": s, "bronze": b, "median": med,
+            "source": f"pseudo-leaderboard of {len(board)} seeded reference solutions "
+                      "(leaderboard.csv; mlerl-bench calibrate), Kaggle progression rules"}

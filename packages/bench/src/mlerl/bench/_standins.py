@@ -92,8 +92,17 @@ def wine_logloss(rows: int | None, seed: int = SEED) -> Built:
     return Built(tr, te.drop(columns="class"), answers, sample)
 
 
-def _digit_images(frame_ids: list[str], images: np.ndarray) -> dict[str, np.ndarray]:
-    scaled = np.clip(images * 16, 0, 255).astype(np.uint8)  # digits pixels are 0..16
+def _digit_images(frame_ids: list[str], images: np.ndarray, noise: float = 0.0,
+                  seed: int = SEED) -> dict[str, np.ndarray]:
+    """uint8 PNG pixels (digits pixels are 0..16); ``noise`` adds seeded Gaussian pixel noise
+    and a random one-pixel shift per image, to keep the task from saturating."""
+    rng = np.random.default_rng(seed + 17)
+    images = images.astype(float)
+    if noise:
+        shifts = rng.integers(-1, 2, size=(len(images), 2))
+        images = np.stack([np.roll(img, tuple(s), axis=(0, 1)) for img, s in zip(images, shifts, strict=True)])
+        images = images + rng.normal(0, noise, images.shape)
+    scaled = np.clip(images * 16, 0, 255).astype(np.uint8)
     return {f"{i}.png": img for i, img in zip(frame_ids, scaled, strict=True)}
 
 
@@ -118,7 +127,7 @@ def digits_colauc(rows: int | None, seed: int = SEED) -> Built:
     frame = _subsample(frame, rows, seed, "label")
     rng = np.random.default_rng(seed + 13)
     frame.insert(0, "image_id", [f"Img_{h:05d}" for h in rng.choice(10**5, len(frame), replace=False)])
-    images = _digit_images(frame["image_id"].tolist(), bunch.images[frame["row"].to_numpy()])
+    images = _digit_images(frame["image_id"].tolist(), bunch.images[frame["row"].to_numpy()], noise=6.0, seed=seed)
     for k, c in enumerate(DIGIT_COLUMNS):
         frame[c] = (frame["label"] == k).astype(int)
     tr, te = _split(frame.drop(columns="row"), seed, "label")

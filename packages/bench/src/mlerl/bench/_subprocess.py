@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from mlerl.bench._grade import GradeReport, _report, grade_submission
@@ -53,8 +52,7 @@ def _child() -> None:
     req = json.loads(sys.stdin.read())
     task = load_task(Path(req["task_dir"]), Path(req["data_dir"]))
     report = grade_submission(task, req["submission"])
-    print(json.dumps({**report.to_dict(), "error": report.error, "created_at": report.created_at
-                      or datetime.now().isoformat()}))
+    print(json.dumps({**report.to_dict(), "error": report.error}))
 
 
 if __name__ == "__main__":

@@ -25,9 +25,13 @@ FILLER = ["i", "the", "a", "to", "and", "it", "at", "on", "my", "with", "just", 
           "going", "work", "home", "now", "got", "back", "this", "that", "was", "be", "for",
           "out", "up", "all", "we", "they", "new", "time", "morning", "night", "week"]
 POSITIVE = ["love", "happy", "great", "awesome", "amazing", "fun", "glad", "thanks", "nice",
-            "best", "excited", "lovely", "wonderful", "cool", "enjoy"]
+            "best", "excited", "lovely", "wonderful", "cool", "enjoy", "yay", "blessed", "proud",
+            "sweet", "beautiful", "thrilled", "grateful", "stoked", "delighted", "fab",
+            "brilliant", "cheerful", "splendid", "jolly", "marvelous"]
 NEGATIVE = ["hate", "sad", "sick", "bad", "tired", "sorry", "miss", "awful", "worst", "hurts",
-            "bored", "upset", "annoying", "terrible", "ugh"]
+            "bored", "upset", "annoying", "terrible", "ugh", "lonely", "angry", "broke", "sucks",
+            "crying", "scared", "gutted", "miserable", "dreadful", "grumpy", "heartbroken",
+            "furious", "gloomy", "exhausted", "horrid"]
 INTENSIFIERS = ["so", "really", "very", "soo", "totally"]
 INSULTS = ["idiot", "moron", "stupid", "loser", "pathetic", "clueless", "dumb", "ignorant",
            "fool", "troll", "liar", "clown"]
@@ -77,22 +81,33 @@ def _words(rng: np.random.Generator, lo: int, hi: int) -> list[str]:
     return [FILLER[int(i)] for i in rng.integers(len(FILLER), size=int(rng.integers(lo, hi)))]
 
 
+def _pick(words: list[str], rng: np.random.Generator) -> str:
+    """Zipf-like choice: the first words of a lexicon are common, the last ones rare."""
+    weights = 1.0 / np.arange(1, len(words) + 1)
+    return words[int(rng.choice(len(words), p=weights / weights.sum()))]
+
+
 def _tweet(sentiment: str, rng: np.random.Generator) -> tuple[str, str]:
     if sentiment == "neutral":
         text = " ".join(_words(rng, 4, 14))
+        if rng.random() < 0.15:  # some neutral spans drop the first words, as annotators did
+            words = text.split()
+            return text, " ".join(words[int(rng.integers(1, 3)):]) or text
         return text, text
     lex = POSITIVE if sentiment == "positive" else NEGATIVE
-    phrase = [lex[int(rng.integers(len(lex)))]]
+    phrase = [_pick(lex, rng)]
     if rng.random() < 0.5:
         phrase.insert(0, INTENSIFIERS[int(rng.integers(len(INTENSIFIERS)))])
     if rng.random() < 0.3:
-        phrase.append(lex[int(rng.integers(len(lex)))])
+        phrase.append(_pick(lex, rng))
     before, after = _words(rng, 1, 8), _words(rng, 0, 7)
-    if rng.random() < 0.15 and before:  # annotator noise: the span grabs a neighbouring word
+    if rng.random() < 0.3 and before:  # annotator noise: the span grabs neighbouring words
         phrase.insert(0, before.pop())
+    if rng.random() < 0.25 and after:
+        phrase.append(after.pop(0))
     if rng.random() < 0.2:  # a sentiment word outside the span, of the other polarity
         other = NEGATIVE if lex is POSITIVE else POSITIVE
-        after.append(other[int(rng.integers(len(other)))])
+        after.append(_pick(other, rng))
     return " ".join(before + phrase + after), " ".join(phrase)
 
 

@@ -133,13 +133,15 @@ def task_yaml(task_id: str, meta: StandinMeta, rows: int, thresholds: dict[str, 
 
 
 def write_standin_dirs(thresholds: dict[str, dict[str, Any]] | None = None,
-                       root: Path = BUILTIN_TASKS_DIR) -> list[str]:
-    """(Re)write task.yaml + description.md for every stand-in and its -tiny variant."""
+                       root: Path = BUILTIN_TASKS_DIR, only: list[str] | None = None) -> list[str]:
+    """(Re)write task.yaml + description.md for the stand-ins (all, or the ids in ``only``)."""
     thresholds = thresholds or {}
     written = []
     for base, builder in BUILDERS.items():
         meta = META[base]
         for task_id, rows in ((base, None), (f"{base}-tiny", TINY_ROWS)):
+            if only is not None and task_id not in only:
+                continue
             built = builder(rows, 0)
             d = root / task_id
             d.mkdir(parents=True, exist_ok=True)

@@ -4,22 +4,31 @@
 
 A bandit with solution "arms" of known reward and execution time (paper section 3.1, Figure 2):
 ``fast_bad`` (0.05 s, reward 0), ``fast_ok`` (0.05 s, reward 0.5) and ``slow_best`` (0.4 s,
-reward 1.0), rewards with N(0, 0.1) noise. A fixed pool of ``--slots`` concurrent executions
-(asyncio tasks) each samples an arm from the current policy, *really sleeps* for its duration,
-and puts a :class:`mlerl.protocol.Sample` (behaviour log-prob, policy version, measured
-duration) into the real :class:`ExperienceBuffer`; the learner trains on the first B completed
-(the paper's Algorithm 1) with the real :func:`gae` (scalar critic, gamma = lambda = 1),
+reward 1.0); rewards get N(0, 0.1) noise and execution times a lognormal factor (sigma 0.3).
+Executions *really sleep* and deliver a :class:`mlerl.protocol.Sample` (behaviour log-prob,
+policy version, measured duration) into the real :class:`ExperienceBuffer`; the learner trains
+on the first B completed with the real :func:`gae` (scalar critic, gamma = lambda = 1),
 :func:`duration_weights`, :func:`ppo_policy_loss` (clip 0.2, entropy 0.001) and
-:func:`value_loss` (clip 0.5).
+:func:`value_loss` (clip 0.5). Three ways of scheduling executions (the REGIME of ``--scenarios REGIME:BASELINE,...``;
+BASELINE is ``critic``, A = R - V, or ``none``, A = R):
+
+- ``pool``: a fixed pool of ``--slots`` concurrent executions, each refilled from the current
+  policy as soon as it completes; slow samples not in the first B wait for a later batch
+  (mlerl's actors + buffer).
+- ``lanes``: the same pool, but a slot keeps re-running its chosen arm for 0.4 s, so an arm's
+  share of execution *time* is its probability and its sample count is pi(x) T / dt_x: the
+  model of the paper's section 3.1 derivation.
+- ``wave``: Algorithm 1 literally: launch m * B from the current policy, train on the first B
+  completed, abandon the rest (what a synchronous framework's step does).
 
 The policy is a softmax over arms (a logit vector) trained with plain SGD. Adam is deliberately
 not used here: it normalises each logit's step separately, which would erase the per-action
 gradient magnitudes the frequency bias acts on (in an LLM the parameters are shared across
 actions, so magnitudes matter there).
 
-Writes ``benchmarks/results/duration_bias.json`` and ``duration_bias.png``. All (mode, seed)
-runs share one event loop and run concurrently; the durations used for weighting are the
-measured sleep times, so a loaded machine compresses the fast/slow ratio a little.
+Writes ``benchmarks/results/duration_bias.json`` and ``duration_bias.png``. The durations used
+for weighting are the measured sleep times; ``--parallel`` runs share the event loop at once (too many make sleeps late,
+which the JSON's ``measured_exec_s_per_arm`` would show).
 """
 
 from __future__ import annotations
@@ -54,6 +63,8 @@ class Run:
     lr: float
     jitter: float = 0.3
     """sigma of the lognormal factor on each execution time."""
+    baseline: str = "critic"
+    """``critic``: A = R - V (GAE, gamma = lambda = 1, scalar critic); ``none``: A = R (V = 0)."""
     theta: torch.Tensor = field(default_factory=lambda: torch.zeros(len(ARMS), requires_grad=True))
     value: torch.Tensor = field(default_factory=lambda: torch.zeros(1, requires_grad=True))
     version: int = 0
@@ -61,6 +72,8 @@ class Run:
     p_slow: list[float] = field(default_factory=list)
     mean_duration: list[float] = field(default_factory=list)
     grad_mass_slow: list[float] = field(default_factory=list)
+    measured: dict[int, list[float]] = field(default_factory=lambda: {a: [] for a in range(len(ARMS))})
+    """Measured execution time of every trained sample, per arm (checks the loop kept up)."""
 
     def __post_init__(self) -> None:
         self.opt_pi = torch.optim.SGD([self.theta], lr=self.lr)
@@ -116,7 +129,7 @@ def bandit_update(run: Run, batch: list[Sample]) -> None:
     rewards = torch.tensor([s.reward for s in batch])
     durations = torch.tensor([s.duration_s for s in batch])
     old_logprobs = torch.tensor([s.behaviour_logprobs for s in batch])  # (B, 1)
-    old_values = run.value.detach().expand(B)[:, None]  # (B, 1)
+    old_values = run.value.detach().expand(B)[:, None] if run.baseline == "critic" else torch.zeros(B, 1)
     advantages, returns = gae(terminal_rewards(rewards, mask), old_values, mask, 1.0, 1.0)  # A = R - V
     weights = duration_weights(durations, run.mode, clip=5.0, running_mean=run.running_dt)
     run.running_dt = update_running_mean(run.running_dt, durations, 0.9)
@@ -129,13 +142,16 @@ def bandit_update(run: Run, batch: list[Sample]) -> None:
     torch.nn.utils.clip_grad_norm_([run.theta], 1.0)
     run.opt_pi.step()
 
-    vf_loss, _ = value_loss(run.value.expand(B)[:, None], old_values, returns, mask, clip=0.5)
-    run.opt_v.zero_grad()
-    vf_loss.backward()
-    run.opt_v.step()
+    if run.baseline == "critic":
+        vf_loss, _ = value_loss(run.value.expand(B)[:, None], old_values, returns, mask, clip=0.5)
+        run.opt_v.zero_grad()
+        vf_loss.backward()
+        run.opt_v.step()
     run.version += 1
     run.p_slow.append(float(run.probs()[SLOW]))
     run.mean_duration.append(float(durations.mean()))
+    for s in batch:
+        run.measured[s.response_ids[0]].append(s.duration_s)
     run.grad_mass_slow.append(weight_stats(weights, durations, advantages[:, 0])["grad_mass_slow"])
 
 
@@ -151,7 +167,7 @@ async def simulate(run: Run, *, regime: str, updates: int, batch_size: int, slot
     back-to-back re-runs (time share of an arm = its probability: the paper's model, n_x =
     pi(x) T / dt_x). ``wave``: Algorithm 1 literally: launch m * B from the current policy,
     train on the first B completed, abandon the rest (a synchronous framework's step)."""
-    buffer = ExperienceBuffer(workdir / f"{regime}-{run.mode.value}-{run.seed}")
+    buffer = ExperienceBuffer(workdir / f"{regime}-{run.baseline}-{run.mode.value}-{run.seed}")
     arrived = asyncio.Event()
     try:
         if regime in ("pool", "lanes"):
@@ -199,6 +215,11 @@ def _mode_summary(mine: list[Run]) -> dict:
         "seeds_reaching_90": len(reached),
         "mean_exec_s_last10": _summary([statistics.fmean(r.mean_duration[-10:]) for r in mine]),
         "grad_mass_slow_mean": statistics.fmean(x for r in mine for x in r.grad_mass_slow),
+        "measured_exec_s_per_arm": {
+            ARMS[a][0]: statistics.fmean(x for r in mine for x in r.measured[a]) if any(r.measured[a] for r in mine) else None
+            for a in range(len(ARMS))
+        },
+        "trained_samples_per_arm": {ARMS[a][0]: sum(len(r.measured[a]) for r in mine) for a in range(len(ARMS))},
         "p_slow_per_update": [r.p_slow for r in mine],
     }
 
@@ -208,11 +229,11 @@ def report(runs: list[tuple[str, Run]], args: argparse.Namespace, wall_s: float)
         "command": "python -m mlerl.learner.bench_duration_bias " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
         "arms": [{"name": n, "duration_s": d, "reward_mean": r} for n, d, r in ARMS],
-        "setup": {k: v for k, v in vars(args).items() if k != "out"}, "wall_s": wall_s, "regimes": {},
+        "setup": {k: v for k, v in vars(args).items() if k != "out"}, "wall_s": wall_s, "scenarios": {},
     }
     for regime in dict.fromkeys(g for g, _ in runs):
         modes = dict.fromkeys(r.mode for g, r in runs if g == regime)
-        out["regimes"][regime] = {m.value: _mode_summary([r for g, r in runs if g == regime and r.mode is m]) for m in modes}
+        out["scenarios"][regime] = {m.value: _mode_summary([r for g, r in runs if g == regime and r.mode is m]) for m in modes}
     return out
 
 
@@ -222,10 +243,14 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    regimes = list(result["regimes"])
-    fig, axes = plt.subplots(1, len(regimes), figsize=(6.5 * len(regimes), 4.2), squeeze=False)
-    for ax, regime in zip(axes[0], regimes):
-        for mode, data in result["regimes"][regime].items():
+    regimes = list(result["scenarios"])
+    cols = 2
+    rows = (len(regimes) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.0 * rows), squeeze=False)
+    for ax in axes.flat[len(regimes):]:
+        ax.set_visible(False)
+    for ax, regime in zip(axes.flat, regimes):
+        for mode, data in result["scenarios"][regime].items():
             curves = torch.tensor(data["p_slow_per_update"])  # (seeds, updates)
             x = range(1, curves.shape[1] + 1)
             ax.plot(x, curves.mean(0), label=f"{mode} (mean of {curves.shape[0]} seeds)")
@@ -242,16 +267,21 @@ def plot(result: dict, path: Path) -> None:
 
 async def _main(args: argparse.Namespace) -> list[tuple[str, Run]]:
     modes = [DurationWeighting(m) for m in args.modes.split(",")]
+    scenarios = [tuple(x.split(":")) for x in args.scenarios.split(",")]
+    jobs = [(f"{regime}:{baseline}", Run(mode, seed, args.lr, args.jitter, baseline))
+            for regime, baseline in scenarios for mode in modes for seed in range(args.seeds)]
+    gate = asyncio.Semaphore(args.parallel)  # too many concurrent runs would make the sleeps late
+
+    async def one(scenario: str, run: Run, workdir: Path) -> None:
+        async with gate:
+            await simulate(run, regime=scenario.split(":")[0], updates=args.updates, batch_size=args.batch_size,
+                           slots=args.slots, multiplier=args.multiplier, workdir=workdir)
+
     with tempfile.TemporaryDirectory() as tmp:
         async with asyncio.TaskGroup() as tg:
-            tasks = [
-                tg.create_task(simulate(
-                    Run(mode, seed, args.lr, args.jitter), regime=regime, updates=args.updates, batch_size=args.batch_size,
-                    slots=args.slots, multiplier=args.multiplier, workdir=Path(tmp)))
-                for regime in args.regimes.split(",") for mode in modes for seed in range(args.seeds)
-            ]
-    regimes = [r for r in args.regimes.split(",") for _ in modes for _ in range(args.seeds)]
-    return list(zip(regimes, [t.result() for t in tasks]))
+            for regime, run in jobs:
+                tg.create_task(one(regime, run, Path(tmp)))
+    return jobs
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -262,9 +292,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--slots", type=int, default=16, help="concurrent executions per run")
     p.add_argument("--lr", type=float, default=2.0, help="SGD learning rate of the logits")
     p.add_argument("--modes", default="none,paper,clipped,log,running")
-    p.add_argument("--regimes", default="lanes,pool,wave", help="see simulate()")
+    p.add_argument("--scenarios", default="lanes:none,lanes:critic,pool:critic,wave:critic",
+                   help="REGIME:BASELINE pairs; regimes lanes|pool|wave (see simulate), baselines critic|none")
     p.add_argument("--multiplier", type=int, default=2, help="m of Algorithm 1 (wave regime)")
     p.add_argument("--jitter", type=float, default=0.3, help="sigma of the lognormal noise on execution times")
+    p.add_argument("--parallel", type=int, default=5, help="runs sharing the event loop at once")
     p.add_argument("--out", default="benchmarks/results/duration_bias.json")
     args = p.parse_args(argv)
     t0 = time.time()
@@ -274,10 +306,10 @@ def main(argv: list[str] | None = None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     plot(result, out.with_suffix(".png"))
-    for regime, modes in result["regimes"].items():
+    for regime, modes in result["scenarios"].items():
         for mode, data in modes.items():
             f = data["final_p_slow"]
-            print(f"{regime:>5} {mode:>8}: final P(slow_best) {f['mean']:.3f} +- {f['std']:.3f} [{f['min']:.3f}, {f['max']:.3f}]  "
+            print(f"{regime:>12} {mode:>8}: final P(slow_best) {f['mean']:.3f} +- {f['std']:.3f} [{f['min']:.3f}, {f['max']:.3f}]  "
                   f"updates to 90%: {data['updates_to_90']}  exec s (last 10): {data['mean_exec_s_last10']['mean']:.3f}")
     print(f"wrote {out} and {out.with_suffix('.png')} in {result['wall_s']:.0f} s")
 

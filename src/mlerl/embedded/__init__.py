@@ -1,0 +1,63 @@
+"""mlerl.embedded: the default policy that `mlerl train` uses with no arguments.
+
+No pretrained weights can be downloaded, so the default policy is bootstrapped offline the way
+ML-Agent bootstraps its agent (exploration-enriched fine-tuning): a corpus of diverse solution
+programs for the stand-in tasks is generated from a seed, a byte-level BPE tokenizer and a tiny
+Qwen2 model (5.2 M parameters) are trained on it, and the result is an ordinary Hugging Face
+model directory that every engine can load. The same weights serve as the static
+instrumentation model (the corpus includes C.3 instrumentation examples): load a second,
+frozen copy from the same directory.
+"""
+
+from mlerl.embedded._config import BootstrapConfig
+from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus
+from mlerl.embedded._evaluate import TaskEval, evaluate_policy, run_program
+from mlerl.embedded._model import build_policy, encode_example, read_manifest
+from mlerl.embedded._programs import MISTAKES, Program, generate_program
+from mlerl.embedded._prompts import (
+    MARKERS, SYSTEM, draft_messages, extract_code, format_answer, improve_messages,
+    instrument_messages,
+)
+from mlerl.embedded._tasks import TaskView, default_task_ids, task_views, view_from_public_dir
+from mlerl.embedded._tokenizer import CHAT_TEMPLATE, train_tokenizer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CHAT_TEMPLATE",
+    "MARKERS",
+    "MISTAKES",
+    "SYSTEM",
+    "BootstrapConfig",
+    "Example",
+    "Program",
+    "TaskEval",
+    "TaskView",
+    "build_policy",
+    "corpus_hash",
+    "corpus_stats",
+    "default_task_ids",
+    "draft_messages",
+    "encode_example",
+    "evaluate_policy",
+    "extract_code",
+    "format_answer",
+    "generate_corpus",
+    "generate_program",
+    "improve_messages",
+    "instrument_messages",
+    "instrumenter_dir",
+    "read_manifest",
+    "run_program",
+    "task_views",
+    "train_tokenizer",
+    "view_from_public_dir",
+]
+
+
+def instrumenter_dir(policy_dir):  # type: ignore[no-untyped-def]
+    """The static instrumentation model's directory: the policy's own (same bootstrap weights).
+
+    Load it separately and keep it frozen; RL updates only the policy's copy.
+    """
+    return policy_dir

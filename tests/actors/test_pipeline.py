@@ -1,0 +1,85 @@
+import pytest
+import yaml
+
+from mlerl.actors.__main__ import _instrument_modes
+from mlerl.actors._pipeline import real_pipeline
+from mlerl.instrument import LMInstrumenter, MarkerScanner
+from mlerl.protocol import Completion, ConfigError, ExecStatus
+
+CODE = "import pandas as pd\ndf = pd.read_csv('x.csv')\n"
+
+
+class FrozenLM:
+    """Answers the C.3 prompt with the program plus two marker prints."""
+
+    policy_version = 0
+
+    def __init__(self):
+        self.calls = 0
+
+    async def generate(self, conversations, params):
+        self.calls += 1
+        text = ("```python\nimport pandas as pd\nprint(\"imported packages\")\n"
+                "df = pd.read_csv('x.csv')\nprint(\"loaded data\")\n```")
+        return [Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text, finish_reason="stop")
+                for _ in conversations]
+
+    async def update_weights(self, update):
+        raise NotImplementedError
+
+    async def close(self):
+        pass
+
+
+def _markers(prepared, printed_lines):
+    # simulate the program's stdout: what the secure channel would print for each marker
+    scanner = MarkerScanner(prepared.nonce)
+    for name in printed_lines:
+        scanner.feed(f"\n{prepared.nonce}:{name}\n".encode())
+    return scanner.close()
+
+
+async def test_ast_mode_uses_a_nonce_channel():
+    prepared = await real_pipeline("secure").prepare(CODE)
+    assert prepared.nonce and prepared.nonce in prepared.program
+    compile(prepared.program, "main.py", "exec")
+
+
+async def test_lm_mode_uses_the_frozen_lm():
+    lm = FrozenLM()
+    pipeline = real_pipeline("secure", lm_instrumenter=LMInstrumenter(lm))
+    prepared = await pipeline.prepare(CODE)
+    assert lm.calls == 1 and prepared.nonce in prepared.program
+    assert _markers(prepared, ["imported packages", "loaded data"]) == ["imported packages", "loaded data"]
+    # a plain print of a marker by the policy does not count in secure mode
+    scanner = MarkerScanner(prepared.nonce)
+    scanner.feed(b"loaded data\n")
+    assert scanner.close() == []
+
+
+async def test_paper_markers_are_plain_prints():
+    prepared = await real_pipeline("paper").prepare(CODE)
+    assert prepared.nonce is None and 'print("imported packages")' in prepared.program
+
+
+async def test_uninstrumentable_code_runs_as_is():
+    prepared = await real_pipeline("secure").prepare("def f(:\n")
+    assert prepared == type(prepared)("def f(:\n", None)
+
+
+def test_reward_adapter_gives_none_for_infra_errors():
+    reward = real_pipeline().reward
+    assert reward([], ExecStatus.INFRA_ERROR, None, False, False)[0] is None
+    value, parts = reward(["loaded data"], ExecStatus.PROGRAM_ERROR, None, False, False)
+    assert value == pytest.approx(-10.0 + 0.1)  # paper: -10 plus 0.1 per marker
+
+
+def test_instrument_modes_from_run_config(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"instrument": {"mode": "lm", "markers": "paper"}}))
+    assert _instrument_modes(path) == ("lm", "paper")
+    path.write_text(yaml.safe_dump({"actors": {}}))
+    assert _instrument_modes(path) == ("ast", "secure")
+    path.write_text(yaml.safe_dump({"instrument": {"mode": "magic"}}))
+    with pytest.raises(ConfigError, match="instrument.mode"):
+        _instrument_modes(path)

@@ -1,0 +1,78 @@
+import ast
+
+import pytest
+
+from mlerl.embedded import MARKERS, corpus_hash, corpus_stats, extract_code, generate_corpus
+
+from .conftest import SMALL
+
+
+def test_same_seed_same_corpus_other_seed_differs(views):
+    a = generate_corpus(views, seed=3, **SMALL)
+    b = generate_corpus(views, seed=3, **SMALL)
+    c = generate_corpus(views, seed=4, **SMALL)
+    assert a == b and corpus_hash(a) == corpus_hash(b)
+    assert corpus_hash(a) != corpus_hash(c)
+
+
+def test_corpus_is_diverse(views):
+    ex = generate_corpus(views, seed=0, **SMALL)
+    stats = corpus_stats(ex)
+    drafts = [e for e in ex if e.kind == "draft"]
+    # 12 drafts per task; duplicates would have been dropped, and none should exist
+    assert stats["distinct_programs"] == len(drafts) == 12 * len(views)
+    assert len(stats["families"]) >= 10
+    for view in views:
+        fams = {e.family for e in drafts if e.task_id == view.id}
+        assert len(fams) >= 3, (view.id, fams)
+    assert {e.kind for e in ex} == {"draft", "improve", "instrument"}
+    # distinct plans, not only distinct code
+    assert len({e.answer.split("```")[0] for e in drafts}) > 0.8 * len(drafts)
+
+
+def test_every_answer_is_a_plan_then_one_python_block(views):
+    for e in generate_corpus(views, seed=1, **SMALL):
+        if e.kind == "instrument":
+            assert e.answer.startswith("```python\n") and e.answer.endswith("```")
+            continue
+        plan, _, rest = e.answer.partition("```python\n")
+        assert rest.count("```") == 1 and rest.endswith("```")
+        assert 3 <= plan.count(". ") + 1 <= 8, plan
+        code = extract_code(e.answer)
+        assert code == e.code
+        ast.parse(code)
+
+
+def test_mistakes_are_a_minority_and_marked(views):
+    ex = generate_corpus(views, seed=0, drafts_per_task=40, improves_per_task=0,
+                         instruments_per_task=0, mistake_rate=0.25)
+    bad = [e for e in ex if not e.correct]
+    assert 0.1 * len(ex) < len(bad) < 0.4 * len(ex)
+    assert len({e.mistake for e in bad}) >= 4
+    assert all(e.mistake is None for e in ex if e.correct)
+
+
+def test_improve_prompts_carry_previous_solution_and_crash_output(views):
+    ex = [e for e in generate_corpus(views, seed=0, **SMALL) if e.kind == "improve"]
+    assert all("Previous solution:" in e.messages[-1][1] for e in ex)
+    crashed = [e for e in ex if "Traceback (most recent call last)" in e.messages[-1][1]]
+    assert crashed and all(e.answer.startswith("The previous solution failed") for e in crashed)
+
+
+def test_instrumentation_examples_round_trip(views):
+    ex = [e for e in generate_corpus(views, seed=2, **SMALL) if e.kind == "instrument"]
+    assert ex
+    marker_lines = {f'print("{m}")' for m in MARKERS}
+    for e in ex:
+        instrumented = extract_code(e.answer)
+        ast.parse(instrumented)
+        kept = [ln for ln in instrumented.splitlines() if ln not in marker_lines]
+        assert "\n".join(kept) + "\n" == e.code
+        inserted = [ln[7:-2] for ln in instrumented.splitlines() if ln in marker_lines]
+        assert inserted[0] == "imported packages" and "loaded data" in inserted
+        assert inserted[-1] == "predicted test labels" or "predicted test labels" in inserted
+
+
+def test_bad_mistake_rate_is_rejected(views):
+    with pytest.raises(ValueError, match="mistake_rate"):
+        generate_corpus(views, mistake_rate=1.5)

@@ -1,0 +1,108 @@
+"""build_policy: a loadable HF model directory, cached by corpus + config."""
+
+import json
+
+import pytest
+
+from mlerl.embedded import BootstrapConfig, build_policy, read_manifest
+from mlerl.embedded._model import answer_loss, encode_example
+from mlerl.protocol import ConfigError
+
+TINY = dict(task_ids=["standin-cancer-auc-tiny", "standin-tweets-jaccard-tiny"],
+            drafts_per_task=4, improves_per_task=2, instruments_per_task=1, vocab_size=700,
+            hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
+            sft_steps=3, sft_seconds=600, batch_tokens=8192, max_len=4096)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, data_dir):
+    cache = tmp_path_factory.mktemp("cache")
+    logs: list[str] = []
+    path = build_policy(cache, BootstrapConfig(**TINY), data_dir=data_dir, log=logs.append)
+    return cache, path, logs
+
+
+def test_build_writes_loadable_model_with_manifest(built):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _, path, _ = built
+    manifest = read_manifest(path)
+    assert manifest["key"] == path.name and manifest["steps"] == 3
+    assert len(manifest["loss_curve"]) == 3 and manifest["examples_dropped"] == 0
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    ids = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True,
+                                  return_tensors="pt", return_dict=True)["input_ids"]
+    out = model.generate(ids, max_new_tokens=5, do_sample=False, pad_token_id=tok.pad_token_id)
+    assert out.shape[1] <= ids.shape[1] + 5
+    assert tok.eos_token_id == model.generation_config.eos_token_id
+    assert isinstance(torch.load, object)
+
+
+def test_second_build_is_a_cache_hit(built, data_dir):
+    cache, path, _ = built
+    before = (path / "manifest.json").read_text()
+    logs: list[str] = []
+    again = build_policy(cache, BootstrapConfig(**TINY), data_dir=data_dir, log=logs.append)
+    assert again == path and (path / "manifest.json").read_text() == before
+    assert any("cache hit" in line for line in logs)
+
+
+def test_other_config_gets_another_key(built):
+    _, path, _ = built
+    manifest = read_manifest(path)
+    other = BootstrapConfig(**{**TINY, "sft_steps": 4})
+    assert other.key(manifest["corpus_hash"]) != path.name
+    assert BootstrapConfig(**TINY).key(manifest["corpus_hash"]) == path.name
+
+
+def test_a_directory_with_a_foreign_manifest_is_rebuilt(built, data_dir, tmp_path):
+    _, path, _ = built
+    fake = tmp_path / path.name
+    fake.mkdir()
+    (fake / "manifest.json").write_text(json.dumps({"key": "something-else"}))
+    logs: list[str] = []
+    out = build_policy(tmp_path, BootstrapConfig(**TINY), data_dir=data_dir, log=logs.append)
+    assert out == fake and read_manifest(out)["key"] == path.name
+    assert not any("cache hit" in line for line in logs)
+
+
+def test_answer_loss_matches_hf_loss_on_answer_tokens():
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=50, hidden_size=16, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1,
+                                         intermediate_size=32, tie_word_embeddings=True))
+    ids = torch.randint(0, 50, (2, 9))
+    labels = ids.clone()
+    labels[:, :4] = -100  # prompt
+    labels[1, 7:] = -100  # padding of row 1
+    mask = torch.ones_like(ids)
+    mask[1, 7:] = 0
+    ours = answer_loss(torch, model, ids, labels, mask)
+    ref = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    assert torch.allclose(ours, ref, atol=1e-5)
+
+
+def test_encode_masks_the_prompt(built, views):
+    from transformers import AutoTokenizer
+
+    from mlerl.embedded import generate_corpus
+
+    _, path, _ = built
+    tok = AutoTokenizer.from_pretrained(path)
+    ex = generate_corpus(views[:1], drafts_per_task=1, improves_per_task=0, instruments_per_task=0)[0]
+    ids, labels = encode_example(tok, ex)
+    answer = [t for t in labels if t != -100]
+    assert tok.decode(answer) == ex.answer + "<|im_end|>"
+    assert labels[: len(ids) - len(answer)] == [-100] * (len(ids) - len(answer))
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ConfigError):
+        BootstrapConfig(mistake_rate=2.0)
+    with pytest.raises(ConfigError):
+        BootstrapConfig(hidden_size=30, num_heads=4)
