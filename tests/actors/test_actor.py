@@ -128,7 +128,8 @@ async def test_weight_updates_between_generations_and_stale_drops(tmp_path, task
     sender = FakeSender()
     actor = make_actor(tmp_path, tasks, sandbox=sandbox, sender=sender, max_samples=12,
                        weights=_updates([1, 2, 3, 4], gate),
-                       admission=AdmissionConfig(max_in_flight=1, oversample=3.0, max_versions_behind=1))
+                       admission=AdmissionConfig(max_in_flight=1, oversample=3.0, max_versions_behind=1,
+                                                 drop_stale_executed=True))
     orig = actor._finish
 
     lag = []

@@ -37,7 +37,7 @@ def test_admit_execute_send_sequence():
     assert adm.stats["sent"] == 1
 
 
-def test_stale_ready_action_is_dropped_before_execution():
+def test_stale_ready_action_is_dropped_before_execution_but_executed_ones_are_sent():
     adm = Admission(AdmissionConfig(max_in_flight=1, oversample=2.0, max_versions_behind=1))
     a, b = adm.admit()
     adm.on_generated(a, version=0, now=0.0)
@@ -45,10 +45,22 @@ def test_stale_ready_action_is_dropped_before_execution():
     assert adm.schedule(0.0) == [(a, E)]
     adm.on_version(2)  # 2 - 0 = 2 > 1 behind: both stale now
     assert adm.schedule(1.0) == [(b, D)]
-    # the running one finishes stale: dropped instead of sent
-    assert adm.on_finished(a, 2.0) is D
+    # the running one finishes stale: still sent by default (dropping it would starve slow
+    # programs, the bias the duration-aware gradient removes)
+    assert adm.on_finished(a, 2.0) is S
     assert adm.alive == 0
-    assert adm.stats == {"admitted": 2, "sent": 0, "dropped_ready": 1, "dropped_done": 1}
+    assert adm.stats == {"admitted": 2, "sent": 1, "dropped_ready": 1, "dropped_done": 0}
+
+
+def test_dropping_stale_executed_actions_is_opt_in():
+    cfg = AdmissionConfig(max_in_flight=1, oversample=1.0, max_versions_behind=1, drop_stale_executed=True)
+    adm = Admission(cfg)
+    (a,) = adm.admit()
+    adm.on_generated(a, version=0, now=0.0)
+    assert adm.schedule(0.0) == [(a, E)]
+    adm.on_version(2)
+    assert adm.on_finished(a, 2.0) is D
+    assert adm.stats["dropped_done"] == 1
 
 
 def test_version_bound_is_inclusive():

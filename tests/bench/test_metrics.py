@@ -127,3 +127,12 @@ def test_columnwise_metrics_average_columns():
     # column 0 is perfectly ranked (AUC 1); column 1: positives .9, .3 vs negatives .2, .4:
     # pairs .9>.2, .9>.4, .3>.2, .3<.4 -> 3/4. Mean 0.875.
     assert m.columnwise_roc_auc(t, s) == pytest.approx(0.875)
+
+
+@SETTINGS
+@given(seeds, sizes)
+def test_average_ranks_match_scipy(seed, n):
+    from scipy.stats import rankdata
+
+    x = np.random.default_rng(seed).integers(0, 5, n).astype(float)
+    assert np.array_equal(m.average_ranks(x), rankdata(x))

@@ -90,3 +90,21 @@ def test_bench_config_validates_and_loads_tasks(tmp_path):
     assert task.is_prepared() and task.public_dir.is_relative_to(tmp_path)
     with pytest.raises(TaskError, match="--raw"):
         load_tasks(BenchConfig(tasks=["leaf-classification"], data_dir=str(tmp_path)))
+
+
+def test_shipped_standin_files_match_generators_and_leaderboards(tmp_path):
+    """Guards drift: editing a generator without `mlerl-bench calibrate` fails here."""
+    from mlerl.bench._medals import thresholds_from_leaderboard
+    from mlerl.bench._task import BUILTIN_TASKS_DIR
+    from mlerl.bench._taskdefs import write_standin_dirs
+
+    ids = ["standin-tweets-jaccard-tiny", "standin-digits-colauc-tiny", "standin-essays-qwk-tiny"]
+    write_standin_dirs({}, root=tmp_path, only=ids)
+    for task_id in ids:
+        shipped = (BUILTIN_TASKS_DIR / task_id / "description.md").read_text()
+        assert (tmp_path / task_id / "description.md").read_text() == shipped, task_id
+    for task in Registry.load(data_dir=tmp_path):
+        if task.kind == "standin":
+            g, s, b, med, lower = thresholds_from_leaderboard(task.leaderboard)
+            t = task.thresholds
+            assert (t.gold, t.silver, t.bronze, t.median) == (g, s, b, med) and lower == task.lower_is_better

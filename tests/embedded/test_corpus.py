@@ -76,3 +76,35 @@ def test_instrumentation_examples_round_trip(views):
 def test_bad_mistake_rate_is_rejected(views):
     with pytest.raises(ValueError, match="mistake_rate"):
         generate_corpus(views, mistake_rate=1.5)
+
+
+def test_prompts_are_the_actors_and_instrumenters_own(views):
+    from mlerl.actors import PromptConfig, improve_prompt, scratch_prompt
+    from mlerl.instrument import INSTRUMENT_PROMPT
+
+    ex = generate_corpus(views[:2], seed=0, **SMALL)
+    view = views[0]
+    draft = next(e for e in ex if e.kind == "draft" and e.task_id == view.id)
+    assert draft.chat() == [{"role": m.role, "content": m.content}
+                            for m in scratch_prompt(view.task, PromptConfig())]
+    inst = next(e for e in ex if e.kind == "instrument")
+    assert inst.chat() == [{"role": "user", "content": INSTRUMENT_PROMPT.format(code=inst.code)}]
+    imp = next(e for e in ex if e.kind == "improve" and e.task_id == view.id)
+    user = imp.messages[-1][1]
+    previous = user.split("Previous solution:\n", 1)[1].split("\n\nTerminal output", 1)[0]
+    plan, code = previous.split("\n\n```python\n", 1)
+    output = user.split("Terminal output of the previous solution:\n```\n", 1)[1][:-5]
+    rebuilt = improve_prompt(view.task, plan, code[:-3], output, PromptConfig())
+    assert imp.chat() == [{"role": m.role, "content": m.content} for m in rebuilt]
+
+
+def test_lm_instrumenter_accepts_the_instrumentation_answers(views):
+    from mlerl.instrument import judge
+    from mlerl.protocol import Completion
+
+    for e in [e for e in generate_corpus(views, seed=5, **SMALL) if e.kind == "instrument"]:
+        done = judge(e.code, Completion(prompt_ids=[], token_ids=[], logprobs=[], text=e.answer,
+                                        finish_reason="stop"))
+        assert done.path == "lm", (done.reason, done.detail)
+        inserted = [ln for ln in e.answer.splitlines() if ln in {f'print("{m}")' for m in MARKERS}]
+        assert done.n_markers == len(inserted) >= 4

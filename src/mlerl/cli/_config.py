@@ -22,7 +22,7 @@ from mlerl.actors import ActorsConfig
 from mlerl.embedded._config import BootstrapConfig
 from mlerl.instrument import RewardConfig
 from mlerl.learner import LearnerConfig
-from mlerl.protocol import check, to_object
+from mlerl.protocol import MetricsConfig, check, to_object
 from mlerl.sandbox import SandboxConfig
 
 
@@ -71,22 +71,6 @@ class InstrumentConfig:
 
 
 @dataclass
-class LoggingConfig:
-    wandb_mode: str = "offline"
-    """``offline`` (default: files under the run dir, sync later), ``online`` or ``disabled``."""
-    wandb_project: str = "mlerl"
-    """W&B project name."""
-    wandb_entity: str = ""
-    """W&B entity (team); empty: your default."""
-    console: bool = True
-    """Print progress to the terminal."""
-
-    def __post_init__(self) -> None:
-        check(self.wandb_mode in ("offline", "online", "disabled"), "wandb_mode",
-              "must be 'offline', 'online' or 'disabled'")
-
-
-@dataclass
 class TrainConfig:
     seed: int = 0
     """Seeds the bootstrap, sampling, batching and tasks."""
@@ -109,7 +93,7 @@ class TrainConfig:
     instrument: InstrumentConfig = field(default_factory=InstrumentConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     actors: ActorsConfig = field(default_factory=ActorsConfig)
-    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    logging: MetricsConfig = field(default_factory=MetricsConfig)
 
     def __post_init__(self) -> None:
         check(self.num_actors >= 1, "num_actors", "must be >= 1")

@@ -15,7 +15,7 @@ from mlerl.embedded._evaluate import TaskEval, evaluate_policy, run_program
 from mlerl.embedded._model import build_policy, encode_example, read_manifest
 from mlerl.embedded._programs import MISTAKES, Program, generate_program
 from mlerl.embedded._prompts import (
-    MARKERS, SYSTEM, draft_messages, extract_code, format_answer, improve_messages,
+    MARKERS, draft_messages, extract_code, format_answer, improve_messages,
     instrument_messages,
 )
 from mlerl.embedded._tasks import TaskView, default_task_ids, task_views, view_from_public_dir
@@ -27,7 +27,6 @@ __all__ = [
     "CHAT_TEMPLATE",
     "MARKERS",
     "MISTAKES",
-    "SYSTEM",
     "BootstrapConfig",
     "Example",
     "Program",

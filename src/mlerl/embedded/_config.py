@@ -37,13 +37,13 @@ class BootstrapConfig:
     """Key/value heads (grouped-query attention)."""
     intermediate_size: int = 768
     """MLP width."""
-    max_len: int = 1536
+    max_len: int = 2560
     """Longest training sequence in tokens; longer examples are dropped (and counted)."""
     sft_steps: int = 90
     """Upper bound on optimizer steps."""
     sft_seconds: float = 240.0
     """Wall-clock bound on SFT; the learning-rate schedule follows max(step, time) progress."""
-    batch_tokens: int = 8192
+    batch_tokens: int = 10240
     """Padded tokens per batch (examples of similar length are batched together)."""
     lr: float = 2e-3
     """Peak AdamW learning rate (a from-scratch tiny model takes a large one)."""

@@ -61,8 +61,24 @@ def _msgs(messages: list[dict[str, str]]) -> tuple[tuple[str, str], ...]:
     return tuple((m["role"], m["content"]) for m in messages)
 
 
+def _output(program: Program, until: str | None = None) -> str:
+    """What an instrumented run prints: its markers, up to the chunk holding line `until`."""
+    lines: list[str] = []
+    for chunk, markers in program.chunks:
+        if until is not None and until in chunk.splitlines():
+            break
+        lines.extend(markers)
+    return "\n".join(lines)
+
+
+def _crash_output(program: Program) -> str:
+    tb = program.error.splitlines()
+    offending = tb[2][4:] if len(tb) >= 3 else None
+    return (_output(program, offending) + "\n" + program.error).strip()
+
+
 def _draft(view: TaskView, program: Program) -> Example:
-    return Example("draft", view.id, _msgs(draft_messages(view.description)),
+    return Example("draft", view.id, _msgs(draft_messages(view.task)),
                    format_answer(program.plan, program.code), program.family, program.correct,
                    program.mistake, program.code)
 
@@ -76,8 +92,9 @@ def _improve(view: TaskView, rng: random.Random) -> Example:
             fix = _FIX[bad.mistake].format(label=view.label_column)
             lead = f"The previous solution failed: {bad.error.splitlines()[-1]}. " if bad.error else \
                 "The previous solution had a bug. "
-            prev = format_answer(bad.plan, bad.code)
-            return Example("improve", view.id, _msgs(improve_messages(prev, bad.error or None)),
+            output = _crash_output(bad) if bad.error else _output(bad)
+            return Example("improve", view.id,
+                           _msgs(improve_messages(view.task, bad.plan, bad.code, output)),
                            format_answer(lead + fix + " " + good.plan, good.code), good.family, True,
                            None, good.code)
     weak = replace(choices, budget=0)
@@ -94,8 +111,8 @@ def _improve(view: TaskView, rng: random.Random) -> Example:
     better = generate_program(view, rng, strong)
     lead = (f"The previous solution used {weak.model.phrase}. To improve the score I will switch to "
             f"{model.phrase}. ")
-    prev = format_answer(weak_prog.plan, weak_prog.code)
-    return Example("improve", view.id, _msgs(improve_messages(prev)),
+    return Example("improve", view.id,
+                   _msgs(improve_messages(view.task, weak_prog.plan, weak_prog.code, _output(weak_prog))),
                    format_answer(lead + better.plan, better.code), better.family, True, None,
                    better.code)
 

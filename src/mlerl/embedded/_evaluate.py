@@ -111,7 +111,7 @@ def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | 
         task = registry.get(task_id)
         if not task.is_prepared():
             prepare(task_id, data_dir)
-        answers = sample_answers(model, tok, draft_messages(task.description), samples,
+        answers = sample_answers(model, tok, draft_messages(task), samples,
                                  temperature, max_new_tokens, seed)
         codes = [extract_code(a) or "" for a in answers]
         with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -67,7 +67,7 @@ def _collate(torch, encoded, idx: list[int], pad_id: int):
     return ids, labels, mask
 
 
-def make_model(tok, cfg: BootstrapConfig):
+def new_model(tok, cfg: BootstrapConfig):
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -162,9 +162,10 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
     if manifest is not None and manifest.get("key") == key:
         log(f"embedded policy: cache hit {out}")
         return out
-    texts = [ex.answer for ex in examples] + stdlib_texts()
+    prompts = {c for ex in examples for _, c in ex.messages}
+    texts = [ex.answer for ex in examples] + sorted(prompts) + stdlib_texts()
     tok = train_tokenizer(texts, cfg.vocab_size)
-    model = make_model(tok, cfg)
+    model = new_model(tok, cfg)
     log(f"embedded policy: {len(examples)} examples, {model.num_parameters() / 1e6:.2f} M params, "
         f"training up to {cfg.sft_steps} steps / {cfg.sft_seconds:.0f} s")
     record = sft(model, tok, examples, cfg, log)

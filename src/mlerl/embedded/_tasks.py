@@ -10,8 +10,9 @@ default `mlerl train` runs on.
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # metric name (lower-cased, bench spelling variants) -> how the submission is produced
 _PROBLEM_BY_METRIC = {
@@ -44,6 +45,8 @@ class TaskView:
     """For image tasks: the column with the file name under input/images/ (None: `<id>.png`)."""
     context_column: str | None = None
     """For span tasks: a test column besides id and text that conditions the span (sentiment)."""
+    task: Any = field(default=None, compare=False, repr=False)
+    """The `mlerl.bench.TaskSpec` (prompts are built from it: description, files, snippet)."""
 
     @property
     def problem(self) -> str:
@@ -83,7 +86,7 @@ def _mean_lengths(path: Path, rows: int = 20) -> dict[str, float]:
 
 def view_from_public_dir(
     task_id: str, metric: str, lower_is_better: bool, modality: str, public_dir: Path,
-    description: str | None = None, id_column: str | None = None,
+    description: str | None = None, id_column: str | None = None, task: Any = None,
 ) -> TaskView:
     """Infer a view from a prepared public dir (train.csv, test.csv, sample_submission.csv)."""
     train_cols = _header(public_dir / "train.csv")
@@ -110,7 +113,7 @@ def view_from_public_dir(
         path = public_dir / "description.md"
         description = path.read_text(encoding="utf-8") if path.is_file() else task_id
     return TaskView(task_id, metric, lower_is_better, modality, id_col, targets, label,
-                    description, text_col, image_col, context_col)
+                    description, text_col, image_col, context_col, task)
 
 
 def default_task_ids(data_dir: Path | None = None) -> list[str]:
@@ -135,7 +138,7 @@ def task_views(data_dir: Path, task_ids: list[str] | None = None) -> list[TaskVi
             prepare(task_id, data_dir)
         views.append(view_from_public_dir(
             task_id, str(spec.metric), bool(spec.lower_is_better), str(spec.modality), public,
-            description=spec.description, id_column=getattr(spec, "id_column", None),
+            description=spec.description, id_column=spec.id_column, task=spec,
         ))
     return views
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mlerl.actors._admission import Admission, AdmissionConfig, Verdict
 from mlerl.actors._aide import AideConfig, Evaluation, best_node, run_aide
 from mlerl.actors._config import ActorsConfig
+from mlerl.actors._evaluate import evaluate, summarise
 from mlerl.actors._improve import ImprovementBuffer, ImprovementConfig, Solution
 from mlerl.actors._prompts import PromptConfig, improve_prompt, scratch_prompt
 from mlerl.actors._parse import ParsedResponse, parse_response
@@ -41,6 +42,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ActorsConfig",
+    "evaluate",
+    "summarise",
     "AideConfig",
     "Evaluation",
     "Admission",

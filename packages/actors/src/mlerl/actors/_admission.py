@@ -13,9 +13,12 @@ An *action* goes GENERATING -> READY -> EXECUTING -> (SEND | DROP). Rules:
 - **Staleness.** An action is stale when the engine's policy version is more than
   ``max_versions_behind`` ahead of the version that generated it, or it was generated more than
   ``max_age_s`` ago (0 disables either bound). A stale READY action is dropped *before*
-  execution (no compute wasted); a stale action whose execution finished is dropped instead of
-  sent, so the learner never sees data older than the bounds. An action that skips execution
-  (its response did not parse) is judged like a finished one.
+  execution (no compute wasted). A stale action whose execution *finished* is sent by default:
+  dropping it would starve slow programs (they are the ones that turn stale while running),
+  which is exactly the frequency bias the duration-aware gradient removes; the learner's
+  importance correction handles its staleness. ``drop_stale_executed`` restores the dropping
+  that other frameworks do (for comparison). An action that skips execution (its response did
+  not parse) is judged like a finished one.
 - Dropped and sent actions free their capacity at once. Sequence numbers are assigned only to
   sent samples, by the caller, so the stream stays gapless.
 """
@@ -51,6 +54,8 @@ class AdmissionConfig:
     """Drop an action once the policy is this many versions newer (0: no version bound)."""
     max_age_s: float = 0.0
     """Drop an action generated longer ago than this, in seconds (0: no age bound)."""
+    drop_stale_executed: bool = False
+    """Also drop actions that turned stale while executing (biased against slow programs)."""
 
     def __post_init__(self) -> None:
         check(self.max_in_flight >= 1, "max_in_flight", "must be >= 1")
@@ -131,7 +136,8 @@ class Admission:
         a = self._actions.get(action_id)
         if a is None or a.phase is Phase.GENERATING:
             raise KeyError(f"action {action_id} is not ready or executing")
-        verdict = Verdict.DROP if self.is_stale(action_id, now) else Verdict.SEND
+        stale = self.config.drop_stale_executed and self.is_stale(action_id, now)
+        verdict = Verdict.DROP if stale else Verdict.SEND
         del self._actions[action_id]
         self.stats["dropped_done" if verdict is Verdict.DROP else "sent"] += 1
         return verdict

@@ -163,7 +163,8 @@ def plot_best_vs_time(frame: pd.DataFrame, registry: Registry | None, path: Path
     return path
 
 
-def plot_vs_step(frame: pd.DataFrame, column: str, path: Path, per_task: bool) -> Path:
+def plot_vs_step(frame: pd.DataFrame, column: str, path: Path, per_task: bool,
+                 registry: Registry | None = None) -> Path:
     """Figures 2/8 (``duration_s``, all tasks pooled) and 10 (``score``, per task) vs step."""
     tasks = sorted(frame["task_id"].unique()) if per_task else ["all tasks"]
     fig, axes = _axes_grid(len(tasks))
@@ -177,7 +178,11 @@ def plot_vs_step(frame: pd.DataFrame, column: str, path: Path, per_task: bool) -
             ax.plot(means.index, means.to_numpy(), marker=".", label=method)
         ax.set_title(task_id, fontsize=9)
         ax.set_xlabel("training step")
-        ax.set_ylabel(label)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        direction = ""
+        if column == "score":
+            direction = " (lower is better)" if _direction(task_id, registry)[0] else " (higher is better)"
+        ax.set_ylabel(label + direction)
         ax.legend(fontsize=8)
     title = "Mean execution time vs training step" if column == "duration_s" else "Mean score vs training step"
     fig.suptitle(title)
@@ -202,5 +207,5 @@ def compare_runs(paths: list[Path], out: Path, k: int | None = None,
     written[2].write_text(to_markdown(table), encoding="utf-8")
     written.append(plot_best_vs_time(frame, registry, out / "best_score_vs_time.png"))
     written.append(plot_vs_step(frame, "duration_s", out / "duration_vs_step.png", per_task=False))
-    written.append(plot_vs_step(frame, "score", out / "score_vs_step.png", per_task=True))
+    written.append(plot_vs_step(frame, "score", out / "score_vs_step.png", per_task=True, registry=registry))
     return written

@@ -11,7 +11,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 
 def _as_1d(x: object, name: str) -> np.ndarray:
@@ -26,6 +25,19 @@ def _finite_float(x: object, name: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinity")
     return arr
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks with ties sharing their mean rank (scipy's ``rankdata(method="average")``)."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    first = np.r_[True, xs[1:] != xs[:-1]]  # True where a new run of equal values starts
+    starts = np.flatnonzero(first)
+    ends = np.r_[starts[1:], len(x)]
+    mean_rank = (starts + ends - 1) / 2 + 1  # mean of 1-based positions start+1 .. end
+    ranks = np.empty(len(x))
+    ranks[order] = mean_rank[np.cumsum(first) - 1]
+    return ranks
 
 
 def roc_auc(y_true: Sequence[float], y_score: Sequence[float]) -> float:
@@ -45,7 +57,7 @@ def roc_auc(y_true: Sequence[float], y_score: Sequence[float]) -> float:
     n_neg = len(t) - n_pos
     if n_pos == 0 or n_neg == 0:
         raise ValueError("only one class present in y_true; AUC is undefined")
-    ranks = rankdata(s)
+    ranks = average_ranks(s)
     return float((ranks[t == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mlerl.bench._standins import Built, builder_for
 from mlerl.bench._task import Registry, TaskError, TaskSpec
+
+if TYPE_CHECKING:
+    from mlerl.bench._standins import Built
 
 
 def _write_built(built: Built, task: TaskSpec, root: Path) -> None:
@@ -59,6 +62,8 @@ def prepare(
     tmp = Path(tempfile.mkdtemp(prefix=f".{task.id}-", dir=task.data_dir))
     try:
         if task.kind == "standin":
+            from mlerl.bench._standins import builder_for  # sklearn loads only when preparing
+
             found = builder_for(task.id)
             if found is None:
                 raise TaskError(f"{task.id} is marked standin but has no builder")

@@ -72,7 +72,7 @@ META: dict[str, StandinMeta] = {
         "rmsle_positional", "minimize", "id", ("formation_energy_ev_natom", "bandgap_energy_ev"),
         "seeded synthetic materials (mlerl.bench._synthetic.materials)", "nomad2018-predict-transparent-conductors"),
     "standin-digits-colauc": StandinMeta(
-        "Digit type detection", "Predict, for each 8x8 grayscale image of a handwritten digit 0-3, the probability of each of the four digit types. Image files are ./input/images/<image_id>.png.",
+        "Digit type detection", "Predict, for each 8x8 grayscale image of a handwritten digit 0-3 (with pixel noise and a random one-pixel shift), the probability of each of the four digit types. Image files are ./input/images/<image_id>.png.",
         "image", "columnwise_roc_auc", "the mean over the four columns of the area under the ROC curve",
         "auc_columns", "maximize", "image_id", ("zero", "one", "two", "three"), "sklearn.datasets.load_digits(n_class=4) written as PNG files",
         "plant-pathology-2020-fgvc7"),

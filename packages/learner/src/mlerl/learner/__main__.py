@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from mlerl.protocol import ConfigError, load_section
+from mlerl.protocol import ConfigError, MetricsConfig, load_section
 
 from mlerl.learner._config import LearnerConfig
 from mlerl.learner._run import run
@@ -20,10 +20,21 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         config = load_section(LearnerConfig, args.config, args.section)
+        metrics = _metrics_config(args.config)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
-    return run(config)
+    return run(config, metrics)
+
+
+def _metrics_config(path: str) -> MetricsConfig:
+    """The run config's ``logging`` section; without one, JSONL only (no W&B)."""
+    try:
+        return load_section(MetricsConfig, path, "logging")
+    except ConfigError as exc:
+        if exc.key == "logging" and "missing" in exc.message:
+            return MetricsConfig(wandb_mode="disabled")
+        raise
 
 
 if __name__ == "__main__":

@@ -61,11 +61,20 @@ def collate(samples: list[Sample], pad_id: int = 0, device: str | torch.device =
     return TokenBatch(to(input_ids), to(attention_mask), to(mask), to(behaviour))
 
 
-def token_logprobs(model: torch.nn.Module, batch: TokenBatch, with_entropy: bool = False) -> tuple[Tensor, Tensor | None]:
-    """log p(token_{t+1} | prefix) at every position, (B, L-1) fp32; entropy too if asked."""
+def token_logprobs(
+    model: torch.nn.Module, batch: TokenBatch, with_entropy: bool = False, temperature: float = 1.0
+) -> tuple[Tensor, Tensor | None]:
+    """log p(token_{t+1} | prefix) at every position, (B, L-1) fp32; entropy too if asked.
+
+    ``temperature`` divides the logits first: the actors' engines report behaviour log-probs
+    of the distribution they sampled from (logits / T), so the learner must score the same
+    distribution for the PPO ratio to start at exactly 1."""
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
     logits = out.logits[:, :-1].float()  # (B, L-1, V)
+    if temperature != 1.0:
+        logits = logits / temperature
     targets = batch.input_ids[:, 1:]
-    logprobs = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    # gather - logsumexp avoids a second (B, L, V) tensor next to the logits
+    logprobs = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
     entropy = entropy_from_logits(logits) if with_entropy else None
     return logprobs, entropy

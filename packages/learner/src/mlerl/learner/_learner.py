@@ -133,11 +133,11 @@ class Learner:
         mask = tb.mask
         is_weights = None
         if cfg.ratio_base is RatioBase.proximal:
-            old = self._per_token(lambda b: token_logprobs(self.policy, b)[0], tb)
+            old = self._per_token(lambda b: token_logprobs(self.policy, b, temperature=self.config.temperature)[0], tb)
             is_weights = torch.exp(old - tb.behaviour_logprobs).clamp(max=cfg.is_cap) * mask
         else:
             old = tb.behaviour_logprobs
-        ref = self._per_token(lambda b: token_logprobs(self.ref, b)[0], tb) if self.ref is not None else None
+        ref = self._per_token(lambda b: token_logprobs(self.ref, b, temperature=self.config.temperature)[0], tb) if self.ref is not None else None
         values = self._per_token(lambda b: self.critic(b.input_ids, b.attention_mask)[:, :-1], tb) if self.critic is not None else None
         if seq_adv is None:
             advantages, returns = gae(terminal_rewards(rewards, mask), values, mask, cfg.gamma, cfg.lam)
@@ -170,7 +170,7 @@ class Learner:
     def _micro(self, prep: _Prepared, micro: Tensor, sub: TokenBatch, cut, norm: float) -> dict[str, float]:
         cfg, scale = self.config, float(self.world)  # FSDP averages grads over ranks; undo it
         with self._autocast():
-            logprobs, entropy = token_logprobs(self.policy, sub, with_entropy=cfg.entropy_coef > 0)
+            logprobs, entropy = token_logprobs(self.policy, sub, with_entropy=cfg.entropy_coef > 0, temperature=cfg.temperature)
         is_w = cut(prep.is_weights) if prep.is_weights is not None else None
         pg_loss, m = ppo_policy_loss(
             logprobs, cut(prep.old_logprobs), cut(prep.advantages), sub.mask, prep.weights[micro],

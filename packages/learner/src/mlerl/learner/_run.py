@@ -18,21 +18,35 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import logging
+import math
 import os
+import shutil
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from mlerl.protocol import JsonlSink, Sample, SampleReceiver, TransportConfig, WeightBroadcaster, WeightUpdate
+from mlerl.protocol import (
+    ExecStatus,
+    MetricsConfig,
+    Sample,
+    SampleReceiver,
+    TransportConfig,
+    WeightBroadcaster,
+    WeightUpdate,
+    make_sink,
+)
 
 from mlerl.learner._buffer import ExperienceBuffer
 from mlerl.learner._checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from mlerl.learner._config import LearnerConfig
 from mlerl.learner._learner import Learner
 from mlerl.learner._models import is_distributed
-from mlerl.learner._publish import publish_weights
+from mlerl.learner._publish import full_state_dict, publish_weights
 
 log = logging.getLogger("mlerl.learner")
 
@@ -77,13 +91,52 @@ def _done(learner: Learner) -> bool:
     return bool(learner.config.max_updates) and learner.version >= learner.config.max_updates
 
 
-async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: Any) -> None:
-    """Rank 0's loop until ``max_updates`` (or cancellation)."""
+class SampleLog:
+    """``RUN_DIR/samples.jsonl``: one record per sample received, the input of ``mlerl tasks
+    compare`` (fields of docs/bench.md) plus reward, policy version and sample id.
+
+    ``t`` is seconds since the run first started (kept in ``RUN_DIR/started_at`` so a resumed
+    run continues the same clock); ``step`` is the learner version when the sample arrived.
+    Records are written once per stored sample (the receiver drops duplicates first)."""
+
+    def __init__(self, run_dir: Path, method: str, seed: int) -> None:
+        marker = run_dir / "started_at"
+        if not marker.exists():
+            marker.write_text(repr(time.time()))
+        self.t0 = float(marker.read_text())
+        self.method, self.seed = method, seed
+        self._file = open(run_dir / "samples.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, sample: Sample, step: int) -> None:
+        if sample.exec_status is ExecStatus.INFRA_ERROR:
+            return
+        t = (sample.t_graded or sample.t_exec_finished or sample.t_sampled) - self.t0
+        score = sample.score if sample.score is None or math.isfinite(sample.score) else None
+        record = {"method": self.method, "seed": self.seed, "step": step, "task_id": sample.task_id,
+                  "score": score, "valid": sample.valid_submission, "duration_s": sample.duration_s,
+                  "t": round(t, 3), "reward": sample.reward, "policy_version": sample.policy_version,
+                  "status": sample.exec_status.value, "kind": sample.prompt_kind.value,
+                  "sample_id": sample.sample_id}
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: Any,
+                samples: SampleLog | None = None) -> None:
+    """Rank 0's loop until ``max_updates``, cancellation or SIGTERM (a clean stop)."""
     cfg = learner.config
     arrived = asyncio.Event()
+    main = asyncio.current_task()
+    assert main is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
 
     def on_sample(sample: Sample) -> None:
         buffer.add(sample, sync=False)
+        if samples is not None:
+            samples.write(sample, learner.version)
         arrived.set()
 
     receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=buffer.sync)
@@ -103,8 +156,6 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             broadcaster.publish(update)
             metrics.update({f"buffer/{k}": float(v) for k, v in buffer.counters.items()}, **{"buffer/pending": float(len(buffer))})
             sink.log(metrics, step=learner.version)
-    if is_distributed():
-        torch.distributed.broadcast_object_list([None, None], src=0)
 
 
 def follow(learner: Learner) -> None:
@@ -117,8 +168,31 @@ def follow(learner: Learner) -> None:
         train_step(learner, box[0], box[1])
 
 
-def run(config: LearnerConfig) -> int:
-    """The learner process; returns 0 when ``max_updates`` was reached."""
+def save_policy(learner: Learner, out_dir: Path) -> None:
+    """The current policy as a Hugging Face model directory (with the tokenizer), atomically."""
+    from transformers import AutoTokenizer
+
+    state = full_state_dict(learner.policy)
+    if is_distributed() and torch.distributed.get_rank() != 0:
+        return
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model = learner.policy
+    model.save_pretrained(tmp, state_dict=state)
+    try:
+        AutoTokenizer.from_pretrained(learner.config.model_path).save_pretrained(tmp)
+    except (OSError, ValueError):
+        log.warning("no tokenizer next to %s; %s has weights only", learner.config.model_path, out_dir)
+    (tmp / "mlerl_version.txt").write_text(str(learner.version))
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+
+
+def run(config: LearnerConfig, metrics: MetricsConfig | None = None) -> int:
+    """The learner process; returns 0 when ``max_updates`` was reached or SIGTERM stopped it.
+
+    On the way out the current policy is saved to ``RUN_DIR/policy`` (an HF model directory,
+    what ``mlerl eval`` and the closing report load)."""
     device = _init_distributed()
     rank = torch.distributed.get_rank() if is_distributed() else 0
     run_dir = Path(config.run_dir)
@@ -133,14 +207,21 @@ def run(config: LearnerConfig) -> int:
     try:
         if rank == 0:
             transport = TransportConfig(samples_address=config.receive_address, weights_address=config.publish_address)
-            sink = JsonlSink(run_dir / "metrics.jsonl")
+            sink = make_sink(metrics or MetricsConfig(wandb_mode="disabled"), run_dir, name=run_dir.name)
+            samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=config.seed)
             try:
-                asyncio.run(serve(learner, buffer, transport, sink))
+                asyncio.run(serve(learner, buffer, transport, sink, samples))
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                log.info("stopped at version %d", learner.version)
             finally:
                 sink.close()
+                samples.close()
                 buffer.close()
+                if is_distributed():  # tells the other ranks to stop (see ``follow``)
+                    torch.distributed.broadcast_object_list([None, None], src=0)
         else:
             follow(learner)
+        save_policy(learner, run_dir / "policy")
     finally:
         if is_distributed():
             torch.distributed.destroy_process_group()

@@ -1,6 +1,6 @@
 """Benchmark: does duration weighting stop the policy from collapsing onto fast, worse actions?
 
-``python -m mlerl.learner.bench_duration_bias [--seeds 5] [--updates 80]``
+``python -m mlerl.learner.bench_duration_bias [--seeds 5] [--updates 50]``
 
 A bandit with solution "arms" of known reward and execution time (paper section 3.1, Figure 2):
 ``fast_bad`` (0.05 s, reward 0), ``fast_ok`` (0.05 s, reward 0.5) and ``slow_best`` (0.4 s,
@@ -287,7 +287,7 @@ async def _main(args: argparse.Namespace) -> list[tuple[str, Run]]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--updates", type=int, default=80)
+    p.add_argument("--updates", type=int, default=50)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--slots", type=int, default=16, help="concurrent executions per run")
     p.add_argument("--lr", type=float, default=2.0, help="SGD learning rate of the logits")

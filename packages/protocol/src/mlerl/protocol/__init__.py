@@ -25,7 +25,15 @@ from mlerl.protocol._messages import (
     decode,
     encode,
 )
-from mlerl.protocol._metrics import ConsoleSink, JsonlSink, MetricsSink, MultiSink, WandbSink
+from mlerl.protocol._metrics import (
+    ConsoleSink,
+    JsonlSink,
+    MetricsConfig,
+    MetricsSink,
+    MultiSink,
+    WandbSink,
+    make_sink,
+)
 from mlerl.protocol._transport import SampleReceiver, SampleSender
 from mlerl.protocol._transport_config import TransportConfig
 from mlerl.protocol._weights import WeightBroadcaster, WeightSubscriber
@@ -48,7 +56,9 @@ __all__ = [
     "JsonlSink",
     "load_section",
     "Message",
+    "MetricsConfig",
     "MetricsSink",
+    "make_sink",
     "MultiSink",
     "ParseStatus",
     "PromptKind",

@@ -25,6 +25,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO, runtime_checkable
 
@@ -194,3 +195,40 @@ class MultiSink:
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+
+@dataclass
+class MetricsConfig:
+    """Where a process's metrics go (the run config's ``logging`` section)."""
+
+    wandb_mode: str = "offline"
+    """``offline`` (default: run files under the run dir, ``wandb sync`` later), ``online``
+    (needs ``WANDB_API_KEY``) or ``disabled``."""
+    wandb_project: str = "mlerl"
+    """W&B project name."""
+    wandb_entity: str = ""
+    """W&B entity (team); empty: your default."""
+    jsonl: bool = True
+    """Also append every record to ``<run dir>/metrics.jsonl`` (what ``mlerl train`` shows and
+    ``mlerl tasks compare`` reads)."""
+    console: bool = True
+    """Print progress to the terminal."""
+
+    def __post_init__(self) -> None:
+        from mlerl.protocol._config import check
+
+        check(self.wandb_mode in ("offline", "online", "disabled"), "wandb_mode",
+              "must be 'offline', 'online' or 'disabled'")
+
+
+def make_sink(
+    config: MetricsConfig, run_dir: str | Path, *, name: str, run_config: Mapping[str, Any] | None = None
+) -> MetricsSink:
+    """The sinks ``config`` asks for, as one :class:`MultiSink` (JSONL first, then W&B)."""
+    sinks: list[MetricsSink] = []
+    if config.jsonl:
+        sinks.append(JsonlSink(Path(run_dir) / "metrics.jsonl"))
+    if config.wandb_mode != "disabled":
+        sinks.append(WandbSink(run_dir, project=config.wandb_project, mode=config.wandb_mode,
+                               name=name, entity=config.wandb_entity or None, config=run_config))
+    return MultiSink(sinks)

@@ -1,0 +1,48 @@
+"""``mlerl-bench benchmark``: prepare and grading latencies, written to a JSON file.
+
+Measures wall-clock seconds (median of ``repeats``) for: preparing each stand-in (full and
+tiny), grading its sample submission in-process, and grading it in a subprocess (which adds
+an interpreter start and imports). Figures depend on machine load; the file records the host
+CPU count and load average next to them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from mlerl.bench._grade import grade_submission
+from mlerl.bench._prepare import prepare
+from mlerl.bench._standins import BUILDERS
+from mlerl.bench._subprocess import grade_in_subprocess
+
+
+def _timed(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return round(statistics.median(times), 4)
+
+
+def run_benchmark(out: Path, repeats: int = 3) -> dict:
+    results: dict = {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0], "repeats": repeats, "tasks": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for base in BUILDERS:
+            for task_id in (base, f"{base}-tiny"):
+                prep = _timed(lambda t=task_id: prepare(t, tmp, force=True), 1)
+                task = prepare(task_id, tmp)
+                sample = task.sample_submission_path
+                results["tasks"][task_id] = {
+                    "prepare_s": prep,
+                    "grade_in_process_s": _timed(lambda: grade_submission(task, sample), repeats),
+                    "grade_subprocess_s": _timed(lambda: grade_in_subprocess(task, sample, 120), repeats),
+                }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    return results

@@ -1,0 +1,132 @@
+"""`mlerl eval`: best-of-K of a policy on tasks, with the paper's test-time protocol.
+
+    mlerl eval --model RUN_DIR/policy --tasks standin-cancer-auc-tiny --k 16 --seeds 3
+
+For each seed and task, K samples are drawn from the fixed policy (half of them improving an
+earlier sample once one exists: generate from scratch, improve, take the best), run in the
+sandbox, graded outside it and summarised. The output JSON holds per-seed summaries, the mean
++- s.e. over seeds of best-of-K and mean-of-K (the paper's protocol), and for the best
+submission score the MLE-bench medal flags from the task's thresholds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def evaluate_policy(
+    model_path: str,
+    task_ids: list[str],
+    *,
+    k: int,
+    seeds: list[int],
+    data_dir: str = "",
+    tasks_dir: str = "",
+    sandbox_backend: str = "local",
+    max_new_tokens: int = 768,
+    temperature: float = 0.9,
+) -> dict[str, Any]:
+    """Evaluate ``model_path`` and return the JSON-ready result (see the module docstring)."""
+    from mlerl.actors import ActorsConfig
+    from mlerl.bench import Registry
+
+    registry = Registry.load(tasks_dir or None, data_dir or None)
+    tasks = {t: registry.get(t) for t in task_ids}
+    per_seed: list[dict[str, Any]] = []
+    for seed in seeds:
+        config = ActorsConfig(
+            engine="hf", model_path=model_path, task_ids=task_ids, seed=seed,
+            max_new_tokens=max_new_tokens, temperature=temperature,
+        )  # fmt: skip
+        per_seed.append({"seed": seed, "tasks": asyncio.run(_one_seed(config, tasks, k, sandbox_backend))})
+    return {
+        "model": model_path,
+        "k": k,
+        "seeds": seeds,
+        "per_seed": per_seed,
+        "tasks": {t: _across_seeds(t, tasks[t], per_seed) for t in task_ids},
+    }
+
+
+async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str) -> dict[str, Any]:
+    from mlerl.actors import evaluate
+    from mlerl.actors._engines import make_engine
+    from mlerl.actors._pipeline import real_pipeline
+    from mlerl.sandbox import SandboxConfig, make_sandbox
+
+    engine = make_engine(config)
+    sandbox = make_sandbox(SandboxConfig(backend=backend, max_concurrency=config.admission.max_in_flight))
+    try:
+        return await evaluate(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=real_pipeline())
+    finally:
+        await sandbox.close()
+        await engine.close()
+
+
+def mean_se(values: list[float]) -> tuple[float | None, float | None]:
+    """Mean and standard error of the mean (s.e. 0 for one value; None for none)."""
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return None, None
+    mean = sum(vals) / len(vals)
+    if len(vals) == 1:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)
+    return mean, math.sqrt(var / len(vals))
+
+
+def _across_seeds(task_id: str, task: Any, per_seed: list[dict[str, Any]]) -> dict[str, Any]:
+    from mlerl.bench import rank_score
+
+    best = [run["tasks"][task_id]["best_score"] for run in per_seed]
+    mean = [run["tasks"][task_id]["mean_score"] for run in per_seed]
+    best_m, best_se = mean_se(best)
+    mean_m, mean_se_ = mean_se(mean)
+    medals: dict[str, Any] = {}
+    if best_m is not None and task.thresholds is not None:
+        medals = _medal_flags(rank_score, best_m, task)
+    return {"best_of_k_mean": best_m, "best_of_k_se": best_se, "mean_of_k_mean": mean_m,
+            "mean_of_k_se": mean_se_, "valid_runs": sum(b is not None for b in best), **medals}
+
+
+def _medal_flags(rank_score: Any, score: float, task: Any) -> dict[str, Any]:
+    t = task.thresholds
+    ranking = rank_score(score, t.gold, t.silver, t.bronze, t.median, task.lower_is_better)
+    return {k: getattr(ranking, k) for k in ("gold_medal", "silver_medal", "bronze_medal", "above_median")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mlerl eval", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="HF model directory of the policy")
+    parser.add_argument("--tasks", required=True, help="comma-separated task ids")
+    parser.add_argument("--k", type=int, default=16, help="samples per task and seed (default 16)")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    parser.add_argument("--data-dir", default="", help="prepared task data (default: MLE-bench's cache)")
+    parser.add_argument("--tasks-dir", default="", help="extra task-spec directory")
+    parser.add_argument("--backend", default="local", choices=["local", "docker"])
+    parser.add_argument("--out", type=Path, help="write the JSON here too")
+    args = parser.parse_args(argv)
+    if args.k < 1 or args.seeds < 1:
+        parser.error("--k and --seeds must be >= 1")
+    if not (Path(args.model) / "config.json").is_file():
+        parser.error(f"--model {args.model} is not a Hugging Face model directory")
+    result = evaluate_policy(
+        args.model, [t for t in args.tasks.split(",") if t], k=args.k,
+        seeds=list(range(args.seeds)), data_dir=args.data_dir, tasks_dir=args.tasks_dir,
+        sandbox_backend=args.backend,
+    )  # fmt: skip
+    text = json.dumps(result, indent=1)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
