@@ -19,7 +19,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from mlerl.actors import ActorsConfig
-from mlerl.embedded._config import BootstrapConfig
+from mlerl.embedded import BootstrapConfig
 from mlerl.instrument import RewardConfig
 from mlerl.learner import LearnerConfig
 from mlerl.protocol import MetricsConfig, check, to_object

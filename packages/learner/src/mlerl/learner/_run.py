@@ -97,7 +97,9 @@ class SampleLog:
 
     ``t`` is seconds since the run first started (kept in ``RUN_DIR/started_at`` so a resumed
     run continues the same clock); ``step`` is the learner version when the sample arrived.
-    Records are written once per stored sample (the receiver drops duplicates first)."""
+    Records are queued when a sample is stored and written after the journal commit, so a
+    record never describes a sample the journal may still lose (a crash between commit and
+    write can drop a record, never duplicate one). The journal stays the source of truth."""
 
     def __init__(self, run_dir: Path, method: str, seed: int) -> None:
         marker = run_dir / "started_at"
@@ -105,9 +107,10 @@ class SampleLog:
             marker.write_text(repr(time.time()))
         self.t0 = float(marker.read_text())
         self.method, self.seed = method, seed
+        self._pending: list[str] = []
         self._file = open(run_dir / "samples.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
-    def write(self, sample: Sample, step: int) -> None:
+    def add(self, sample: Sample, step: int) -> None:
         if sample.exec_status is ExecStatus.INFRA_ERROR:
             return
         t = (sample.t_graded or sample.t_exec_finished or sample.t_sampled) - self.t0
@@ -117,8 +120,13 @@ class SampleLog:
                   "t": round(t, 3), "reward": sample.reward, "policy_version": sample.policy_version,
                   "status": sample.exec_status.value, "kind": sample.prompt_kind.value,
                   "sample_id": sample.sample_id}
-        self._file.write(json.dumps(record) + "\n")
+        self._pending.append(json.dumps(record) + "\n")
+
+    def flush(self) -> None:
+        """Write the queued records (call after the journal commit)."""
+        self._file.writelines(self._pending)
         self._file.flush()
+        self._pending.clear()
 
     def close(self) -> None:
         self._file.close()
@@ -136,10 +144,15 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
     def on_sample(sample: Sample) -> None:
         buffer.add(sample, sync=False)
         if samples is not None:
-            samples.write(sample, learner.version)
+            samples.add(sample, learner.version)
         arrived.set()
 
-    receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=buffer.sync)
+    def commit() -> None:
+        buffer.sync()
+        if samples is not None:
+            samples.flush()
+
+    receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=commit)
     broadcaster = WeightBroadcaster.from_config(transport)
     async with receiver, broadcaster:
         initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, Path(cfg.run_dir) / "weights", cfg.publish_inline_max_bytes)
@@ -156,6 +169,9 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             broadcaster.publish(update)
             metrics.update({f"buffer/{k}": float(v) for k, v in buffer.counters.items()}, **{"buffer/pending": float(len(buffer))})
             sink.log(metrics, step=learner.version)
+        # PUB drops what is still queued when it closes: keep announcing the final version
+        # for two republish periods so every subscriber (and a test) sees it.
+        await asyncio.sleep(2 * transport.republish_s)
 
 
 def follow(learner: Learner) -> None:

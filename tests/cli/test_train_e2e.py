@@ -1,0 +1,113 @@
+"""`mlerl train` end to end: real processes, ZeroMQ, sandbox, grader, learner, W&B files.
+
+Every run uses the tiny memorising policy of conftest.py on one tiny stand-in task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from mlerl.learner import read_journal
+from mlerl.protocol import ExecStatus, decode
+
+pytestmark = pytest.mark.slow
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _journal(run_dir: Path):
+    samples, _, _ = read_journal(run_dir / "buffer" / "journal.bin")
+    return samples
+
+
+def _assert_run_complete(run_dir: Path, updates: int) -> None:
+    steps = [m["step"] for m in _metrics(run_dir) if m.get("stream") == "learner"]
+    assert steps[-1] == updates, steps  # the policy version advanced to max_updates
+    samples = _journal(run_dir)
+    assert len(samples) >= 4 * updates
+    for s in samples:  # every field filled and consistent
+        assert len(s.response_ids) == len(s.behaviour_logprobs) > 0
+        assert s.prompt_ids and s.task_id == "standin-cancer-auc-tiny"
+        if s.exec_status is not ExecStatus.NOT_RUN:
+            assert s.t_sampled <= s.t_exec_started <= s.t_exec_finished <= s.t_graded
+            assert s.duration_s == pytest.approx(s.t_exec_finished - s.t_exec_started, abs=0.5)
+    versions = {s.policy_version for s in samples}
+    assert max(versions) >= 1, "no sample was generated after a weight update"
+    assert any(s.exec_status is ExecStatus.OK and s.valid_submission for s in samples), \
+        [(s.exec_status, s.output_tail[-300:]) for s in samples[:4]]
+    wandb_files = list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert wandb_files and wandb_files[0].stat().st_size > 1000
+    assert (run_dir / "policy" / "config.json").is_file()
+    records = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert {r["sample_id"] for r in records} <= {s.sample_id for s in samples}
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_train_runs_end_to_end(tmp_path, train, processes, backend):
+    run_dir = tmp_path / "run"
+    done = train(run_dir, f"sandbox={backend}", "learner.max_updates=3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    _assert_run_complete(run_dir, updates=3)
+    assert processes(str(run_dir)) == []
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _pid_of(marker: str, processes) -> int:
+    found = [int(line.split(":", 1)[0]) for line in processes(marker)]
+    assert found, marker
+    return min(found)
+
+
+def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(tmp_path, train, train_argv, processes):
+    run_dir = tmp_path / "run"
+    argv = train_argv(run_dir, "learner.max_updates=4", "learner.checkpoint_every=1", "num_actors=2")
+    env = {**os.environ, "WANDB_SILENT": "true"}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        # an actor killed mid-run is restarted by the supervisor and resumes its sequence
+        _wait_for(lambda: len(_journal(run_dir)) >= 2, 600, "the first samples")
+        os.kill(_pid_of(f"--actor-id actor-1", processes), signal.SIGKILL)
+        # then the learner, once it has checkpointed at least one update
+        _wait_for(lambda: any(m.get("step", 0) >= 1 for m in _metrics(run_dir)), 600, "an update")
+        os.kill(_pid_of(f"mlerl.learner --config {run_dir}", processes), signal.SIGKILL)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0  # the learner's death ends the run
+    assert processes(str(run_dir)) == []  # the supervisor stopped the actors too
+    assert "restarting actor-1" in (run_dir / "supervisor.log").read_text()
+
+    resumed = train(tmp_path / "ignored", f"resume={run_dir}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    _assert_run_complete(run_dir, updates=4)
+
+    # Exactly once: the journal holds each (actor, seq) once; every seq an actor produced is
+    # in the journal or still in that actor's outbox (produced but not yet acknowledged).
+    keys = [(s.actor_id, s.seq) for s in _journal(run_dir)]
+    assert len(keys) == len(set(keys))
+    for actor_dir in (run_dir / "actors").iterdir():
+        produced = json.loads((actor_dir / "state.json").read_text())["next_seq"]
+        outbox = {decode(p.read_bytes()).seq for p in (actor_dir / "outbox").glob("*.msgpack")}
+        stored = {seq for actor, seq in keys if actor == actor_dir.name}
+        assert stored | outbox == set(range(produced)), actor_dir.name
+    assert processes(str(run_dir)) == []
