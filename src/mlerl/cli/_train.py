@@ -116,10 +116,15 @@ def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
         if not (path / "config.json").is_file():
             raise ConfigError("model.path", f"{path} is not a Hugging Face model directory")
         return str(path)
-    from mlerl.embedded import build_policy
+    from mlerl.embedded import build_policy, default_task_ids
 
+    bootstrap = train.model.bootstrap
+    bootstrap.prompts = train.actors.prompts  # SFT must see the prompts RL will send
+    if not bootstrap.task_ids:  # bootstrap on the stand-ins being trained, when they are ones
+        standins = set(default_task_ids(data_dir))
+        bootstrap.task_ids = [t for t in train.tasks.ids if t in standins]
     progress.say("building the embedded policy (cached after the first run)")
-    return str(build_policy(train.model.embedded_cache, train.model.bootstrap, log=progress.say))
+    return str(build_policy(train.model.embedded_cache, bootstrap, log=progress.say))
 
 
 def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_path: str) -> Path:

@@ -6,7 +6,11 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
+from mlerl.actors import PromptConfig
 from mlerl.protocol import check
+
+BOOTSTRAP_VERSION = 2
+"""Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 
 @dataclass
@@ -15,6 +19,9 @@ class BootstrapConfig:
 
     seed: int = 0
     """Seeds the corpus, the model initialisation and the batch order."""
+    prompts: PromptConfig = field(default_factory=PromptConfig)
+    """Prompt sizes of the C.1/C.2 examples; `mlerl train` copies `actors.prompts` here so SFT
+    and RL see identical prompts."""
     task_ids: list[str] = field(default_factory=list)
     """Tasks the corpus covers; empty = every `-tiny` stand-in of `mlerl.bench`."""
     drafts_per_task: int = 32
@@ -69,5 +76,6 @@ class BootstrapConfig:
 
     def key(self, corpus_hash: str) -> str:
         """Cache key: the corpus and every setting (16 hex characters)."""
-        blob = json.dumps({"corpus": corpus_hash, **asdict(self)}, sort_keys=True)
+        blob = json.dumps({"corpus": corpus_hash, "version": BOOTSTRAP_VERSION, **asdict(self)},
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -14,6 +14,8 @@ Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 import json
 import random
@@ -77,13 +79,13 @@ def _crash_output(program: Program) -> str:
     return (_output(program, offending) + "\n" + program.error).strip()
 
 
-def _draft(view: TaskView, program: Program) -> Example:
-    return Example("draft", view.id, _msgs(draft_messages(view.task)),
+def _draft(view: TaskView, program: Program, prompts: Any = None) -> Example:
+    return Example("draft", view.id, _msgs(draft_messages(view.task, prompts)),
                    format_answer(program.plan, program.code), program.family, program.correct,
                    program.mistake, program.code)
 
 
-def _improve(view: TaskView, rng: random.Random) -> Example:
+def _improve(view: TaskView, rng: random.Random, prompts: Any = None) -> Example:
     choices = sample_choices(view, rng)
     good = generate_program(view, rng, choices)
     if rng.random() < 0.5:
@@ -94,7 +96,7 @@ def _improve(view: TaskView, rng: random.Random) -> Example:
                 "The previous solution had a bug. "
             output = _crash_output(bad) if bad.error else _output(bad)
             return Example("improve", view.id,
-                           _msgs(improve_messages(view.task, bad.plan, bad.code, output)),
+                           _msgs(improve_messages(view.task, bad.plan, bad.code, output, prompts)),
                            format_answer(lead + fix + " " + good.plan, good.code), good.family, True,
                            None, good.code)
     weak = replace(choices, budget=0)
@@ -112,7 +114,7 @@ def _improve(view: TaskView, rng: random.Random) -> Example:
     lead = (f"The previous solution used {weak.model.phrase}. To improve the score I will switch to "
             f"{model.phrase}. ")
     return Example("improve", view.id,
-                   _msgs(improve_messages(view.task, weak_prog.plan, weak_prog.code, _output(weak_prog))),
+                   _msgs(improve_messages(view.task, weak_prog.plan, weak_prog.code, _output(weak_prog), prompts)),
                    format_answer(lead + better.plan, better.code), better.family, True, None,
                    better.code)
 
@@ -125,8 +127,11 @@ def _instrument(view: TaskView, program: Program) -> Example:
 
 def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int = 48,
                     improves_per_task: int = 16, instruments_per_task: int = 8,
-                    mistake_rate: float = 0.2) -> list[Example]:
-    """Deterministic corpus for `views`; duplicate answers are dropped."""
+                    mistake_rate: float = 0.2, prompts: Any = None) -> list[Example]:
+    """Deterministic corpus for `views`; duplicate answers are dropped.
+
+    `prompts` (a `mlerl.actors.PromptConfig`, default when None) must be the one the actors
+    use during RL, so SFT trains on exactly the prompts the policy will see."""
     if not 0.0 <= mistake_rate <= 1.0:
         raise ValueError(f"mistake_rate must be in [0, 1], got {mistake_rate}")
     examples: list[Example] = []
@@ -134,9 +139,9 @@ def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int =
         rng = random.Random(f"{seed}:{view.id}")
         for _ in range(drafts_per_task):
             mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
-            examples.append(_draft(view, generate_program(view, rng, mistake=mistake)))
+            examples.append(_draft(view, generate_program(view, rng, mistake=mistake), prompts))
         for _ in range(improves_per_task):
-            examples.append(_improve(view, rng))
+            examples.append(_improve(view, rng, prompts))
         for _ in range(instruments_per_task):
             examples.append(_instrument(view, generate_program(view, rng)))
     seen: set[str] = set()

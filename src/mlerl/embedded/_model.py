@@ -75,7 +75,7 @@ def new_model(tok, cfg: BootstrapConfig):
     config = Qwen2Config(
         vocab_size=len(tok), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
         num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
-        intermediate_size=cfg.intermediate_size, max_position_embeddings=max(2048, cfg.max_len),
+        intermediate_size=cfg.intermediate_size, max_position_embeddings=max(4096, cfg.max_len),
         tie_word_embeddings=True, bos_token_id=None, eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
     )
@@ -137,7 +137,7 @@ def sft(model, tok, examples: list[Example], cfg: BootstrapConfig, log=None) -> 
 def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
     views = task_views(data_dir, list(cfg.task_ids) or None)
     return generate_corpus(views, cfg.seed, cfg.drafts_per_task, cfg.improves_per_task,
-                           cfg.instruments_per_task, cfg.mistake_rate)
+                           cfg.instruments_per_task, cfg.mistake_rate, cfg.prompts)
 
 
 def read_manifest(model_dir: Path) -> dict | None:
