@@ -106,3 +106,34 @@ def test_config_rejects_bad_values():
         BootstrapConfig(mistake_rate=2.0)
     with pytest.raises(ConfigError):
         BootstrapConfig(hidden_size=30, num_heads=4)
+
+
+def test_sft_tokenizer_is_the_one_engines_load(tmp_path):
+    """The saved tokenizer encodes the training examples exactly as SFT did (a regression:
+    AutoTokenizer picks Qwen2's tokenizer class from config.json, which tokenizes differently
+    from the freshly trained wrapper)."""
+    from transformers import AutoTokenizer, Qwen2Config
+
+    from mlerl.embedded._model import _as_loaded, encode_example, new_model
+    from mlerl.embedded._tokenizer import train_tokenizer
+    from mlerl.embedded import BootstrapConfig
+
+    texts = ["import pandas as pd\ntrain = pd.read_csv('input/train.csv')\nx = 12345 + 0.678\n    y  =  x\n" * 40]
+    tok = train_tokenizer(texts, 600)
+    model = new_model(tok, BootstrapConfig(vocab_size=600, hidden_size=32, num_layers=1, num_heads=2,
+                                           num_kv_heads=1, intermediate_size=32))
+    tok = _as_loaded(tok, model.config)
+    tok.save_pretrained(tmp_path)
+    model.config.save_pretrained(tmp_path)
+    reloaded = AutoTokenizer.from_pretrained(tmp_path)
+
+    class Ex:
+        # digits and runs of spaces are where Qwen2's pre-tokenizer differs from plain byte-level
+        answer = "I will read the data.\n```python\nx = 12345 + 0.678\n    y  =  x\n```"
+
+        @staticmethod
+        def chat():
+            return [{"role": "system", "content": "You are given a task."},
+                    {"role": "user", "content": "Solve it.\ntrain = pd.read_csv('input/train.csv')"}]
+
+    assert encode_example(tok, Ex) == encode_example(reloaded, Ex)

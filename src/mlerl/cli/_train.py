@@ -14,6 +14,7 @@ and unacked outboxes, so no sample is lost or counted twice.
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 import time
@@ -72,6 +73,7 @@ def run(train: TrainConfig, run_dir: Path) -> int:
 
     supervisor = Supervisor(_children(train, run_dir, config_path), primary=_primary(train))
     deadline = train.time_limit_s or None
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the run as cleanly as Ctrl-C
     try:
         supervisor.start()
         code = supervisor.wait(deadline_s=deadline, on_tick=progress.tick)
@@ -92,6 +94,10 @@ def run(train: TrainConfig, run_dir: Path) -> int:
 
         write_report(train, run_dir, Path(model_path), data_dir, progress)
     return code
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _prepare_tasks(train: TrainConfig, progress: Progress) -> Path:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
 
-BOOTSTRAP_VERSION = 2
+BOOTSTRAP_VERSION = 4
 """Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 
