@@ -33,7 +33,7 @@ BOOTSTRAP = [
     "model.bootstrap.intermediate_size=128",
     "model.bootstrap.max_len=3072",
     "model.bootstrap.batch_tokens=3072",
-    "model.bootstrap.sft_steps=150",
+    "model.bootstrap.sft_steps=300",
     "model.bootstrap.sft_seconds=600",
     "model.bootstrap.lr=3e-3",
     "model.bootstrap.bf16=false",
@@ -54,7 +54,7 @@ def train_args(root: Path, run_dir: Path, *extra: str) -> list[str]:
         f"tasks.ids=[{TASK}]",
         *BOOTSTRAP,
         "actors.max_new_tokens=640",
-        "actors.temperature=0.7",
+        "actors.temperature=0.3",  # near-greedy: the memorised program, reliably
         "learner.batch_size=4",
         "learner.micro_batch_size=4",
         "eval_samples=0",

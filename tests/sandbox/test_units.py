@@ -136,3 +136,22 @@ def test_collect_accepts_only_small_regular_single_link_files(tmp_path: Path) ->
         assert name in joined
     assert "missing.csv" not in joined  # a missing file is not a problem, just absent
     assert secret.read_text() == "answers"
+
+
+def test_interpreter_paths_under_tmp_are_bound_back(monkeypatch, tmp_path):
+    """bubblewrap's private /tmp must not hide a venv that lives under /tmp (a CI clone)."""
+    import sys
+
+    from mlerl.sandbox import _local
+
+    venv = tmp_path / "clone" / ".venv"
+    site = venv / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    elsewhere = "/usr/lib"
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(sys, "exec_prefix", str(venv))
+    monkeypatch.setattr(sys, "path", [str(site), elsewhere, "", str(tmp_path / "missing")])
+    root = str(tmp_path)
+    # only existing paths under root, and only the outermost of nested ones
+    assert _local._interpreter_paths_under(root) == [str(venv.resolve())]
+    assert _local._interpreter_paths_under("/nonexistent-root") == []

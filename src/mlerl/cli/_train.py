@@ -88,7 +88,8 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     if code == 124:
         progress.say(f"time limit of {train.time_limit_s:.0f} s reached")
         code = 0
-    (run_dir / "supervisor.log").write_text("\n".join(supervisor.events) + "\n")
+    with open(run_dir / "supervisor.log", "a") as log:  # appended across resumes
+        log.write("\n".join(supervisor.events) + "\n")
     if code == 0 and train.role != "actors" and train.eval_samples > 0:
         from mlerl.cli._report import write_report
 

@@ -113,7 +113,10 @@ class LocalSandbox:
             argv += [self.bwrap, "--unshare-all", "--unshare-user", "--uid", uid, "--gid", uid,
                      "--die-with-parent", "--new-session", "--hostname", "sandbox",
                      "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                     "--tmpfs", "/tmp", "--bind", str(wd.path), str(wd.path)]
+                     "--tmpfs", "/tmp"]
+            for path in _interpreter_paths_under("/tmp"):  # the private /tmp hides them
+                argv += ["--ro-bind", path, path]
+            argv += ["--bind", str(wd.path), str(wd.path)]
             if request.data_dir is not None:
                 argv += ["--ro-bind", str(request.data_dir.resolve()), str(wd.input_path)]
             argv += ["--chdir", str(wd.path), "--",
@@ -240,3 +243,20 @@ class LocalSandbox:
         if cg is not None:
             await cg.kill_all()
         self._signal(proc, None, signal.SIGKILL)
+
+
+def _interpreter_paths_under(root: str) -> list[str]:
+    """The interpreter's prefixes and import paths that lie under ``root`` (outermost only).
+
+    bubblewrap gives each run a private tmpfs ``/tmp``; a project checked out under ``/tmp``
+    (CI clones often are) would lose its venv there, so these are bound back read-only."""
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if p)}
+    inside = sorted(
+        os.path.realpath(p) for p in candidates
+        if os.path.isdir(p) and os.path.realpath(p).startswith(root.rstrip("/") + "/")
+    )
+    outermost: list[str] = []
+    for path in inside:
+        if not any(path == o or path.startswith(o + "/") for o in outermost):
+            outermost.append(path)
+    return outermost
