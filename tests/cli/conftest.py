@@ -57,7 +57,6 @@ def train_args(root: Path, run_dir: Path, *extra: str) -> list[str]:
         "actors.temperature=0.3",  # near-greedy: the memorised program, reliably
         "learner.batch_size=4",
         "learner.micro_batch_size=4",
-        "eval_samples=0",
         "logging.console=false",
         *extra,
     ]  # fmt: skip

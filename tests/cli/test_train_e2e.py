@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mlerl.actors._state import ActorState
 from mlerl.learner import read_journal
 from mlerl.protocol import ExecStatus, decode
 
@@ -57,10 +58,39 @@ def _assert_run_complete(run_dir: Path, updates: int) -> None:
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_train_runs_end_to_end(tmp_path, train, processes, backend):
     run_dir = tmp_path / "run"
-    done = train(run_dir, f"sandbox={backend}", "learner.max_updates=3")
+    evals = "eval_samples=2" if backend == "local" else "eval_samples=0"
+    done = train(run_dir, f"sandbox={backend}", "learner.max_updates=3", evals)
     assert done.returncode == 0, done.stderr[-3000:]
     _assert_run_complete(run_dir, updates=3)
     assert processes(str(run_dir)) == []
+    if backend == "local":
+        report = json.loads((run_dir / "report.json").read_text())
+        assert report["k"] == 2 and set(report) >= {"initial", "trained", "plots"}
+        assert (run_dir / "report.md").read_text().startswith("# Trained vs initial policy")
+        assert any(p.endswith("best_score_vs_time.png") for p in report["plots"])
+        _assert_eval_of_trained_policy(run_dir)
+
+
+def _assert_eval_of_trained_policy(run_dir: Path) -> None:
+    """`mlerl eval` on the trained policy: K samples per seed, summaries and mean +- s.e."""
+    import sys
+
+    out = run_dir / "eval.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "mlerl.cli", "eval", "--model", str(run_dir / "policy"),
+         "--run", str(run_dir), "--k", "3", "--seeds", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert [run["seed"] for run in result["per_seed"]] == [0, 1]
+    for run in result["per_seed"]:
+        summary = run["tasks"]["standin-cancer-auc-tiny"]
+        assert summary["k"] == 3 and 0.0 <= summary["valid_frac"] <= 1.0
+        if summary["best_score"] is not None:  # AUC: higher is better, best >= mean
+            assert summary["best_score"] >= summary["mean_score"]
+    across = result["tasks"]["standin-cancer-auc-tiny"]
+    assert across["valid_runs"] == sum(r["tasks"]["standin-cancer-auc-tiny"]["best_score"] is not None
+                                       for r in result["per_seed"])
 
 
 def _wait_for(predicate, timeout: float, what: str) -> None:
@@ -80,12 +110,14 @@ def _pid_of(marker: str, processes) -> int:
 
 def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(tmp_path, train, train_argv, processes):
     run_dir = tmp_path / "run"
-    argv = train_argv(run_dir, "learner.max_updates=4", "learner.checkpoint_every=1", "num_actors=2")
+    argv = train_argv(run_dir, "learner.max_updates=6", "learner.checkpoint_every=1", "num_actors=2",
+                      "eval_samples=0")
     env = {**os.environ, "WANDB_SILENT": "true"}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         # an actor killed mid-run is restarted by the supervisor and resumes its sequence
-        _wait_for(lambda: len(_journal(run_dir)) >= 2, 600, "the first samples")
+        _wait_for(lambda: any(s.actor_id == "actor-1" for s in _journal(run_dir)), 600,
+                  "a sample from actor-1")
         os.kill(_pid_of(f"--actor-id actor-1", processes), signal.SIGKILL)
         # then the learner, once it has checkpointed at least one update
         _wait_for(lambda: any(m.get("step", 0) >= 1 for m in _metrics(run_dir)), 600, "an update")
@@ -99,14 +131,14 @@ def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(tmp_p
 
     resumed = train(tmp_path / "ignored", f"resume={run_dir}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    _assert_run_complete(run_dir, updates=4)
+    _assert_run_complete(run_dir, updates=6)
 
     # Exactly once: the journal holds each (actor, seq) once; every seq an actor produced is
     # in the journal or still in that actor's outbox (produced but not yet acknowledged).
     keys = [(s.actor_id, s.seq) for s in _journal(run_dir)]
     assert len(keys) == len(set(keys))
     for actor_dir in (run_dir / "actors").iterdir():
-        produced = json.loads((actor_dir / "state.json").read_text())["next_seq"]
+        produced = ActorState(actor_dir).next_seq  # 0 if it never recorded a sample
         outbox = {decode(p.read_bytes()).seq for p in (actor_dir / "outbox").glob("*.msgpack")}
         stored = {seq for actor, seq in keys if actor == actor_dir.name}
         assert stored | outbox == set(range(produced)), actor_dir.name

@@ -1,6 +1,9 @@
 """`mlerl eval`: best-of-K of a policy on tasks, with the paper's test-time protocol.
 
-    mlerl eval --model RUN_DIR/policy --tasks standin-cancer-auc-tiny --k 16 --seeds 3
+    mlerl eval --model RUN_DIR/policy --run RUN_DIR --k 16 --seeds 3
+
+``--run`` reuses the run's actor settings (prompt sizes, temperature, response length, task
+data), so the policy is evaluated on the prompts it was trained with.
 
 For each seed and task, K samples are drawn from the fixed policy (half of them improving an
 earlier sample once one exists: generate from scratch, improve, take the best), run in the
@@ -26,24 +29,24 @@ def evaluate_policy(
     *,
     k: int,
     seeds: list[int],
-    data_dir: str = "",
-    tasks_dir: str = "",
+    base: Any = None,
     sandbox_backend: str = "local",
-    max_new_tokens: int = 768,
-    temperature: float = 0.9,
 ) -> dict[str, Any]:
-    """Evaluate ``model_path`` and return the JSON-ready result (see the module docstring)."""
+    """Evaluate ``model_path`` and return the JSON-ready result (see the module docstring).
+
+    ``base`` is an ``ActorsConfig`` whose prompts, sampling and task data are reused (a run's
+    ``actors`` section); only the model, tasks and seed are replaced."""
+    import dataclasses
+
     from mlerl.actors import ActorsConfig
     from mlerl.bench import Registry
 
-    registry = Registry.load(tasks_dir or None, data_dir or None)
+    base = base or ActorsConfig()
+    registry = Registry.load(base.tasks_dir or None, base.data_dir or None)
     tasks = {t: registry.get(t) for t in task_ids}
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
-        config = ActorsConfig(
-            engine="hf", model_path=model_path, task_ids=task_ids, seed=seed,
-            max_new_tokens=max_new_tokens, temperature=temperature,
-        )  # fmt: skip
+        config = dataclasses.replace(base, engine="hf", model_path=model_path, task_ids=task_ids, seed=seed)
         per_seed.append({"seed": seed, "tasks": asyncio.run(_one_seed(config, tasks, k, sandbox_backend))})
     return {
         "model": model_path,
@@ -69,16 +72,12 @@ async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str) ->
         await engine.close()
 
 
-def mean_se(values: list[float]) -> tuple[float | None, float | None]:
-    """Mean and standard error of the mean (s.e. 0 for one value; None for none)."""
-    vals = [v for v in values if v is not None and not math.isnan(v)]
-    if not vals:
-        return None, None
-    mean = sum(vals) / len(vals)
-    if len(vals) == 1:
-        return mean, 0.0
-    var = sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)
-    return mean, math.sqrt(var / len(vals))
+def mean_se(values: list[float | None]) -> tuple[float | None, float | None]:
+    """Mean and standard error over seeds (bench's protocol); None where undefined (JSON)."""
+    from mlerl.bench._compare import mean_se as bench_mean_se
+
+    mean, se = bench_mean_se([math.nan if v is None else float(v) for v in values])
+    return (None if math.isnan(mean) else mean), (None if math.isnan(se) else se)
 
 
 def _across_seeds(task_id: str, task: Any, per_seed: list[dict[str, Any]]) -> dict[str, Any]:
@@ -104,11 +103,11 @@ def _medal_flags(rank_score: Any, score: float, task: Any) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlerl eval", description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model directory of the policy")
-    parser.add_argument("--tasks", required=True, help="comma-separated task ids")
+    parser.add_argument("--run", type=Path, help="a run directory: reuse its actor settings and tasks")
+    parser.add_argument("--tasks", default="", help="comma-separated task ids (default: the run's)")
     parser.add_argument("--k", type=int, default=16, help="samples per task and seed (default 16)")
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
-    parser.add_argument("--data-dir", default="", help="prepared task data (default: MLE-bench's cache)")
-    parser.add_argument("--tasks-dir", default="", help="extra task-spec directory")
+    parser.add_argument("--data-dir", default="", help="prepared task data (default: the run's, else MLE-bench's cache)")
     parser.add_argument("--backend", default="local", choices=["local", "docker"])
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args(argv)
@@ -116,11 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--k and --seeds must be >= 1")
     if not (Path(args.model) / "config.json").is_file():
         parser.error(f"--model {args.model} is not a Hugging Face model directory")
-    result = evaluate_policy(
-        args.model, [t for t in args.tasks.split(",") if t], k=args.k,
-        seeds=list(range(args.seeds)), data_dir=args.data_dir, tasks_dir=args.tasks_dir,
-        sandbox_backend=args.backend,
-    )  # fmt: skip
+    from mlerl.actors import ActorsConfig
+    from mlerl.protocol import ConfigError, load_section
+
+    try:
+        base = load_section(ActorsConfig, args.run / "config.yaml", "actors") if args.run else ActorsConfig()
+    except (ConfigError, OSError) as exc:
+        parser.error(f"--run {args.run}: {exc}")
+    if args.data_dir:
+        base.data_dir = args.data_dir
+    tasks = [t for t in args.tasks.split(",") if t] or list(base.task_ids)
+    result = evaluate_policy(args.model, tasks, k=args.k, seeds=list(range(args.seeds)), base=base,
+                             sandbox_backend=args.backend)
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text)

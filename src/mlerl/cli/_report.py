@@ -20,17 +20,14 @@ from mlerl.cli._eval import evaluate_policy
 from mlerl.cli._progress import Progress
 
 
-def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, data_dir: Path, progress: Progress) -> Path:
+def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progress: Progress) -> Path:
     plots = _plots(run_dir, progress)
     trained_model = run_dir / "policy"
     if not (trained_model / "config.json").is_file():
         progress.say(f"no trained policy in {trained_model}; skipping the comparison")
         return run_dir
-    kwargs: dict[str, Any] = dict(
-        k=train.eval_samples, seeds=[train.seed], data_dir=str(data_dir), tasks_dir=train.tasks.tasks_dir,
-        sandbox_backend=train.sandbox.backend, max_new_tokens=train.actors.max_new_tokens,
-        temperature=train.actors.temperature,
-    )  # fmt: skip
+    kwargs: dict[str, Any] = dict(k=train.eval_samples, seeds=[train.seed], base=train.actors,
+                                  sandbox_backend=train.sandbox.backend)
     progress.say(f"evaluating the initial policy: best of {train.eval_samples} per task")
     before = evaluate_policy(str(initial_model), list(train.tasks.ids), **kwargs)
     progress.say(f"evaluating the trained policy: best of {train.eval_samples} per task")

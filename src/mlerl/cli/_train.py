@@ -93,7 +93,7 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     if code == 0 and train.role != "actors" and train.eval_samples > 0:
         from mlerl.cli._report import write_report
 
-        write_report(train, run_dir, Path(model_path), data_dir, progress)
+        write_report(train, run_dir, Path(model_path), progress)
     return code
 
 
