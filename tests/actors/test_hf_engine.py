@@ -129,11 +129,13 @@ def test_process_logits_top_k_and_top_p():
 
 async def test_cancelled_caller_does_not_lose_other_requests(tiny_model_dir):
     engine = HFEngine(tiny_model_dir)
-    params = SamplingParams(max_new_tokens=30, temperature=0.7, seed=2)
+    # long enough that the batch is surely still generating when `first` is cancelled (a
+    # fixed sleep before cancelling made this depend on the machine's speed)
+    params = SamplingParams(max_new_tokens=200, temperature=0.7, seed=2)
     first = asyncio.create_task(engine.generate(CONVS[:1], params))
     await asyncio.sleep(0)  # first becomes the leader of the batch
     second = asyncio.create_task(engine.generate(CONVS[1:2], params))
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)
     first.cancel()
     (c,) = await asyncio.wait_for(second, 120)
     assert len(c.token_ids) == len(c.logprobs) > 0
