@@ -91,3 +91,16 @@ def test_unknown_enum_value_names_the_key_and_the_choices():
         validate(_compose(["learner.duration_weighting=fastest"]))
     assert "learner.duration_weighting" in str(info.value)
     assert "paper" in str(info.value.__cause__)  # the cause lists the valid choices
+
+
+def test_unknown_task_fails_at_start_naming_the_key(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mlerl.cli", "train", f"hydra.run.dir={tmp_path}",
+         "tasks.ids=[no-such-task]", f"tasks.data_dir={tmp_path / 'data'}"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode != 0
+    assert "tasks.ids" in done.stderr and "no-such-task" in done.stderr

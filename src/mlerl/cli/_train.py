@@ -102,12 +102,15 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _prepare_tasks(train: TrainConfig, progress: Progress) -> Path:
-    from mlerl.bench import Registry, default_data_dir, prepare
+    from mlerl.bench import Registry, TaskError, default_data_dir, prepare
 
     data_dir = Path(train.tasks.data_dir).expanduser() if train.tasks.data_dir else default_data_dir()
     registry = Registry.load(train.tasks.tasks_dir or None, data_dir)
     for task_id in train.tasks.ids:
-        task = registry.get(task_id)  # raises TaskError naming an unknown id
+        try:
+            task = registry.get(task_id)
+        except TaskError as exc:
+            raise ConfigError("tasks.ids", str(exc)) from None
         if not (task.private_dir.is_dir() and task.public_dir.is_dir()):
             if not train.tasks.prepare:
                 raise ConfigError("tasks.ids", f"{task_id} is not prepared under {data_dir} "
