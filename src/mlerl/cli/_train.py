@@ -48,9 +48,9 @@ def _app(cfg: DictConfig) -> None:
             train = load_run_config(run_dir)
         else:
             run_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+        code = run(train, run_dir)
     except ConfigError as exc:
         raise SystemExit(f"mlerl train: config error: {exc}") from None
-    code = run(train, run_dir)
     if code != 0:
         raise SystemExit(code)
 
