@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from mlerl.actors._sampling import process_logits, sample_rows
+from mlerl.actors._prompts import chat_prompt_ids
 from mlerl.actors._weights import WeightUpdateError, read_update_bytes
 from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate
 
@@ -88,12 +89,7 @@ class HFEngine:
 
     def encode(self, conversation: Sequence[ChatMessage]) -> list[int]:
         """Prompt token ids: the chat template with the assistant turn opened."""
-        enc = self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in conversation],
-            add_generation_prompt=True,
-            tokenize=True,
-        )
-        return list(enc["input_ids"])
+        return chat_prompt_ids(self.tokenizer, conversation)
 
     async def generate(
         self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams

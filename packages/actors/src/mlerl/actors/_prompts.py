@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from mlerl.protocol import ChatMessage, check
 
@@ -136,3 +137,13 @@ def improve_prompt(
         f"{clip_tail(output.strip(), config.output_chars)}\n```\n"
     )
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)]
+
+
+def chat_prompt_ids(tokenizer: Any, conversation: Sequence[ChatMessage]) -> list[int]:
+    """Prompt token ids for an engine: the chat template with the assistant turn opened."""
+    enc = tokenizer.apply_chat_template(
+        [{"role": m.role, "content": m.content} for m in conversation],
+        add_generation_prompt=True,
+        tokenize=True,
+    )
+    return list(enc["input_ids"])

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlerl.actors._gate import VersionGate
+from mlerl.actors._prompts import chat_prompt_ids
 from mlerl.actors._weights import read_update_bytes
 from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate
 
@@ -66,12 +67,8 @@ class VLLMEngine:
         return self._version
 
     def encode(self, conversation: Sequence[ChatMessage]) -> list[int]:
-        enc = self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in conversation],
-            add_generation_prompt=True,
-            tokenize=True,
-        )
-        return list(enc["input_ids"])
+        """Prompt token ids: the chat template with the assistant turn opened."""
+        return chat_prompt_ids(self.tokenizer, conversation)
 
     async def generate(
         self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams
