@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlerl.protocol import ConsoleSink, JsonlSink, MetricsSink, MultiSink, WandbSink
+from mlerl.protocol import ConsoleSink, JsonlSink, MetricsConfig, MetricsSink, MultiSink, WandbSink, make_sink
 
 
 def test_jsonl_rows(tmp_path: Path) -> None:
@@ -116,3 +116,19 @@ def test_console_without_rich_uses_print(monkeypatch: pytest.MonkeyPatch, capsys
     sink = ConsoleSink()
     sink.log({"reward": 0.5}, 3, stream="actor/a1")
     assert capsys.readouterr().out == "[actor/a1] step=3 reward=0.5\n"
+
+
+def test_make_sink_on_the_same_run_dir_continues_the_wandb_run(tmp_path: Path, quiet_wandb: None) -> None:
+    config = MetricsConfig(console=False)
+    first = make_sink(config, tmp_path, name="r")
+    first.log({"loss": 1.0}, 0)
+    first.close()
+    run_id = (tmp_path / "wandb" / "mlerl-run-id").read_text()
+    resumed = make_sink(config, tmp_path, name="r")  # what `mlerl train resume=...` does
+    resumed.log({"loss": 0.5}, 1)
+    resumed.close()
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 2 and all(r.name.endswith(f"-{run_id}") for r in runs)
+    other = make_sink(config, tmp_path / "other", name="o")
+    other.close()
+    assert (tmp_path / "other" / "wandb" / "mlerl-run-id").read_text() != run_id

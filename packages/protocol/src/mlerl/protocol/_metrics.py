@@ -126,6 +126,9 @@ class WandbSink:
     ``run.finish()`` returns before W&B's background service has written the last records, so
     ``close()`` also calls ``wandb.teardown()`` (``teardown=True``): when it returns the run
     files are complete. Pass ``teardown=False`` if other W&B runs live in the same process.
+
+    ``run_id`` continues that W&B run (``resume="allow"``): a resumed training run logs into the
+    run it started, not a new one.
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class WandbSink:
         config: Mapping[str, Any] | None = None,
         tags: Iterable[str] = (),
         teardown: bool = True,
+        run_id: str | None = None,
     ) -> None:
         if mode not in ("offline", "online", "disabled"):
             raise ValueError(f"mode: must be offline, online or disabled, got {mode!r}")
@@ -151,7 +155,9 @@ class WandbSink:
         self._run = wandb.init(
             project=project, entity=entity, name=name, mode=mode, dir=os.fspath(self.run_dir),
             config=dict(config or {}), tags=list(tags), reinit="create_new",
+            id=run_id, resume="allow" if run_id else None,
         )
+        self.run_id: str = self._run.id
 
     def _define(self, stream: str) -> None:
         if stream not in self._streams:
@@ -221,14 +227,26 @@ class MetricsConfig:
               "must be 'offline', 'online' or 'disabled'")
 
 
+WANDB_RUN_ID_FILE = "mlerl-run-id"
+"""Under ``<run dir>/wandb/``: the W&B run id, so a resumed run keeps logging into it."""
+
+
 def make_sink(
     config: MetricsConfig, run_dir: str | Path, *, name: str, run_config: Mapping[str, Any] | None = None
 ) -> MetricsSink:
-    """The sinks ``config`` asks for, as one :class:`MultiSink` (JSONL first, then W&B)."""
+    """The sinks ``config`` asks for, as one :class:`MultiSink` (JSONL first, then W&B).
+
+    The W&B run id is kept in ``<run dir>/wandb/mlerl-run-id``; a later ``make_sink`` on the same
+    run dir (``mlerl train resume=...``) continues that W&B run."""
     sinks: list[MetricsSink] = []
     if config.jsonl:
         sinks.append(JsonlSink(Path(run_dir) / "metrics.jsonl"))
     if config.wandb_mode != "disabled":
-        sinks.append(WandbSink(run_dir, project=config.wandb_project, mode=config.wandb_mode,
-                               name=name, entity=config.wandb_entity or None, config=run_config))
+        id_file = Path(run_dir) / "wandb" / WANDB_RUN_ID_FILE
+        run_id = id_file.read_text().strip() if id_file.is_file() else None
+        sink = WandbSink(run_dir, project=config.wandb_project, mode=config.wandb_mode, name=name,
+                         entity=config.wandb_entity or None, config=run_config, run_id=run_id)
+        if run_id is None:
+            id_file.write_text(sink.run_id)
+        sinks.append(sink)
     return MultiSink(sinks)
