@@ -108,3 +108,16 @@ def test_lm_instrumenter_accepts_the_instrumentation_answers(views):
         assert done.path == "lm", (done.reason, done.detail)
         inserted = [ln for ln in e.answer.splitlines() if ln in {f'print("{m}")' for m in MARKERS}]
         assert done.n_markers == len(inserted) >= 4
+
+
+def test_one_style_corpus_varies_only_what_changes_the_score(views):
+    ex = generate_corpus(views, seed=0, **SMALL, styles=False)
+    drafts = [e for e in ex if e.kind == "draft"]
+    other_styles = ("train_df", "df_train", "tr = pd", "DATA_DIR", "INPUT /", "ID_COL", "clf", "estimator =")
+    for e in drafts:
+        assert not any(s in e.code for s in other_styles), e.code
+        assert e.mistake == "wrong_path" or 'pd.read_csv("./input/train.csv")' in e.code
+    for view in views:
+        assert len({e.family for e in drafts if e.task_id == view.id}) >= 3
+    styled = [e for e in generate_corpus(views, seed=0, **SMALL) if e.kind == "draft"]
+    assert any(any(s in e.code for s in other_styles) for e in styled)

@@ -33,3 +33,46 @@ def test_training_is_deterministic():
     a = train_tokenizer(TEXTS, vocab_size=800)
     b = train_tokenizer(TEXTS, vocab_size=800)
     assert a.get_vocab() == b.get_vocab()
+
+
+PROGRAMS = [
+    "import pandas as pd\nmodel = RandomForestClassifier(n_estimators=200)\nmodel.fit(X, y)\n",
+    "import pandas as pd\nmodel = LogisticRegression(C=1.0)\nmodel.fit(X, y)\n",
+    "I will read the data. Then I will fit a model.\nimport pandas as pd\nprint('x')\n",
+]
+
+
+def test_phrase_tokens_are_repeated_lines_and_sentences():
+    from mlerl.embedded._tokenizer import phrase_tokens
+
+    phrases = phrase_tokens(PROGRAMS, once=["# Task\nPredict the target.\n"])
+    # in >= 2 answers: the shared lines; in a prompt: its lines, once is enough
+    assert phrases[0] == "import pandas as pd\n"  # most frequent first
+    assert set(phrases) == {"import pandas as pd\n", "model.fit(X, y)\n", "# Task\n",
+                            "Predict the target.\n"}  # not the lines of one answer only
+    # prose is cut into sentences (each keeps its trailing space); short pieces stay with the BPE
+    assert phrase_tokens(PROGRAMS * 2) == ["import pandas as pd\n", "model.fit(X, y)\n",
+                                           "I will read the data. ", "Then I will fit a model.\n",
+                                           "model = LogisticRegression(C=1.0)\n",
+                                           "model = RandomForestClassifier(n_estimators=200)\n",
+                                           "print('x')\n"]
+    assert phrase_tokens(PROGRAMS * 2, limit=1) == ["import pandas as pd\n"]
+
+
+def test_phrases_survive_the_qwen2_reload_and_text_still_round_trips(tmp_path):
+    """A Qwen2 model directory reloads Qwen2's tokenizer class (its own word-splitting
+    pre-tokenizer); phrases are added tokens, matched before it, so they stay single tokens."""
+    from transformers import AutoTokenizer, Qwen2Config
+
+    from mlerl.embedded._tokenizer import phrase_tokens
+
+    tok = train_tokenizer(TEXTS + PROGRAMS, vocab_size=1000, phrases=phrase_tokens(PROGRAMS))
+    tok.save_pretrained(tmp_path)
+    Qwen2Config(vocab_size=len(tok)).save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    ids = loaded("    model.fit(X, y)\nimport pandas as pd\n", add_special_tokens=False)["input_ids"]
+    pieces = [loaded.decode([i]) for i in ids]
+    assert pieces[-2:] == ["model.fit(X, y)\n", "import pandas as pd\n"]
+    for s in PROGRAMS + ["import pandas as pdx\n", "model.fit(X, y)\n\n<|im_end|>", "é 🎉 x"]:
+        assert loaded.decode(loaded(s, add_special_tokens=False)["input_ids"]) == s
+        assert loaded(s)["input_ids"] == tok(s)["input_ids"]

@@ -3,7 +3,7 @@
 No pretrained weights can be downloaded, so the default policy is bootstrapped offline the way
 ML-Agent bootstraps its agent (exploration-enriched fine-tuning): a corpus of diverse solution
 programs for the stand-in tasks is generated from a seed, a byte-level BPE tokenizer and a tiny
-Qwen2 model (5.2 M parameters) are trained on it, and the result is an ordinary Hugging Face
+Qwen2 model (4.3 M parameters) are trained on it, and the result is an ordinary Hugging Face
 model directory that every engine can load. The same weights serve as the static
 instrumentation model (the corpus includes C.3 instrumentation examples): load a second,
 frozen copy from the same directory.

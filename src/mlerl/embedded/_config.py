@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
 
-BOOTSTRAP_VERSION = 4
+BOOTSTRAP_VERSION = 5
 """Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 
@@ -32,10 +32,17 @@ class BootstrapConfig:
     """C.3 instrumentation examples per task."""
     mistake_rate: float = 0.2
     """Fraction of draft programs with one realistic bug."""
-    vocab_size: int = 8192
-    """Byte-level BPE vocabulary size."""
+    styles: bool = False
+    """Vary the coding style (names, paths, constants, CSV writing) across programs; False
+    writes all in one style, so a small model's SFT budget goes to the choices that change the
+    score and the run time (model family, hyperparameters, features, validation, budget)."""
+    vocab_size: int = 4096
+    """Byte-level BPE vocabulary size (phrase tokens come on top)."""
+    phrase_tokens: int = 4096
+    """At most this many frequent corpus lines / sentences become single tokens on top of the
+    BPE vocabulary (0: none); see `mlerl.embedded._tokenizer`."""
     hidden_size: int = 256
-    """Qwen2 hidden size (256 with the defaults below = 5.2 M parameters at vocab 8k)."""
+    """Qwen2 hidden size (256 with the defaults below: 4.3 M parameters)."""
     num_layers: int = 4
     """Qwen2 decoder layers."""
     num_heads: int = 4
@@ -44,18 +51,20 @@ class BootstrapConfig:
     """Key/value heads (grouped-query attention)."""
     intermediate_size: int = 768
     """MLP width."""
-    max_len: int = 2560
+    max_len: int = 2048
     """Longest training sequence in tokens; longer examples are dropped (and counted)."""
-    sft_steps: int = 90
+    sft_steps: int = 160
     """Upper bound on optimizer steps."""
-    sft_seconds: float = 240.0
+    sft_seconds: float = 900.0
     """Wall-clock bound on SFT; the learning-rate schedule follows max(step, time) progress."""
-    batch_tokens: int = 10240
+    batch_tokens: int = 4096
     """Padded tokens per batch (examples of similar length are batched together)."""
-    lr: float = 2e-3
+    lr: float = 3e-3
     """Peak AdamW learning rate (a from-scratch tiny model takes a large one)."""
     warmup_steps: int = 10
     """Linear warm-up steps before the cosine decay."""
+    torch_threads: int = 0
+    """CPU threads for SFT (``torch.set_num_threads``, restored afterwards); 0: torch's default."""
     bf16: bool = False
     """bfloat16 autocast for the forward pass. Faster only on CPUs with native bf16 (AVX512-BF16,
     AMX); on AVX2-only CPUs it is emulated and measured 7x slower than fp32."""
@@ -65,6 +74,7 @@ class BootstrapConfig:
         check(min(self.drafts_per_task, self.improves_per_task, self.instruments_per_task) >= 0,
               "drafts_per_task", "example counts must be >= 0")
         check(self.vocab_size >= 512, "vocab_size", "must be >= 512")
+        check(self.phrase_tokens >= 0, "phrase_tokens", "must be >= 0")
         check(self.hidden_size > 0 and self.hidden_size % self.num_heads == 0, "hidden_size",
               "must be a positive multiple of num_heads")
         check(self.num_heads % self.num_kv_heads == 0, "num_kv_heads", "must divide num_heads")
@@ -73,6 +83,7 @@ class BootstrapConfig:
         check(self.sft_steps >= 0 and self.sft_seconds >= 0, "sft_steps", "budgets must be >= 0")
         check(self.batch_tokens >= self.max_len, "batch_tokens", "must be >= max_len")
         check(self.lr > 0, "lr", "must be > 0")
+        check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
 
     def key(self, corpus_hash: str) -> str:
         """Cache key: the corpus and every setting (16 hex characters)."""

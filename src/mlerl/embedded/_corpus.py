@@ -85,8 +85,8 @@ def _draft(view: TaskView, program: Program, prompts: Any = None) -> Example:
                    program.mistake, program.code)
 
 
-def _improve(view: TaskView, rng: random.Random, prompts: Any = None) -> Example:
-    choices = sample_choices(view, rng)
+def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bool = True) -> Example:
+    choices = sample_choices(view, rng, styles)
     good = generate_program(view, rng, choices)
     if rng.random() < 0.5:
         bad = inject(good, view, rng.choice(MISTAKES), rng)
@@ -127,11 +127,12 @@ def _instrument(view: TaskView, program: Program) -> Example:
 
 def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int = 48,
                     improves_per_task: int = 16, instruments_per_task: int = 8,
-                    mistake_rate: float = 0.2, prompts: Any = None) -> list[Example]:
+                    mistake_rate: float = 0.2, prompts: Any = None, styles: bool = True) -> list[Example]:
     """Deterministic corpus for `views`; duplicate answers are dropped.
 
     `prompts` (a `mlerl.actors.PromptConfig`, default when None) must be the one the actors
-    use during RL, so SFT trains on exactly the prompts the policy will see."""
+    use during RL, so SFT trains on exactly the prompts the policy will see. `styles=False`
+    writes every program in one coding style (see `_programs.sample_choices`)."""
     if not 0.0 <= mistake_rate <= 1.0:
         raise ValueError(f"mistake_rate must be in [0, 1], got {mistake_rate}")
     examples: list[Example] = []
@@ -139,11 +140,12 @@ def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int =
         rng = random.Random(f"{seed}:{view.id}")
         for _ in range(drafts_per_task):
             mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
-            examples.append(_draft(view, generate_program(view, rng, mistake=mistake), prompts))
+            examples.append(_draft(view, generate_program(view, rng, mistake=mistake, styles=styles),
+                                   prompts))
         for _ in range(improves_per_task):
-            examples.append(_improve(view, rng, prompts))
+            examples.append(_improve(view, rng, prompts, styles))
         for _ in range(instruments_per_task):
-            examples.append(_instrument(view, generate_program(view, rng)))
+            examples.append(_instrument(view, generate_program(view, rng, styles=styles)))
     seen: set[str] = set()
     unique = []
     for ex in examples:

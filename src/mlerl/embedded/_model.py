@@ -24,7 +24,7 @@ from pathlib import Path
 from mlerl.embedded._config import BootstrapConfig
 from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus
 from mlerl.embedded._tasks import task_views
-from mlerl.embedded._tokenizer import IM_END, stdlib_texts, train_tokenizer
+from mlerl.embedded._tokenizer import IM_END, phrase_tokens, stdlib_texts, train_tokenizer
 
 MANIFEST = "manifest.json"
 
@@ -134,10 +134,22 @@ def sft(model, tok, examples: list[Example], cfg: BootstrapConfig, log=None) -> 
             "mean_len": round(sum(len(e[0]) for e in kept) / max(1, len(kept)), 1)}
 
 
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def set_torch_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
 def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
     views = task_views(data_dir, list(cfg.task_ids) or None)
     return generate_corpus(views, cfg.seed, cfg.drafts_per_task, cfg.improves_per_task,
-                           cfg.instruments_per_task, cfg.mistake_rate, cfg.prompts)
+                           cfg.instruments_per_task, cfg.mistake_rate, cfg.prompts, cfg.styles)
 
 
 def read_manifest(model_dir: Path) -> dict | None:
@@ -178,14 +190,21 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
     if manifest is not None and manifest.get("key") == key:
         log(f"embedded policy: cache hit {out}")
         return out
-    prompts = {c for ex in examples for _, c in ex.messages}
-    texts = [ex.answer for ex in examples] + sorted(prompts) + stdlib_texts()
-    tok = train_tokenizer(texts, cfg.vocab_size)
+    prompts = sorted({c for ex in examples for _, c in ex.messages})
+    answers = [ex.answer for ex in examples]
+    phrases = phrase_tokens(answers, prompts, limit=cfg.phrase_tokens)
+    tok = train_tokenizer(answers + prompts + stdlib_texts(), cfg.vocab_size, phrases)
     model = new_model(tok, cfg)
     tok = _as_loaded(tok, model.config)
     log(f"embedded policy: {len(examples)} examples, {model.num_parameters() / 1e6:.2f} M params, "
         f"training up to {cfg.sft_steps} steps / {cfg.sft_seconds:.0f} s")
-    record = sft(model, tok, examples, cfg, log)
+    threads = torch_threads()
+    if cfg.torch_threads:
+        set_torch_threads(cfg.torch_threads)
+    try:
+        record = sft(model, tok, examples, cfg, log)
+    finally:
+        set_torch_threads(threads)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     cache.mkdir(parents=True, exist_ok=True)

@@ -80,10 +80,21 @@ def multi_target(view: TaskView) -> bool:
     return len(view.target_columns) > 1 and view.problem in ("binary", "regression")
 
 
-def sample_choices(view: TaskView, rng: random.Random) -> Choices:
-    """Draw the design of one program for `view`."""
+def sample_choices(view: TaskView, rng: random.Random, styles: bool = True) -> Choices:
+    """Draw the design of one program for `view`.
+
+    `styles=False` fixes the coding style (variable names, path spelling, constants, how the
+    CSV is written) and varies only what changes the score or the run time: model family and
+    hyperparameters, features, validation, budget, seed."""
     budget = rng.choice([0, 0, 1, 1, 2])
     seed = rng.choice([0, 1, 7, 42, 2024])
+    choices = _draw(view, rng, budget, seed)
+    if not styles:
+        choices = replace(choices, names=0, path_style=1, constants=False, write_style=0)
+    return choices
+
+
+def _draw(view: TaskView, rng: random.Random, budget: int, seed: int) -> Choices:
     if view.problem == "span":
         params = span_params(rng)
         model = make_span_model(rng.choice(SPAN_FAMILIES), rng, params)
@@ -183,12 +194,13 @@ def _constants(x: _Ctx) -> str:
 
 
 def generate_program(view: TaskView, rng: random.Random, choices: Choices | None = None,
-                     mistake: str | None = None) -> Program:
-    """A program for `view`; `mistake` (one of MISTAKES or None) injects one bug."""
+                     mistake: str | None = None, styles: bool = True) -> Program:
+    """A program for `view`; `mistake` (one of MISTAKES or None) injects one bug; `styles`
+    as in `sample_choices` (used only when `choices` is None)."""
     from mlerl.embedded._mistakes import inject
     from mlerl.embedded._plans import plan_text
 
-    c = choices if choices is not None else sample_choices(view, rng)
+    c = choices if choices is not None else sample_choices(view, rng, styles)
     chunks = render(view, c)
     plan = plan_text(view, c, random.Random(f"{view.id}:{c.seed}:{c.names}:{c.model.ctor}"))
     program = Program(view.id, plan, tuple(chunks), c.model.family, c)

@@ -27,6 +27,10 @@ class ActorsConfig:
     """``hf``: torch device (``cpu``, ``cuda``, ``cuda:1``)."""
     dtype: str = "float32"
     """``hf``/``vllm`` weights dtype: ``float32``, ``bfloat16``, ``float16`` or ``auto``."""
+    torch_threads: int = 0
+    """CPU threads of the ``hf`` engine (``torch.set_num_threads``); 0 keeps torch's default
+    (one per core). On a small CPU host shared with the learner and the sandboxed programs, 1
+    avoids the threads of several processes spinning against each other."""
     max_batch_size: int = 16
     """``hf``: most sequences generated together."""
     max_model_len: int = 2048
@@ -94,6 +98,7 @@ class ActorsConfig:
     def __post_init__(self) -> None:
         check(self.engine in ("hf", "vllm", "openai"), "engine", "must be 'hf', 'vllm' or 'openai'")
         check(self.engine != "openai" or bool(self.base_url), "base_url", "required for engine 'openai'")
+        check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
         check(self.dtype in ("float32", "bfloat16", "float16", "auto"), "dtype",
               "must be float32, bfloat16, float16 or auto")
         check(self.max_batch_size >= 1, "max_batch_size", "must be >= 1")

@@ -13,6 +13,7 @@ def make_engine(config: ActorsConfig) -> InferenceEngine:
         case "hf":
             from mlerl.actors._hf import HFEngine
 
+            _set_torch_threads(config.torch_threads)
             return HFEngine(
                 config.model_path, device=config.device, dtype=config.dtype,
                 max_batch_size=config.max_batch_size,
@@ -42,4 +43,12 @@ def make_frozen_engine(config: ActorsConfig) -> InferenceEngine:
         raise ConfigError("actors.instrument_model_path", "required for LM instrumentation")
     from mlerl.actors._hf import HFEngine
 
+    _set_torch_threads(config.torch_threads)
     return HFEngine(path, device=config.device, dtype=config.dtype, max_batch_size=config.max_batch_size)
+
+
+def _set_torch_threads(threads: int) -> None:
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)

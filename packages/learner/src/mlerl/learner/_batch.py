@@ -68,13 +68,25 @@ def token_logprobs(
 
     ``temperature`` divides the logits first: the actors' engines report behaviour log-probs
     of the distribution they sampled from (logits / T), so the learner must score the same
-    distribution for the PPO ratio to start at exactly 1."""
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
-    logits = out.logits[:, :-1].float()  # (B, L-1, V)
+    distribution for the PPO ratio to start at exactly 1.
+
+    The LM head runs only from the first position any row's ``mask`` selects (``logits_to_keep``):
+    positions before it, prompt tokens of every row, are returned as 0 and never used by the
+    masked losses. With the vocabulary head a large share of a small model's compute, this
+    skips most of the work on long prompts."""
+    length = batch.input_ids.shape[1]
+    active = batch.mask.any(dim=0).nonzero()
+    first = int(active[0]) if len(active) else length - 1  # first predicting position used
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
+                logits_to_keep=length - first)
+    logits = out.logits[:, :-1].float()  # (B, L-1-first, V): positions first .. L-2
     if temperature != 1.0:
         logits = logits / temperature
-    targets = batch.input_ids[:, 1:]
+    targets = batch.input_ids[:, first + 1 :]
     # gather - logsumexp avoids a second (B, L, V) tensor next to the logits
-    logprobs = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-    entropy = entropy_from_logits(logits) if with_entropy else None
+    kept = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    logprobs = torch.nn.functional.pad(kept, (first, 0))  # (B, L-1)
+    entropy = None
+    if with_entropy:
+        entropy = torch.nn.functional.pad(entropy_from_logits(logits), (first, 0))
     return logprobs, entropy

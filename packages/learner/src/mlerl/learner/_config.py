@@ -153,6 +153,11 @@ class LearnerConfig:
     """bf16 mixed precision (FSDP2 MixedPrecisionPolicy / autocast), fp32 master weights."""
     gradient_checkpointing: bool = True
     """Recompute activations in backward."""
+    torch_threads: int = 0
+    """CPU threads per learner process (``torch.set_num_threads``); 0 keeps torch's default.
+    Set 1 on a small CPU host shared with actors and sandboxed programs: measured on 2 cores
+    under load, a tiny-model update took 2.46 s with 2 threads and 0.036 s with 1
+    (`benchmarks/learner_vs_trl.py --threads N`)."""
     fsdp: bool = True
     """Shard with FSDP2 (fully_shard per decoder layer) when torch.distributed is initialised."""
     publish_inline_max_bytes: int = 64 * 1024 * 1024
@@ -178,6 +183,7 @@ class LearnerConfig:
                 raise ConfigError(name, f"unknown value {value!r}; choose one of {choices}") from None
         check(self.temperature > 0, "temperature", "must be > 0")
         check(self.batch_size >= 1, "batch_size", "must be >= 1")
+        check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
         check(self.sampling_multiplier >= 1, "sampling_multiplier", "must be >= 1")
         check(self.ppo_epochs >= 1, "ppo_epochs", "must be >= 1")
         check(self.minibatches >= 1, "minibatches", "must be >= 1")

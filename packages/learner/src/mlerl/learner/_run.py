@@ -209,6 +209,8 @@ def run(config: LearnerConfig, metrics: MetricsConfig | None = None) -> int:
 
     On the way out the current policy is saved to ``RUN_DIR/policy`` (an HF model directory,
     what ``mlerl eval`` and the closing report load)."""
+    if config.torch_threads > 0:
+        torch.set_num_threads(config.torch_threads)
     device = _init_distributed()
     rank = torch.distributed.get_rank() if is_distributed() else 0
     run_dir = Path(config.run_dir)
