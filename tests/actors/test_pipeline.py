@@ -83,3 +83,26 @@ def test_instrument_modes_from_run_config(tmp_path):
     path.write_text(yaml.safe_dump({"instrument": {"mode": "magic"}}))
     with pytest.raises(ConfigError, match="instrument.mode"):
         _instrument_modes(path)
+
+
+def test_grade_adapter_uses_the_pool_and_close_ends_it(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    from mlerl.bench import Registry, grade_submission
+
+    task = Registry.load(data_dir=tmp_path / "data").get("us-patent-phrase-to-phrase-matching")
+    task.private_dir.mkdir(parents=True)
+    ids = [f"p{i}" for i in range(10)]
+    pd.DataFrame({"id": ids, "score": np.linspace(0, 1, 10)}).to_csv(task.answers_path, index=False)
+    path = tmp_path / "submission.csv"
+    pd.DataFrame({"id": ids, "score": np.linspace(0, 1, 10) ** 2}).to_csv(path, index=False)
+    pipeline = real_pipeline(grade_workers=1)
+    try:
+        graded = [pipeline.grade(task, path) for _ in range(2)]
+    finally:
+        pipeline.close()
+    expected = grade_submission(task, path)
+    assert graded[0] == graded[1] and graded[0].valid and graded[0].score == expected.score
+    with pytest.raises(RuntimeError, match="closed"):  # close reached the pool
+        pipeline.grade(task, path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 __version__ = "0.1.0"
@@ -35,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[0] == "--version":
         print(f"mlerl {__version__}")
         return 0
+    # transformers' per-call "Loading weights" / "Writing model shards" bars would interleave
+    # with mlerl's own progress lines (children inherit this); set it to 0 to see them
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     name, rest = argv[0], argv[1:]
     target = _SUBCOMMANDS.get(name)
     if target is None:

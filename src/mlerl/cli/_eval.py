@@ -65,10 +65,13 @@ async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str) ->
 
     engine = make_engine(config)
     sandbox = make_sandbox(SandboxConfig(backend=backend, max_concurrency=config.admission.max_in_flight))
+    pipeline = real_pipeline(grade_timeout_s=config.grade_timeout_s,
+                             grade_workers=config.admission.max_in_flight)
     try:
-        return await evaluate(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=real_pipeline())
+        return await evaluate(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline)
     finally:
         await sandbox.close()
+        pipeline.close()
         await engine.close()
 
 

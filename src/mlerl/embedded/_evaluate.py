@@ -99,9 +99,18 @@ def run_program(code: str, task, timeout_s: float) -> RunOutcome:
 def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | Path, *,
                     samples: int = 32, temperature: float = 0.8, max_new_tokens: int = 768,
                     timeout_s: float = 120.0, workers: int = 2, seed: int = 0) -> list[TaskEval]:
-    """Sample `samples` C.1 answers per task, run them, and count what parses / runs / is valid."""
+    """Sample `samples` C.1 answers per task, run them, and count what parses / runs / is valid.
+
+    Prompts are built with the `PromptConfig` the policy was bootstrapped with (its manifest),
+    so a policy trained on short data snippets is not evaluated on long ones."""
+    from mlerl.actors import PromptConfig
     from mlerl.bench import Registry, prepare
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mlerl.embedded._model import read_manifest
+
+    trained_on = ((read_manifest(Path(model_dir)) or {}).get("config") or {}).get("prompts")
+    prompts = PromptConfig(**trained_on) if trained_on else None
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
@@ -111,7 +120,7 @@ def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | 
         task = registry.get(task_id)
         if not task.is_prepared():
             prepare(task_id, data_dir)
-        answers = sample_answers(model, tok, draft_messages(task), samples,
+        answers = sample_answers(model, tok, draft_messages(task, prompts), samples,
                                  temperature, max_new_tokens, seed)
         codes = [extract_code(a) or "" for a in answers]
         with ThreadPoolExecutor(max_workers=workers) as pool:

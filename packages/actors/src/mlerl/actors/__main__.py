@@ -68,7 +68,8 @@ async def run_actor(config_path: Path, actor_id: str) -> None:
         from mlerl.instrument import LMInstrumenter
 
         instrumenter = LMInstrumenter(frozen)
-    pipeline = real_pipeline(markers, reward_config, config.grade_timeout_s, instrumenter)
+    pipeline = real_pipeline(markers, reward_config, config.grade_timeout_s, instrumenter,
+                             grade_workers=config.admission.max_in_flight)
     engine = make_engine(config)
     sandbox = make_sandbox(sandbox_config)
     try:
@@ -91,6 +92,7 @@ async def run_actor(config_path: Path, actor_id: str) -> None:
                 state.prune(sender.acked_seq)
     finally:
         await sandbox.close()
+        pipeline.close()
         await engine.close()
         if frozen is not None:
             await frozen.close()

@@ -1,14 +1,16 @@
 """Adapters from the actor to mlerl.instrument and mlerl.bench, as one small bundle of functions.
 
-The actor calls only these five functions, so tests swap in fakes and the other packages'
-APIs are named in exactly one place. :func:`real_pipeline` wires the real ones:
+The actor calls only these five functions (plus ``close`` when it stops), so tests swap in
+fakes and the other packages' APIs are named in exactly one place. :func:`real_pipeline`
+wires the real ones:
 
 - ``prepare`` (async): ``instrument_ast``, or with an ``LMInstrumenter`` the frozen LM's
   verified insertion (AST fallback, done inside mlerl.instrument), then ``prepare_run`` (secure
   nonce channel or paper prints). Code the AST instrumenter cannot handle runs uninstrumented
   (no markers, no partial credit).
 - ``scanner``: a streaming ``MarkerScanner`` fed with stdout chunks as they arrive.
-- ``grade``: ``grade_in_subprocess`` (a child process with a timeout), outside the sandbox.
+- ``grade``: a ``GraderPool`` (warm child processes with a timeout and a memory cap), outside
+  the sandbox; ``close`` ends its children.
 - ``reward``: ``compute_reward``; None for INFRA_ERROR (never rewarded).
 - ``clean``: ``clean_output``, turning nonce lines back into what the paper's prompts show.
 """
@@ -54,6 +56,8 @@ class Pipeline:
     reward: Callable[[list[str], ExecStatus, float | None, bool, bool], tuple[float | None, dict]]
     """(markers, status, score, valid, lower_is_better) -> (reward or None, parts)."""
     clean: Callable[[str, str | None], str]
+    close: Callable[[], None] = lambda: None
+    """Release what the adapters hold (the grading processes); idempotent."""
 
 
 def real_pipeline(
@@ -61,9 +65,14 @@ def real_pipeline(
     reward_config: Any = None,
     grade_timeout_s: float = 120.0,
     lm_instrumenter: Any = None,
+    grade_workers: int = 2,
 ) -> Pipeline:
-    """The real adapters; ``lm_instrumenter`` (an ``LMInstrumenter``) switches to LM mode."""
-    from mlerl.bench import grade_in_subprocess
+    """The real adapters; ``lm_instrumenter`` (an ``LMInstrumenter``) switches to LM mode.
+
+    ``grade_workers`` grading processes at most (started on first use; give it the number of
+    executions at once, since each holds its slot while grading); ``Pipeline.close`` ends them.
+    """
+    from mlerl.bench import GraderPool
     from mlerl.instrument import MarkerScanner, clean_output, compute_reward, instrument_ast, prepare_run
 
     async def prepare(code: str) -> Prepared:
@@ -78,8 +87,10 @@ def real_pipeline(
         run = prepare_run(instrumented, markers)
         return Prepared(run.program, run.nonce)
 
+    graders = GraderPool(size=grade_workers, timeout_s=grade_timeout_s)
+
     def grade(task: Any, path: Path) -> Graded:
-        report = grade_in_subprocess(task, path, timeout_s=grade_timeout_s)
+        report = graders.grade(task, path)
         return Graded(report.score, bool(report.valid_submission), report.error)
 
     def reward(marks: list[str], status: ExecStatus, score: float | None, valid: bool, lower: bool):
@@ -93,4 +104,5 @@ def real_pipeline(
         grade=grade,
         reward=reward,
         clean=clean_output,
+        close=graders.close,
     )

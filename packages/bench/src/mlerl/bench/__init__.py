@@ -16,7 +16,7 @@ from mlerl.bench._grade import (
 from mlerl.bench._graders import GRADERS, InvalidSubmission
 from mlerl.bench._medals import medal_positions, rank_score, thresholds_from_leaderboard, thresholds_from_scores
 from mlerl.bench._prepare import prepare
-from mlerl.bench._subprocess import grade_in_subprocess
+from mlerl.bench._subprocess import GraderPool, grade_in_subprocess
 from mlerl.bench._task import Registry, TaskError, TaskSpec, Thresholds, default_data_dir
 
 __version__ = "0.1.0"
@@ -27,6 +27,7 @@ __all__ = [
     "GRADERS",
     "REPORT_KEYS",
     "GradeReport",
+    "GraderPool",
     "InvalidSubmission",
     "Registry",
     "TaskError",
