@@ -86,6 +86,7 @@ def override_key(override: str) -> str:
 
 
 def parse_args(argv: list[str] | None) -> AblationConfig:
+    """The command line as a config; exits with a usage error naming the bad argument."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=AblationConfig.seeds, help="seeds per method (default 3)")
     parser.add_argument("--updates", type=int, default=AblationConfig.updates, help="learner updates per run (default 20)")
