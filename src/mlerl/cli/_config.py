@@ -73,7 +73,8 @@ class InstrumentConfig:
 @dataclass
 class TrainConfig:
     seed: int = 0
-    """Seeds the bootstrap, sampling, batching and tasks."""
+    """Seeds sampling, batching and tasks. The embedded bootstrap has its own
+    ``model.bootstrap.seed``, so a sweep over ``seed`` starts every run from the same policy."""
     resume: str = ""
     """A run directory to continue; empty starts a new run in Hydra's output dir."""
     num_actors: int = 1
