@@ -128,7 +128,10 @@ def test_make_sink_on_the_same_run_dir_continues_the_wandb_run(tmp_path: Path, q
     resumed.log({"loss": 0.5}, 1)
     resumed.close()
     runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
-    assert len(runs) == 2 and all(r.name.endswith(f"-{run_id}") for r in runs)
+    # W&B names a run's directory offline-run-<time>-<id>, with a -1 suffix when the same id
+    # starts twice within a second
+    assert len(runs) == 2 and all(f"-{run_id}" in r.name for r in runs)
+    assert all((r / f"run-{run_id}.wandb").is_file() for r in runs)
     other = make_sink(config, tmp_path / "other", name="o")
     other.close()
     assert (tmp_path / "other" / "wandb" / "mlerl-run-id").read_text() != run_id
