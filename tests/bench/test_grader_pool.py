@@ -197,3 +197,19 @@ def test_children_exit_when_the_parent_is_killed(task, tmp_path):
         parent.wait()
     assert line["valid"] and line["pids"]
     assert _wait_gone(line["pids"], 5) == []
+
+
+def test_a_warm_child_found_dead_when_asked_costs_no_grade(task, tmp_path, monkeypatch):
+    from mlerl.bench._subprocess import _Worker
+
+    good = _submission(tmp_path, "good")
+    with GraderPool(size=1) as pool:
+        pool.grade(task, good)
+        (pid,) = pool.pids
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone([pid], 10) == []
+        # the pool notices the death only when it sends the request (the race CI hit)
+        monkeypatch.setattr(_Worker, "alive", lambda self: True)
+        after = pool.grade(task, good)
+        assert pool.pids and pid not in pool.pids
+    _assert_same_as_in_process(after, task, good)

@@ -213,7 +213,8 @@ class GraderPool:
     times out (``timeout_s`` per reply, its start-up not counted: ``start_timeout_s``) is killed
     and the report says "grading timed out after N s"; one that dies or breaks the protocol
     gives "grading process failed (...)" with its last stderr line. Either way the next call
-    gets a fresh child. A child is recycled after ``max_requests`` grades. ``close()`` (or
+    gets a fresh child. A call whose *warm* child turns out dead or broken is retried once on a
+    fresh child, so a child killed while idle costs no grade. A child is recycled after ``max_requests`` grades. ``close()`` (or
     leaving a ``with`` block) kills every child.
     """
 
@@ -241,15 +242,20 @@ class GraderPool:
     def grade(self, task: TaskSpec, submission_path: str | os.PathLike[str]) -> GradeReport:
         """Like :func:`grade_submission`, in a warm child; an invalid report says why on failure."""
         path = Path(submission_path)
-        try:
-            worker = self._acquire()
-        except OSError as exc:
-            return _report(task, path, None, path.is_file(), f"grading process failed (cannot start: {exc})")
-        healthy = False
-        try:
-            report, healthy = self._ask(worker, task, path)
-        finally:
-            self._release(worker, healthy)
+        for attempt in range(2):
+            try:
+                worker = self._acquire()
+            except OSError as exc:
+                return _report(task, path, None, path.is_file(), f"grading process failed (cannot start: {exc})")
+            healthy, was_warm = False, worker.served > 0
+            try:
+                report, healthy = self._ask(worker, task, path)
+            finally:
+                self._release(worker, healthy)
+            # a warm child found dead when asked (killed while idle, OOM-killed by the host)
+            # must not cost this submission its grade: once, ask a fresh child
+            if healthy or not was_warm or attempt or not report.error.startswith("grading process failed"):
+                return report
         return report
 
     def close(self) -> None:
