@@ -48,7 +48,6 @@ import os
 import platform
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,6 +57,7 @@ from pathlib import Path
 import msgspec
 import torch
 
+from _common import git_commit, machine_info  # benchmarks/ is sys.path[0] when run as a script
 from mlerl.learner import LearnerConfig, build_learner, collate, token_logprobs
 from mlerl.protocol import ExecStatus, PromptKind, Sample
 
@@ -367,8 +367,10 @@ def agreement(initial: dict[str, torch.Tensor], a: dict[str, torch.Tensor], b: d
 
 
 def machine() -> dict:
-    return {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "platform": platform.platform(),
-            "processor": platform.machine(), "python": platform.python_version(), "niceness": os.nice(0)}
+    """`_common.machine_info` (its load average is taken before and after the run here) plus the
+    facts that change how a learner timing reads."""
+    info = {k: v for k, v in machine_info().items() if k != "load_avg"}
+    return info | {"torch_threads": torch.get_num_threads(), "processor": platform.machine(), "niceness": os.nice(0)}
 
 
 def versions() -> dict:
@@ -381,11 +383,6 @@ def versions() -> dict:
         except PackageNotFoundError:
             out[pkg] = None
     return out
-
-
-def git_commit() -> dict:
-    run = lambda *a: subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()  # noqa: E731
-    return {"commit": run("rev-parse", "HEAD") or None, "dirty": bool(run("status", "--porcelain"))}
 
 
 def table(results: dict, tokens: dict) -> str:
@@ -422,7 +419,7 @@ def build_report(cfg: BenchConfig, argv: list[str], raw: dict[str, dict], tokens
     report = {
         "benchmark": "learner_vs_trl",
         "command": shlex.join(["python", "benchmarks/learner_vs_trl.py", *argv]),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "git": git_commit(), "versions": versions(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "git_commit": git_commit(), "versions": versions(),
         "machine": machine() | {"load_avg_before": list(load_before), "load_avg_after": list(os.getloadavg())},
         "config": asdict(cfg), "batch": tokens,
         "compared": {"mlerl": "mlerl.learner.Learner.update (GRPO baseline, no critic, token mean)",
