@@ -134,18 +134,6 @@ def sft(model, tok, examples: list[Example], cfg: BootstrapConfig, log=None) -> 
             "mean_len": round(sum(len(e[0]) for e in kept) / max(1, len(kept)), 1)}
 
 
-def torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
-
-
-def set_torch_threads(threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
-
-
 def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
     views = task_views(data_dir, list(cfg.task_ids) or None)
     return generate_corpus(views, cfg.seed, cfg.drafts_per_task, cfg.improves_per_task,
@@ -198,13 +186,15 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
     tok = _as_loaded(tok, model.config)
     log(f"embedded policy: {len(examples)} examples, {model.num_parameters() / 1e6:.2f} M params, "
         f"training up to {cfg.sft_steps} steps / {cfg.sft_seconds:.0f} s")
-    threads = torch_threads()
+    import torch
+
+    threads = torch.get_num_threads()
     if cfg.torch_threads:
-        set_torch_threads(cfg.torch_threads)
+        torch.set_num_threads(cfg.torch_threads)
     try:
         record = sft(model, tok, examples, cfg, log)
     finally:
-        set_torch_threads(threads)
+        torch.set_num_threads(threads)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     cache.mkdir(parents=True, exist_ok=True)
