@@ -128,7 +128,9 @@ def test_essay_constant_is_zero_and_float_labels(grading):
     assert grading.grade(ESSAY, pd.DataFrame({"essay_id": ids, "score": 3})).score == 0.0
     assert grading.grade(ESSAY, pd.DataFrame({"essay_id": ids, "score": scores})).score == 1.0
     halves = pd.DataFrame({"essay_id": ids, "score": [s + 0.5 for s in scores]})
-    assert grading.grade(ESSAY, halves).score < 1.0  # 1.5 is a label of its own
+    assert grading.grade(ESSAY, halves).valid_submission is False  # continuous vs classes
+    whole = pd.DataFrame({"essay_id": ids, "score": [float(s) for s in scores]})
+    assert grading.grade(ESSAY, whole).score == 1.0  # 3.0 is the class 3
     assert grading.grade(ESSAY, pd.DataFrame({"essay_id": ids[:3], "score": 1})).valid_submission is False
 
 

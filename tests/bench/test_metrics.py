@@ -50,14 +50,28 @@ def test_qwk_matches_sklearn(seed, n, k):
     assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, abs=1e-12)
 
 
-def test_qwk_float_labels_count_separately():
-    # 2.5 becomes its own label between 2 and 3: labels [2, 2.5, 3] have indices 0, 1, 2.
-    # pred [2, 2.5], true [2, 3]: O = {(0,0):1, (1,2):1}; sum W*O = (1-2)^2 = 1.
-    # rows (pred) marginals [1,1,0], cols (true) [1,0,1], n=2 -> E = outer/2:
-    # E(0,0)=.5 (w0), E(0,2)=.5 (w4), E(1,0)=.5 (w1), E(1,2)=.5 (w1) -> sum W*E = 3.
-    # kappa = 1 - 1/3.
-    assert m.quadratic_weighted_kappa([2, 2.5], [2, 3]) == pytest.approx(2 / 3)
-    assert m.quadratic_weighted_kappa([3, 3, 3], [1, 2, 3]) == 0.0  # constant prediction
+def test_qwk_rejects_non_integer_labels_and_keeps_whole_floats():
+    # scikit-learn's target-type check: a float array with a value != its int cast is
+    # "continuous", which cannot be mixed with integer classes (MLE-bench: invalid).
+    for pred in ([2, 2.5], [2.0, np.nan], [2.0, np.inf], [1.2, 3.7]):
+        with pytest.raises(ValueError):
+            m.quadratic_weighted_kappa(np.array(pred), np.array([2, 3]))
+    # 3.0 is the class 3: pred [2., 3.] vs true [2, 3] agree exactly -> kappa 1
+    assert m.quadratic_weighted_kappa(np.array([2.0, 3.0]), np.array([2, 3])) == 1.0
+    # constant prediction: O equals E (one row of the confusion matrix), kappa 0
+    assert m.quadratic_weighted_kappa([3, 3, 3], [1, 2, 3]) == 0.0
+
+
+def test_accuracy_target_checks():
+    true = np.array([1, 2, 3, 2])
+    for pred in ([1, 2, 3, np.nan], [1.5, 2, 3, 2], [1, 2, 3, np.inf]):
+        with pytest.raises(ValueError):
+            m.accuracy(true, np.array(pred, dtype=float))
+    assert m.accuracy(true, np.array([1.0, 2.0, 3.0, 3.0])) == 0.75  # 3 of 4 by hand
+    # strings against 3+ integer classes compare unequal (0.0); against 2 classes they raise
+    assert m.accuracy(true, np.array(["a", "b", "c", "d"], dtype=object)) == 0.0
+    with pytest.raises(ValueError):
+        m.accuracy(np.array([1, 2]), np.array(["a", "b"], dtype=object))
 
 
 @SETTINGS

@@ -3,7 +3,9 @@
 Guarantees: every failure (missing file, not ``.csv``, over the size cap, unreadable CSV, any
 exception in the grader) yields a report with ``valid_submission=False`` and ``score=None``;
 nothing raises for a bad submission. The size cap is checked with ``stat`` before reading, so
-a huge file costs no memory. ``validate_submission`` returns only valid/invalid and a reason
+a huge file costs no memory, and a file of absurd shape for the answers (far too many columns,
+lines or rows, an overlong line) is refused in one bounded streaming pass before pandas parses
+it. ``validate_submission`` returns only valid/invalid and a reason
 free of answer values and scores. Scores are rounded to 5 places; NaN is a valid score.
 """
 
@@ -22,6 +24,7 @@ import pandas as pd
 
 from mlerl.bench._graders import GRADERS, InvalidSubmission
 from mlerl.bench._medals import rank_score, thresholds_from_leaderboard
+from mlerl.bench._shape import check_shape
 from mlerl.bench._task import TaskSpec
 
 REPORT_KEYS = (
@@ -87,8 +90,8 @@ def _read_csv(path: Path) -> pd.DataFrame:
             return pd.read_csv(path)
 
 
-def read_submission(task: TaskSpec, path: Path) -> pd.DataFrame:
-    """Read a submission CSV as MLE-bench does; raise :class:`InvalidSubmission` on any problem."""
+def _check_file(task: TaskSpec, path: Path) -> None:
+    """A regular, non-link ``.csv`` file within the task's byte cap (``stat`` only)."""
     if not path.is_file() or path.suffix.lower() != ".csv":
         raise InvalidSubmission("submission must be a regular .csv file")
     if path.is_symlink():  # stricter than MLE-bench: a link could point at the answers
@@ -96,10 +99,29 @@ def read_submission(task: TaskSpec, path: Path) -> pd.DataFrame:
     size = path.stat().st_size
     if size > task.max_submission_bytes:
         raise InvalidSubmission(f"submission is {size} bytes, over the {task.max_submission_bytes}-byte cap")
+
+
+def read_submission(task: TaskSpec, path: Path, answers: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Read a submission CSV as MLE-bench does; raise :class:`InvalidSubmission` on any problem.
+
+    With ``answers``, a file of absurd shape for them (see :mod:`mlerl.bench._shape`: too many
+    columns, lines or rows, an overlong line) is refused in one bounded pass before pandas
+    parses it.
+    """
+    _check_file(task, path)
+    if answers is not None:
+        check_shape(path, len(answers), answers.shape[1])
     try:
         return _read_csv(path)
     except Exception as exc:  # any parse failure means invalid
         raise InvalidSubmission(f"submission is not a readable CSV ({type(exc).__name__})") from None
+
+
+def _read_pair(task: TaskSpec, path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(submission, answers): file checks, then the answers, then the bounded shape check."""
+    _check_file(task, path)
+    answers = load_answers(task)
+    return read_submission(task, path, answers), answers
 
 
 def load_answers(task: TaskSpec) -> pd.DataFrame:
@@ -131,8 +153,7 @@ def _report(task: TaskSpec, path: Path, score: float | None, exists: bool, error
 def _score_file(task: TaskSpec, path: Path) -> tuple[float | None, bool, str]:
     exists = path.is_file() and path.suffix.lower() == ".csv"
     try:
-        submission = read_submission(task, path)
-        answers = load_answers(task)
+        submission, answers = _read_pair(task, path)
         return score_frame(task, submission, answers), exists, ""
     except InvalidSubmission as exc:
         return None, exists, str(exc)
@@ -158,8 +179,8 @@ def validate_submission(task: TaskSpec, submission_path: str | os.PathLike[str])
     """
     path = Path(submission_path)
     try:
-        submission = read_submission(task, path)
-        score_frame(task, submission, load_answers(task))
+        submission, answers = _read_pair(task, path)
+        score_frame(task, submission, answers)
     except InvalidSubmission as exc:
         return False, str(exc)
     except FileNotFoundError:

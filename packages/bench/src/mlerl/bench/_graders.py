@@ -57,14 +57,16 @@ def grade_auc(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str, targets: Sequen
 
 
 def grade_accuracy(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str, targets: Sequence[str]) -> float:
-    """Accuracy of one label column (tps-dec-2021)."""
+    """Accuracy of one label column (tps-dec-2021); NaN, infinity or fractional labels are
+    invalid (scikit-learn's target-type checks), whole-number floats are their class."""
     (target,) = targets
     s, a = _aligned(sub, ans, id_col, [target])
     return m.accuracy(a[target].to_numpy(), s[target].to_numpy())
 
 
 def grade_qwk(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str, targets: Sequence[str]) -> float:
-    """Quadratic weighted kappa (essay-scoring-2); every distinct value is its own label."""
+    """Quadratic weighted kappa (essay-scoring-2): predictions must be class labels (2.5 or a
+    regression output is invalid, 3.0 is 3); every distinct value is its own label."""
     (target,) = targets
     _need(len(sub) > 0, "submission is empty")
     s, a = _aligned(sub, ans, id_col, [target])
@@ -112,7 +114,8 @@ def _probabilities_in_range(frame: pd.DataFrame) -> None:
 
 
 def grade_log_loss_exact(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str, targets: Sequence[str]) -> float:
-    """Log loss with the exact column set and rows summing to 1 within 1e-6 (leaf, stand-ins)."""
+    """Log loss with the exact column set and rows that sum to 1 by ``np.isclose(sum, 1,
+    atol=1e-6)`` (whose default rtol=1e-5 makes the tolerance 1.1e-5) (leaf, stand-ins)."""
     classes = _classes(ans, id_col, targets)
     _need(set(sub.columns) == {id_col, *classes},
           f"submission columns must be exactly {id_col!r} plus the {len(classes)} class columns")
@@ -124,7 +127,8 @@ def grade_log_loss_exact(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str, targ
 
 
 def grade_log_loss_shape(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str, targets: Sequence[str]) -> float:
-    """Spooky's checks: shape (n, classes + 1), columns after the first sum to 1 within 1e-6."""
+    """Spooky's checks: shape (n, classes + 1); the columns after the first sum to 1 by
+    ``np.isclose(sum, 1, atol=1e-6)`` (tolerance 1.1e-5) and lie in [0, 1]."""
     classes = _classes(ans, id_col, targets)
     _need(sub.shape == (len(ans), len(classes) + 1),
           f"submission shape {sub.shape} must be ({len(ans)}, {len(classes) + 1})")

@@ -69,24 +69,81 @@ def columnwise_roc_auc(y_true: np.ndarray, y_score: np.ndarray) -> float:
     return float(np.mean([roc_auc(t[:, j], s[:, j]) for j in range(t.shape[1])]))
 
 
+def label_type(y: np.ndarray, name: str) -> str:
+    """scikit-learn's ``type_of_target`` for a 1-D label array (as in the pinned 1.5.1).
+
+    "unknown" for an object array whose first value is not a string (e.g. NaN in a text
+    column); for floats, "continuous" when any value differs from its cast to int (raising
+    first if a value is NaN or infinite); else "binary" (at most two distinct values) or
+    "multiclass". Mixed strings and numbers raise ``TypeError`` (they cannot be sorted).
+    """
+    if len(y) == 0:
+        return "unknown"
+    if y.dtype == object and not isinstance(y[0], str):
+        return "unknown"
+    if y.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            fractional = bool(np.any(y != y.astype(np.int64)))
+        if fractional:
+            if not np.all(np.isfinite(y)):
+                raise ValueError(f"{name} contains NaN or infinity")
+            return "continuous"
+    return "binary" if len(np.unique(y)) <= 2 else "multiclass"
+
+
+def check_class_targets(y_true: np.ndarray, y_pred: np.ndarray) -> str:
+    """scikit-learn's ``_check_targets`` for 1-D labels: "binary" or "multiclass", else raise.
+
+    Raises ``ValueError`` for a mix of kinds (e.g. continuous predictions against integer
+    classes: 2.5 or a regression output), for unsupported kinds (continuous, unknown), and for
+    binary labels of incomparable types (strings against numbers).
+    """
+    kinds = {label_type(y_true, "y_true"), label_type(y_pred, "y_pred")}
+    if kinds == {"binary", "multiclass"}:
+        kinds = {"multiclass"}
+    if len(kinds) > 1:
+        raise ValueError(f"classification metrics cannot handle a mix of {' and '.join(sorted(kinds))} targets")
+    kind = kinds.pop()
+    if kind not in ("binary", "multiclass"):
+        raise ValueError(f"{kind} targets are not supported by classification metrics")
+    if kind == "binary":
+        try:
+            union = np.union1d(y_true, y_pred)
+        except TypeError:
+            raise ValueError("labels in y_true and y_pred are of different types") from None
+        if len(union) > 2:
+            kind = "multiclass"
+    return kind
+
+
 def accuracy(y_true: Sequence[object], y_pred: Sequence[object]) -> float:
-    """Fraction of exact matches (sklearn ``accuracy_score``)."""
+    """Fraction of exact matches (sklearn ``accuracy_score`` as pinned: 1.5.1).
+
+    Labels go through :func:`check_class_targets` first, so NaN, infinity or a fractional
+    value among integer classes raises; whole-number floats (3.0) are the classes they equal;
+    strings against integer classes score 0 when there are more than two labels.
+    """
     t, p = _as_1d(y_true, "y_true"), _as_1d(y_pred, "y_pred")
     if len(t) != len(p) or len(t) == 0:
         raise ValueError("y_true and y_pred must be non-empty and of equal length")
+    check_class_targets(t, p)
     return float(np.mean(t == p))
 
 
 def quadratic_weighted_kappa(y1: Sequence[object], y2: Sequence[object]) -> float:
     """Cohen's kappa with quadratic weights, as sklearn's ``cohen_kappa_score``.
 
-    Labels are the sorted union of distinct values of both inputs, and weights use the label
-    *index* (so 2.5 is its own label between 2 and 3). kappa = 1 - sum(W O) / sum(W E) with
-    W_ij = (i - j)^2, O the confusion matrix, E the outer product of the marginals / n.
+    Both inputs must be class labels (:func:`check_class_targets`): non-integer floats (2.5, a
+    regression output), NaN or infinity raise, as scikit-learn rejects a mix of continuous and
+    multiclass targets; whole-number floats (3.0) are valid. Labels are the sorted union of
+    distinct values of both inputs, and weights use the label *index*.
+    kappa = 1 - sum(W O) / sum(W E) with W_ij = (i - j)^2, O the confusion matrix, E the outer
+    product of the marginals / n.
     """
     a, b = _as_1d(y1, "y1"), _as_1d(y2, "y2")
     if len(a) != len(b) or len(a) == 0:
         raise ValueError("inputs must be non-empty and of equal length")
+    check_class_targets(a, b)
     numeric = [np.issubdtype(x.dtype, np.number) or x.dtype == bool for x in (a, b)]
     if numeric[0] != numeric[1]:
         raise ValueError("mix of numeric and non-numeric labels")
@@ -141,9 +198,11 @@ def mean_word_jaccard(preds: Sequence[str], answers: Sequence[str]) -> float:
 def multiclass_log_loss(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Mean cross-entropy of one-hot ``y_true`` (n, k) against probabilities ``y_pred`` (n, k).
 
-    As sklearn's ``log_loss``: values must lie in [0, 1]; rows are renormalised to sum to one
-    (graders check the sums first, with the task's own tolerance), then clipped to
-    [eps, 1 - eps] with eps the float64 machine epsilon.
+    As sklearn's ``log_loss`` in the pinned 1.5.1: values must lie in [0, 1]; rows are NOT
+    renormalised (scikit-learn <= 1.4 divided each row by its sum; 1.5 only warns when rows do
+    not sum to one, later versions raise): each probability is clipped to [eps, 1 - eps] with
+    eps the float64 machine epsilon. Graders check the row sums first, with the task's own
+    tolerance.
     """
     t = _finite_float(y_true, "y_true")
     p = _finite_float(y_pred, "y_pred")
@@ -151,11 +210,8 @@ def multiclass_log_loss(y_true: np.ndarray, y_pred: np.ndarray) -> float:
         raise ValueError("y_true and y_pred must be non-empty 2-D arrays of the same shape")
     if p.min() < 0 or p.max() > 1:
         raise ValueError("probabilities must lie in [0, 1]")
-    sums = p.sum(axis=1, keepdims=True)
-    if np.any(sums == 0):
-        raise ValueError("a probability row sums to zero")
     eps = np.finfo(np.float64).eps
-    p = np.clip(p / sums, eps, 1 - eps)
+    p = np.clip(p, eps, 1 - eps)
     return float(-(t * np.log(p)).sum(axis=1).mean())
 
 
