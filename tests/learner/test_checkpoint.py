@@ -62,7 +62,7 @@ _CRASHER = textwrap.dedent(
     learner = Learner(LearnerConfig(**{cfg!r}), model)
     learner.version = 1
     save_checkpoint(sys.argv[1], learner, {{"marker": 1}})
-    def hang(tmp):
+    def hang(tmp, *args):
         print("WRITING", flush=True)
         time.sleep(120)
     ck._write_commit = hang

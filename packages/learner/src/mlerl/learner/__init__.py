@@ -9,7 +9,14 @@ weight publication. The process entry point is ``python -m mlerl.learner``.
 from mlerl.learner._advantages import gae, group_advantages, terminal_rewards, whiten
 from mlerl.learner._batch import TokenBatch, collate, token_logprobs
 from mlerl.learner._buffer import ExperienceBuffer, JournalError, completion_time, read_journal
-from mlerl.learner._checkpoint import complete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
+from mlerl.learner._checkpoint import (
+    CheckpointError,
+    complete_checkpoints,
+    latest_checkpoint,
+    load_checkpoint,
+    restore_checkpoint,
+    save_checkpoint,
+)
 from mlerl.learner._config import (
     AdvantageEstimator,
     BatchPolicy,
@@ -49,6 +56,7 @@ __all__ = [
     "run",
     "train_step",
     "collate",
+    "CheckpointError",
     "complete_checkpoints",
     "completion_time",
     "duration_weights",
@@ -65,6 +73,7 @@ __all__ = [
     "ppo_policy_loss",
     "publish_weights",
     "read_journal",
+    "restore_checkpoint",
     "save_checkpoint",
     "shard",
     "terminal_rewards",

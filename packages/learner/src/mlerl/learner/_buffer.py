@@ -15,6 +15,13 @@ Guarantees:
   ``t_graded`` or ``t_exec_finished`` or ``t_sampled``; the paper's Algorithm 1); ``oldest_first``
   takes the B sampled first. Samples not taken stay pending for a later batch; nothing is
   dropped. Ties break by journal order, so batch formation is deterministic on replay.
+- With a ``check`` (``mlerl.protocol.check_sample`` bound to the learner's limits), a sample
+  that fails it is refused: ``refuse`` appends ``{actor_id, seq, sample_id, task_id, reason,
+  t}`` to ``refused.jsonl`` (fsynced by ``sync``) and never journals it; its key counts as
+  stored (the transport acks it, dedupes it and rebuilds its watermark from ``stored_keys``).
+  Replay applies the same check, so a bad sample journaled before (an older build, other
+  limits) is refused and skipped instead of crashing every restart. Refusals are counted in
+  ``counters["refused"]`` and per field in ``refused_by_field``.
 - ``state_dict`` holds the consumed keys; a checkpoint stores it and ``load_state_dict`` after
   reopening restores exactly the pending set of that moment plus everything journaled since.
 
@@ -24,9 +31,13 @@ from memory but not from disk).
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import struct
+import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +47,7 @@ from mlerl.learner._config import BatchPolicy
 
 _HEADER = struct.Struct(">II")  # payload length, crc32(payload)
 Key = tuple[str, int]
+log = logging.getLogger(__name__)
 
 
 class JournalError(RuntimeError):
@@ -82,12 +94,22 @@ def read_journal(path: Path) -> tuple[list[Sample], int, bool]:
 class ExperienceBuffer:
     """Pending samples ordered for batch formation, journaled on disk."""
 
-    def __init__(self, directory: str | Path, policy: BatchPolicy = BatchPolicy.first_completed) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        policy: BatchPolicy = BatchPolicy.first_completed,
+        *,
+        check: Callable[[Sample], str | None] | None = None,
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "journal.bin"
+        self.refused_path = self.directory / "refused.jsonl"
         self.policy = policy
-        self.counters = {"added": 0, "duplicates": 0, "infra_error": 0, "torn": 0, "consumed": 0}
+        self.check = check
+        """None, or ``check(sample) -> reason | None``; replay applies it too."""
+        self.counters = {"added": 0, "duplicates": 0, "infra_error": 0, "torn": 0, "consumed": 0, "refused": 0}
+        self.refused_by_field: dict[str, int] = {}
         self._stored: set[Key] = set()
         self._consumed: set[Key] = set()
         self._pending: dict[Key, tuple[int, Sample]] = {}  # key -> (journal index, sample)
@@ -98,12 +120,80 @@ class ExperienceBuffer:
             with open(self.path, "r+b") as f:
                 f.truncate(good)
                 os.fsync(f.fileno())
+        self._refused: set[Key] = self._read_refused()
+        self._refused_file = open(self.refused_path, "a", encoding="utf-8")  # noqa: SIM115
+        self._refused_dirty = False
+        self._stored |= self._refused
         for s in samples:
             self._admit(s)
+        if self._refused_dirty:
+            self.sync_refused()
         self._file = open(self.path, "ab")
+
+    def _read_refused(self) -> set[Key]:
+        """Keys in ``refused.jsonl``; a torn last line (crash mid-write) is cut off."""
+        if not self.refused_path.exists():
+            return set()
+        data = self.refused_path.read_bytes()
+        keys: set[Key] = set()
+        good = 0
+        for line in data.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                break  # torn tail (the last line): never acked, the sender resends the sample
+            try:
+                record = json.loads(line)
+                key = (str(record["actor_id"]), int(record["seq"]))
+            except (ValueError, KeyError, TypeError):
+                raise JournalError(f"{self.refused_path}: unreadable record at byte {good}") from None
+            keys.add(key)
+            self._count_refusal(str(record.get("reason", "")))
+            good += len(line)
+        if good < len(data):
+            with open(self.refused_path, "r+b") as f:
+                f.truncate(good)
+                os.fsync(f.fileno())
+        return keys
+
+    def refuse(self, sample: Sample, reason: str, *, sync: bool = True) -> bool:
+        """Record ``sample`` as refused (never journaled nor batched); False if already stored."""
+        key = (sample.actor_id, sample.seq)
+        if key in self._stored:
+            self.counters["duplicates"] += 1
+            return False
+        self._record_refusal(sample, reason)
+        if sync:
+            self.sync_refused()
+        return True
+
+    def _record_refusal(self, sample: Sample, reason: str) -> None:
+        key = (sample.actor_id, sample.seq)
+        record = {"actor_id": sample.actor_id, "seq": sample.seq, "sample_id": sample.sample_id,
+                  "task_id": sample.task_id, "reason": reason, "t": round(time.time(), 3)}
+        self._refused_file.write(json.dumps(record) + "\n")
+        self._refused_dirty = True
+        self._refused.add(key)
+        self._stored.add(key)
+        self._count_refusal(reason)
+
+    def _count_refusal(self, reason: str) -> None:
+        self.counters["refused"] += 1
+        field = reason.split(":", 1)[0] or "?"
+        self.refused_by_field[field] = self.refused_by_field.get(field, 0) + 1
+
+    def sync_refused(self) -> None:
+        self._refused_file.flush()
+        os.fsync(self._refused_file.fileno())
+        self._refused_dirty = False
 
     def _admit(self, sample: Sample) -> None:
         key = (sample.actor_id, sample.seq)
+        reason = self.check(sample) if self.check is not None else None
+        if reason is not None:  # journaled before (older build or other limits): skip it
+            self._index += 1
+            if key not in self._refused:
+                log.warning("journal: skipping sample %s refused on replay: %s", sample.sample_id, reason)
+                self._record_refusal(sample, reason)
+            return
         self._stored.add(key)
         self._index += 1
         if sample.exec_status is ExecStatus.INFRA_ERROR:
@@ -125,9 +215,11 @@ class ExperienceBuffer:
         return True
 
     def sync(self) -> None:
-        """Make every added sample durable."""
+        """Make every added (and refused) sample durable."""
         self._file.flush()
         os.fsync(self._file.fileno())
+        if self._refused_dirty:
+            self.sync_refused()
 
     def __contains__(self, key: Key) -> bool:
         return key in self._stored
@@ -137,7 +229,7 @@ class ExperienceBuffer:
         return len(self._pending)
 
     def stored_keys(self) -> set[Key]:
-        """Every ``(actor_id, seq)`` in the journal (pending, consumed or INFRA_ERROR)."""
+        """Every ``(actor_id, seq)`` in the journal (pending, consumed or INFRA_ERROR) or refused."""
         return set(self._stored)
 
     def last_consumed_seq(self) -> dict[str, int]:
@@ -186,3 +278,7 @@ class ExperienceBuffer:
         if not self._file.closed:
             self.sync()
             self._file.close()
+        if not self._refused_file.closed:
+            if self._refused_dirty:
+                self.sync_refused()
+            self._refused_file.close()

@@ -8,16 +8,23 @@ several ranks (torchrun) rank 0 hands each batch to the others with ``broadcast_
 ``None`` tells them to stop. All ranks run the same collective sequence: update, publish
 (full-state-dict gather), and every ``checkpoint_every`` updates a checkpoint.
 
-On start the last complete checkpoint under ``RUN_DIR/checkpoints`` is restored (models,
-optimizers, RNG, version, consumed samples); the journal supplies everything received since,
-so nothing acked is lost. Batches consumed after that checkpoint are pending again and the
-resumed run repeats exactly the updates the crash lost.
+On start the newest loadable checkpoint under ``RUN_DIR/checkpoints`` is restored (models,
+optimizers, RNG, version, consumed samples; a corrupt newer one is skipped with a warning); the
+journal supplies everything received since, so nothing acked is lost. Batches consumed after
+that checkpoint are pending again and the resumed run repeats exactly the updates the crash lost.
+
+At the door every sample is checked (``mlerl.protocol.check_sample`` against the model's
+vocabulary and the configured reward/duration bounds); a refused one is acked, recorded in
+``RUN_DIR/buffer/refused.jsonl`` with its reason and counted (``buffer/refused``,
+``refused/<field>``), never journaled or trained on. Both streams use CURVE with the run's keys
+(``RUN_DIR/keys``, generated here when missing) unless ``curve`` is off.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import json
 import logging
 import math
@@ -34,15 +41,18 @@ from mlerl.protocol import (
     ExecStatus,
     MetricsConfig,
     Sample,
+    SampleLimits,
     SampleReceiver,
     TransportConfig,
     WeightBroadcaster,
     WeightUpdate,
+    check_sample,
+    generate_keys,
     make_sink,
 )
 
 from mlerl.learner._buffer import ExperienceBuffer
-from mlerl.learner._checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from mlerl.learner._checkpoint import restore_checkpoint, save_checkpoint
 from mlerl.learner._config import LearnerConfig
 from mlerl.learner._learner import Learner
 from mlerl.learner._models import is_distributed
@@ -75,6 +85,13 @@ def build_learner(config: LearnerConfig, device: torch.device) -> Learner:
         except (OSError, ValueError):
             pad = None
     return Learner(config, model, pad_token_id=pad if pad is not None else 0, device=str(device))
+
+
+def sample_limits(learner: Learner) -> SampleLimits:
+    """What a sample must satisfy to be stored: the policy's vocabulary, the configured bounds."""
+    cfg = learner.config
+    return SampleLimits(vocab_size=int(learner.policy.config.vocab_size), reward_min=cfg.reward_min,
+                        reward_max=cfg.reward_max, max_duration_s=cfg.max_duration_s)
 
 
 def train_step(learner: Learner, batch: list[Sample], buffer_state: dict[str, Any] | None) -> tuple[dict[str, float], WeightUpdate | None]:
@@ -152,7 +169,11 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
         if samples is not None:
             samples.flush()
 
-    receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=commit)
+    def on_refused(sample: Sample, reason: str) -> None:
+        buffer.refuse(sample, reason, sync=False)  # made durable by commit(), before the ack
+
+    refuse = {"check": buffer.check, "on_refused": on_refused} if buffer.check is not None else {}
+    receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=commit, **refuse)
     broadcaster = WeightBroadcaster.from_config(transport)
     async with receiver, broadcaster:
         initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, Path(cfg.run_dir) / "weights", cfg.publish_inline_max_bytes)
@@ -168,6 +189,7 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             metrics, update = await asyncio.to_thread(train_step, learner, batch, state)
             broadcaster.publish(update)
             metrics.update({f"buffer/{k}": float(v) for k, v in buffer.counters.items()}, **{"buffer/pending": float(len(buffer))})
+            metrics.update({f"refused/{k}": float(v) for k, v in buffer.refused_by_field.items()})
             sink.log(metrics, step=learner.version)
         # PUB drops what is still queued when it closes: keep announcing the final version
         # for two republish periods so every subscriber (and a test) sees it.
@@ -215,16 +237,19 @@ def run(config: LearnerConfig, metrics: MetricsConfig | None = None) -> int:
     rank = torch.distributed.get_rank() if is_distributed() else 0
     run_dir = Path(config.run_dir)
     learner = build_learner(config, device)
-    buffer = ExperienceBuffer(run_dir / "buffer", config.batch_policy) if rank == 0 else None
-    ckpt = latest_checkpoint(run_dir / "checkpoints")
+    buffer = ExperienceBuffer(run_dir / "buffer", config.batch_policy, check=functools.partial(check_sample, limits=sample_limits(learner))) if rank == 0 else None
+    ckpt, extra = restore_checkpoint(run_dir / "checkpoints", learner)
     if ckpt is not None:
-        extra = load_checkpoint(ckpt, learner)
         if buffer is not None and extra.get("buffer") is not None:
             buffer.load_state_dict(extra["buffer"])
         log.info("resumed from %s at version %d", ckpt, learner.version)
     try:
         if rank == 0:
-            transport = TransportConfig(samples_address=config.receive_address, weights_address=config.publish_address)
+            keys_dir = None
+            if config.curve:
+                keys_dir = str(generate_keys(config.keys_dir or run_dir / "keys").directory)
+            transport = TransportConfig(samples_address=config.receive_address, weights_address=config.publish_address,
+                                        keys_dir=keys_dir)
             sink = make_sink(metrics or MetricsConfig(wandb_mode="disabled"), run_dir, name=run_dir.name)
             samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=config.seed)
             try:

@@ -3,13 +3,16 @@
 - messages (``Sample``, ``WeightUpdate``, ``Ack``, ``Heartbeat``; ``encode``/``decode``),
 - the reliable sample stream (``SampleSender`` -> ``SampleReceiver``: acked, resent, deduped,
   in per-actor order) and weight announcements (``WeightBroadcaster`` -> ``WeightSubscriber``),
+- CURVE security of both streams (``generate_keys``, ``CurveKeys``) and the learner's content
+  checks on samples (``check_sample``, ``SampleLimits``),
 - metrics sinks (``MetricsSink``: W&B, JSON lines, console),
 - config helpers and the ``InferenceEngine`` interface.
 
 See ``docs/protocol.md``. Imports no torch.
 """
 
-from mlerl.protocol._config import ConfigError, check, load_section, to_object
+from mlerl.protocol._config import ConfigError, check, load_section, load_yaml, to_object
+from mlerl.protocol._curve import CurveError, CurveKeys, generate_keys
 from mlerl.protocol._engine import ChatMessage, Completion, InferenceEngine, SamplingParams
 from mlerl.protocol._messages import (
     SCHEMA_VERSION,
@@ -36,6 +39,7 @@ from mlerl.protocol._metrics import (
 )
 from mlerl.protocol._transport import SampleReceiver, SampleSender
 from mlerl.protocol._transport_config import TransportConfig
+from mlerl.protocol._validate import SampleLimits, check_sample
 from mlerl.protocol._weights import WeightBroadcaster, WeightSubscriber
 
 __version__ = "0.1.0"
@@ -45,16 +49,21 @@ __all__ = [
     "Ack",
     "ChatMessage",
     "check",
+    "check_sample",
     "Completion",
     "ConfigError",
     "ConsoleSink",
+    "CurveError",
+    "CurveKeys",
     "decode",
     "encode",
+    "generate_keys",
     "ExecStatus",
     "Heartbeat",
     "InferenceEngine",
     "JsonlSink",
     "load_section",
+    "load_yaml",
     "Message",
     "MetricsConfig",
     "MetricsSink",
@@ -64,6 +73,7 @@ __all__ = [
     "PromptKind",
     "ProtocolError",
     "Sample",
+    "SampleLimits",
     "SampleReceiver",
     "SampleSender",
     "SamplingParams",

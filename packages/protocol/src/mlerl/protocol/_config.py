@@ -71,11 +71,28 @@ def _check_sections(node: Any, path: str) -> None:
                 raise ConfigError(f"{child_path}.{exc.key}", exc.message) from None
 
 
+def load_yaml(path: str | Path) -> Any:
+    """``OmegaConf.load`` of a config file that must be a YAML mapping; a missing, unreadable
+    or unparsable file raises :class:`ConfigError` (key: the path) instead of a traceback."""
+    import yaml
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        root = OmegaConf.load(path)
+    except (OSError, yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as exc:
+        why = " ".join(line.strip() for line in str(exc).splitlines()) or type(exc).__name__
+        raise ConfigError(str(path), f"cannot read the config file: {why}") from None
+    if not isinstance(root, DictConfig):
+        raise ConfigError(str(path), "the config file must hold a YAML mapping")
+    return root
+
+
 def load_section(cls: type[T], path: str | Path, section: str) -> T:
     """Load ``section`` of a resolved YAML config file written by ``mlerl train``."""
     from omegaconf import OmegaConf
 
-    root = OmegaConf.load(path)
+    root = load_yaml(path)
     node = OmegaConf.select(root, section) if section else root
     if node is None:
         raise ConfigError(section, f"missing from {path}")

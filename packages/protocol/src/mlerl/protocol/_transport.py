@@ -39,6 +39,7 @@ from collections.abc import Awaitable, Callable, Iterable
 import zmq
 import zmq.asyncio
 
+from mlerl.protocol._curve import CurveKeys, release_server, secure_client, secure_server
 from mlerl.protocol._messages import Ack, Heartbeat, ProtocolError, Sample, decode, encode
 from mlerl.protocol._seqtrack import SeqTracker, Verdict
 from mlerl.protocol._transport_config import TransportConfig
@@ -65,6 +66,7 @@ class SampleSender(Running):
         max_unacked: int = 4096,
         reconnect_ivl_ms: int = 100,
         context: zmq.asyncio.Context | None = None,
+        curve: CurveKeys | None = None,
     ) -> None:
         if resend_after_s <= 0 or heartbeat_s <= 0:
             raise ValueError("resend_after_s and heartbeat_s must be > 0")
@@ -75,6 +77,8 @@ class SampleSender(Running):
         self.max_unacked = max_unacked
         self._sock = make_socket(zmq.DEALER, hwm, reconnect_ivl_ms, context)
         self._sock.setsockopt(zmq.IDENTITY, actor_id.encode())
+        if curve is not None:  # only a learner holding the run's secret key is talked to
+            secure_client(self._sock, curve)
         self._sock.connect(address)
         # seq -> [encoded bytes, monotonic time of the last transmission (-1: never)]
         self._outbox: collections.OrderedDict[int, list] = collections.OrderedDict()
@@ -93,6 +97,7 @@ class SampleSender(Running):
             config.samples_address, actor_id, resend_after_s=config.resend_after_s,
             hwm=config.sender_hwm, heartbeat_s=config.heartbeat_s,
             max_unacked=config.max_unacked, reconnect_ivl_ms=config.reconnect_ivl_ms,
+            curve=config.curve_keys(),
         )
 
     @property
@@ -215,6 +220,8 @@ class SampleSender(Running):
 
 OnSample = Callable[[Sample], Awaitable[None] | None]
 Commit = Callable[[], Awaitable[None] | None]
+Check = Callable[[Sample], str | None]
+OnRefused = Callable[[Sample, str], Awaitable[None] | None]
 
 
 async def _call(fn: Callable[..., Awaitable[None] | None], *args: object) -> None:
@@ -231,6 +238,14 @@ class SampleReceiver(Running):
     ``commit``. Either may be a plain function or a coroutine function (its result is awaited). An exception from either propagates out of :meth:`run`
     (nothing of that batch is acked). ``stored`` are the ``(actor_id, seq)`` pairs already stored
     by an earlier run (read back from the journal).
+
+    ``check(sample)`` (optional) returns None for a sample fit to store or the reason to refuse
+    it; a refused sample goes to ``on_refused(sample, reason)`` instead of ``on_sample`` and is
+    counted (``counters["refused"]``). It is acknowledged like a stored one (else its sender
+    would resend it forever and stall), so ``on_refused`` must record its key durably by the
+    next ``commit`` and the caller must include refused keys in ``stored`` after a restart.
+    ``curve`` makes the socket a CURVE server admitting only the run's actors (see
+    ``mlerl.protocol._curve``).
     """
 
     def __init__(
@@ -244,19 +259,33 @@ class SampleReceiver(Running):
         hwm: int = 10000,
         max_batch: int = 256,
         context: zmq.asyncio.Context | None = None,
+        check: Check | None = None,
+        on_refused: OnRefused | None = None,
+        curve: CurveKeys | None = None,
     ) -> None:
+        if (check is None) != (on_refused is None):
+            raise ValueError("check and on_refused go together: a refused sample is acked, so its key must be recorded")
         self.address, self.name, self.max_batch = address, name, max_batch
         self._on_sample, self._commit = on_sample, commit
+        self._check, self._on_refused = check, on_refused
         self.tracker = SeqTracker(stored)
         self.last_seen: dict[str, float] = {}
         """``time.monotonic()`` of the last message from each actor."""
         self.counters = {
             "received": 0, "stored": 0, "duplicates": 0, "out_of_order": 0,
-            "malformed": 0, "heartbeats": 0, "batches": 0,
+            "malformed": 0, "heartbeats": 0, "batches": 0, "refused": 0,
         }
         self._sock = make_socket(zmq.ROUTER, hwm, 100, context)
         self._sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting actor takes over its id
-        self._sock.bind(address)
+        self._curve = False  # True while this socket holds the context's ZAP handler
+        try:
+            if curve is not None:
+                secure_server(self._sock, curve)
+                self._curve = True
+            self._sock.bind(address)
+        except BaseException:
+            self.close()
+            raise
 
     @classmethod
     def from_config(
@@ -266,10 +295,13 @@ class SampleReceiver(Running):
         *,
         stored: Iterable[tuple[str, int]] = (),
         commit: Commit | None = None,
+        check: Check | None = None,
+        on_refused: OnRefused | None = None,
     ) -> SampleReceiver:
         return cls(
             config.samples_bind or config.samples_address, on_sample, stored=stored,
             commit=commit, hwm=config.receiver_hwm, max_batch=config.max_batch,
+            check=check, on_refused=on_refused, curve=config.curve_keys(),
         )
 
     @property
@@ -286,6 +318,12 @@ class SampleReceiver(Running):
         level = logging.WARNING if self.counters["malformed"] <= 10 else logging.DEBUG
         log.log(level, "receiver %s: dropped malformed message (%d so far): %s",
                 self.name, self.counters["malformed"], why)
+
+    def _refuse(self, sample: Sample, reason: str) -> None:
+        self.counters["refused"] += 1
+        level = logging.WARNING if self.counters["refused"] <= 10 else logging.DEBUG
+        log.log(level, "receiver %s: refused sample %s (%d so far): %s",
+                self.name, sample.sample_id, self.counters["refused"], reason)
 
     def _log_gap(self, actor_id: str, seq: int, expected: int) -> None:
         # a few are normal after a crash; many for one actor mean it did not start at seq 0
@@ -358,13 +396,21 @@ class SampleReceiver(Running):
             self.counters["batches"] += 1
             accept, ack_to = self._triage(batch)
             for sample in accept:
-                await _call(self._on_sample, sample)
+                reason = self._check(sample) if self._check is not None else None
+                if reason is None:
+                    await _call(self._on_sample, sample)
+                    self.counters["stored"] += 1
+                else:
+                    self._refuse(sample, reason)
+                    await _call(self._on_refused, sample, reason)  # type: ignore[arg-type]
                 self.tracker.mark_stored(sample.actor_id, sample.seq)
-                self.counters["stored"] += 1
             if accept and self._commit is not None:
                 await _call(self._commit)
             for route, aid in ack_to:
                 self._send(route, encode(Ack(actor_id=aid, seq=self.watermark(aid))))
 
     def close(self) -> None:
-        self._sock.close(linger=0)
+        if not self._sock.closed:
+            self._sock.close(linger=0)
+            if self._curve:
+                release_server(self._sock)

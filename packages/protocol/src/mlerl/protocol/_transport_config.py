@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from mlerl.protocol._config import check
+from mlerl.protocol._curve import CurveKeys
 
 
 @dataclass
@@ -39,6 +40,12 @@ class TransportConfig:
     """ZeroMQ reconnect interval (backs off to 2 s)."""
     republish_s: float = 1.0
     """The latest weight announcement is re-published this often for late joiners."""
+    keys_dir: Optional[str] = None
+    """CURVE keys of the run (``mlerl.protocol.generate_keys``): both streams encrypted, the
+    learner admits only the actors' key and actors talk only to the learner's. None: plain."""
+
+    def curve_keys(self) -> Optional[CurveKeys]:
+        return CurveKeys(self.keys_dir) if self.keys_dir else None
 
     def __post_init__(self) -> None:
         for key in ("samples_address", "weights_address"):

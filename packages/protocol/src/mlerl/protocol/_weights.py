@@ -13,6 +13,9 @@ Guarantees:
   keeps the latest only. Inline payloads are re-published with the announcement, so large
   weights should travel by ``uri`` (a file both sides can read) rather than inline.
 - Malformed messages are counted (``malformed``) and logged, never raised.
+- With ``curve`` keys the PUB socket is a CURVE server that admits only the run's actors, and
+  a subscriber completes its handshake only with the holder of the learner's secret key: no
+  other process can read the weights or publish in the learner's place.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import AsyncIterator
 import zmq
 import zmq.asyncio
 
+from mlerl.protocol._curve import CurveKeys, release_server, secure_client, secure_server
 from mlerl.protocol._messages import ProtocolError, WeightUpdate, decode, encode
 from mlerl.protocol._transport_config import TransportConfig
 from mlerl.protocol._zmq import Running, make_socket, try_send
@@ -41,6 +45,7 @@ class WeightBroadcaster(Running):
         republish_s: float = 1.0,
         hwm: int = 16,
         context: zmq.asyncio.Context | None = None,
+        curve: CurveKeys | None = None,
     ) -> None:
         if republish_s <= 0:
             raise ValueError("republish_s must be > 0")
@@ -48,11 +53,20 @@ class WeightBroadcaster(Running):
         self.latest: WeightUpdate | None = None
         self._encoded: bytes | None = None
         self._sock = make_socket(zmq.PUB, hwm, 100, context)
-        self._sock.bind(address)
+        self._curve = False  # True while this socket holds the context's ZAP handler
+        try:
+            if curve is not None:
+                secure_server(self._sock, curve)
+                self._curve = True
+            self._sock.bind(address)
+        except BaseException:
+            self.close()
+            raise
 
     @classmethod
     def from_config(cls, config: TransportConfig) -> WeightBroadcaster:
-        return cls(config.weights_bind or config.weights_address, republish_s=config.republish_s)
+        return cls(config.weights_bind or config.weights_address, republish_s=config.republish_s,
+                   curve=config.curve_keys())
 
     @property
     def endpoint(self) -> str:
@@ -74,7 +88,10 @@ class WeightBroadcaster(Running):
                 try_send(self._sock, [self._encoded])  # a slow subscriber misses one; next comes
 
     def close(self) -> None:
-        self._sock.close(linger=0)
+        if not self._sock.closed:
+            self._sock.close(linger=0)
+            if self._curve:
+                release_server(self._sock)
 
 
 class WeightSubscriber:
@@ -91,6 +108,7 @@ class WeightSubscriber:
         version: int = -1,
         hwm: int = 16,
         context: zmq.asyncio.Context | None = None,
+        curve: CurveKeys | None = None,
     ) -> None:
         self.address = address
         self.version = version
@@ -98,11 +116,13 @@ class WeightSubscriber:
         self.malformed = 0
         self._sock = make_socket(zmq.SUB, hwm, 100, context)
         self._sock.setsockopt(zmq.SUBSCRIBE, b"")
+        if curve is not None:
+            secure_client(self._sock, curve)
         self._sock.connect(address)
 
     @classmethod
     def from_config(cls, config: TransportConfig, *, version: int = -1) -> WeightSubscriber:
-        return cls(config.weights_address, version=version)
+        return cls(config.weights_address, version=version, curve=config.curve_keys())
 
     def _decode(self, data: bytes) -> WeightUpdate | None:
         try:
