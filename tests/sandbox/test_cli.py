@@ -54,3 +54,22 @@ def test_reap_local_prints_counts(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reap", "--backend", "local"]) == 0
     counts = json.loads(capsys.readouterr().out)
     assert set(counts) == {"cgroups", "workdirs"}
+
+
+def test_non_utf8_program_is_a_clear_error(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    program = tmp_path / "p.py"
+    program.write_bytes(b"print('\xff\xfe')\n")
+    assert main(["run", str(program)]) == 2
+    err = capsys.readouterr().err
+    assert "is not UTF-8 text" in err and "Traceback" not in err
+
+
+def test_doctor_without_a_docker_socket_says_so(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
+    assert main(["doctor"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["docker.engine"].startswith("unreachable")
+    assert report["local.bubblewrap"]  # the local part is still reported

@@ -79,7 +79,8 @@ async def test_row17_engine_failure_is_infra_error(tmp_path: Path,
 async def test_plain_local_fallback_still_limits_time_and_group(tmp_path: Path,
                                                                 find_processes: Any) -> None:
     # No bubblewrap, no cgroups: the lesser isolation of hosts without them.
-    config = SandboxConfig(work_root=str(tmp_path), use_bwrap=False, use_cgroups=False)
+    config = SandboxConfig(work_root=str(tmp_path), use_bwrap=False, use_cgroups=False,
+                           allow_unisolated=True)
     sandbox = make_sandbox(config)
     data = tmp_path / "data"
     data.mkdir()

@@ -138,20 +138,54 @@ def test_collect_accepts_only_small_regular_single_link_files(tmp_path: Path) ->
     assert secret.read_text() == "answers"
 
 
-def test_interpreter_paths_under_tmp_are_bound_back(monkeypatch, tmp_path):
-    """bubblewrap's private /tmp must not hide a venv that lives under /tmp (a CI clone)."""
+def test_mount_allowlist_binds_only_what_a_program_needs(monkeypatch, tmp_path):
+    """The bubblewrap view: system dirs, the interpreter's prefixes, the work dir, the staged
+    inputs; never ``/`` as a whole, never the data root or a parent of the venv."""
     import sys
 
-    from mlerl.sandbox import _local
+    from mlerl.sandbox import _bwrap
 
     venv = tmp_path / "clone" / ".venv"
-    site = venv / "lib" / "site-packages"
-    site.mkdir(parents=True)
-    elsewhere = "/usr/lib"
+    (venv / "lib").mkdir(parents=True)
     monkeypatch.setattr(sys, "prefix", str(venv))
     monkeypatch.setattr(sys, "exec_prefix", str(venv))
-    monkeypatch.setattr(sys, "path", [str(site), elsewhere, "", str(tmp_path / "missing")])
-    root = str(tmp_path)
-    # only existing paths under root, and only the outermost of nested ones
-    assert _local._interpreter_paths_under(root) == [str(venv.resolve())]
-    assert _local._interpreter_paths_under("/nonexistent-root") == []
+    roots = _bwrap.interpreter_roots()
+    assert str(venv.resolve()) in roots
+    assert not any(r != p and r.startswith(p + "/") for r in roots for p in roots)  # outermost
+
+    args = _bwrap.mount_args("/host/run/work", "/host/stage/abc", roots)
+    binds = {(args[i], args[i + 1], args[i + 2]) for i, a in enumerate(args)
+             if a in ("--bind", "--ro-bind")}
+    sources = {src for _, src, _ in binds}
+    assert ("--ro-bind", str(venv.resolve()), str(venv.resolve())) in binds
+    assert ("--bind", "/host/run/work", _bwrap.INNER_WORK) in binds
+    assert ("--ro-bind", "/host/stage/abc", _bwrap.INNER_WORK + "/input") in binds
+    assert "/" not in sources and str(tmp_path) not in sources
+    assert not any(s == "/etc" or s.startswith(("/home", "/root/.cache")) for s in sources)
+    # the venv's parents exist inside as plain 0755 dirs (bwrap would make them 0700)
+    parent = str((tmp_path / "clone").resolve())
+    assert args[args.index(parent) - 3: args.index(parent) + 1] == [
+        "--perms", "0755", "--dir", parent]
+    assert args[-2:] == ["--chdir", _bwrap.INNER_WORK]
+    # a venv under /tmp (a CI clone) is bound after the private /tmp, so it stays visible
+    if str(venv.resolve()).startswith("/tmp/"):
+        assert args.index("--tmpfs") < args.index(str(venv.resolve()))
+        assert ["--dir", "/tmp"] not in [args[i:i + 2] for i in range(len(args))]
+
+
+def test_staged_inputs_are_links_and_follow_changes(tmp_path):
+    from mlerl.sandbox._workdir import stage_inputs
+
+    data = tmp_path / "task" / "prepared" / "public"
+    (data / "images").mkdir(parents=True)
+    (data / "train.csv").write_text("a\n1\n")
+    (data / "images" / "0.png").write_bytes(b"png")
+    stage = stage_inputs(data, tmp_path / "stage")
+    assert "prepared" not in str(stage) and "task" not in str(stage)
+    assert (stage / "train.csv").read_text() == "a\n1\n"
+    assert os.stat(stage / "train.csv").st_ino == os.stat(data / "train.csv").st_ino
+    assert stage_inputs(data, tmp_path / "stage") == stage  # unchanged: reused
+    (data / "train.csv").unlink()
+    (data / "train.csv").write_text("a\n2\n")
+    fresh = stage_inputs(data, tmp_path / "stage")
+    assert fresh != stage and (fresh / "train.csv").read_text() == "a\n2\n"

@@ -23,6 +23,7 @@ def _write_built(built: Built, task: TaskSpec, root: Path) -> None:
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     public.mkdir(parents=True)
     private.mkdir(parents=True)
+    private.chmod(0o700)  # answers: unreadable by the sandbox uid even if a path leaked
     files = task.files
     built.train.to_csv(public / files.get("train", "train.csv"), index=False)
     built.test.to_csv(public / files.get("test", "test.csv"), index=False)

@@ -129,6 +129,7 @@ def prepare_raw(task: TaskSpec, raw: Path, public: Path, private: Path) -> None:
     public_files, private_files = PREPARERS[task.id](task, raw)
     public.mkdir(parents=True, exist_ok=True)
     private.mkdir(parents=True, exist_ok=True)
+    private.chmod(0o700)  # answers: unreadable by the sandbox uid even if a path leaked
     for name, frame in public_files.items():
         if name.endswith(".json"):
             frame.to_json(public / name, orient="records")

@@ -14,6 +14,7 @@ from mlerl.sandbox._types import (
     OutputCallback,
     Sandbox,
     SandboxConfig,
+    SandboxUnavailable,
 )
 
 __version__ = "0.1.0"
@@ -26,6 +27,7 @@ __all__ = [
     "OutputCallback",
     "Sandbox",
     "SandboxConfig",
+    "SandboxUnavailable",
     "make_sandbox",
     "reap",
 ]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mlerl.protocol import ConfigError
 from mlerl.sandbox._factory import make_sandbox, reap
-from mlerl.sandbox._types import ExecutionRequest, Limits, SandboxConfig
+from mlerl.sandbox._types import ExecutionRequest, Limits, SandboxConfig, SandboxUnavailable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(asyncio.run(bench(args.backends.split(","), args.soak, args.out)),
                          indent=2))
         return 0
-    except (ConfigError, OSError) as exc:
+    except UnicodeDecodeError as exc:
+        print(f"mlerl-sandbox: error: {args.program} is not UTF-8 text ({exc.reason} at byte "
+              f"{exc.start})", file=sys.stderr)
+        return 2
+    except (ConfigError, OSError, SandboxUnavailable) as exc:
         print(f"mlerl-sandbox: error: {exc}", file=sys.stderr)
         return 2
 

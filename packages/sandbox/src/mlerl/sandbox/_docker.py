@@ -24,6 +24,7 @@ import asyncio
 import socket
 import sysconfig
 import time
+from pathlib import Path
 from typing import Any
 
 import aiodocker
@@ -32,7 +33,7 @@ import aiohttp
 from mlerl.sandbox._output import OutputSink
 from mlerl.sandbox._runner import Admission, Outcome, run_request
 from mlerl.sandbox._types import ExecutionRequest, ExecutionResult, OutputCallback, SandboxConfig
-from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_alive, owner_tag
+from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_alive, owner_tag, stage_inputs
 
 LABEL = "mlerl.sandbox"
 KILL_TIMEOUT_S, STOP_TIMEOUT_S, REMOVE_TIMEOUT_S = 10.0, 30.0, 10.0
@@ -48,13 +49,14 @@ def site_packages(config: SandboxConfig) -> str:
 
 
 def container_config(config: SandboxConfig, request: ExecutionRequest, wd: WorkDir,
-                     owner: str) -> dict[str, Any]:
-    """The engine's create body: the defaults of the module docstring."""
+                     owner: str, input_host: str | None = None) -> dict[str, Any]:
+    """The engine's create body: the defaults of the module docstring. ``input_host``: the
+    staged copy of ``request.data_dir`` bound at ``/work/input`` (its path names no task)."""
     lim = request.limits
     mem = lim.memory_mb * 1024 * 1024
     binds = [f"{wd.path}:/work:rw"]
     if request.data_dir is not None:
-        binds.append(f"{request.data_dir.resolve()}:/work/input:ro")
+        binds.append(f"{input_host or request.data_dir.resolve()}:/work/input:ro")
     env = {"HOME": "/tmp", "MPLCONFIGDIR": "/tmp", "PYTHONUNBUFFERED": "1",
            "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
     site = site_packages(config)
@@ -159,7 +161,11 @@ class DockerSandbox:
         container = None
         try:
             docker = await self._engine()
-            body = container_config(self.config, request, wd, self.owner)
+            input_host = None
+            if request.data_dir is not None:
+                input_host = str(await asyncio.to_thread(
+                    stage_inputs, request.data_dir, Path(self.config.work_root) / "inputs"))
+            body = container_config(self.config, request, wd, self.owner, input_host)
             async with asyncio.timeout(self.config.engine_timeout_s):
                 container = await docker.containers.create(body)
             await self._attach_and_run(container, request, sink, out)

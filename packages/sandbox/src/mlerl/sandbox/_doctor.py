@@ -5,25 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import subprocess
 import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 from mlerl.sandbox import _cgroup
+from mlerl.sandbox._local import probe_isolation
 from mlerl.sandbox._types import SandboxConfig
 from mlerl.sandbox._workdir import _mount_tmpfs, _umount, owner_tag
-
-
-def _bwrap_works() -> str:
-    bwrap = shutil.which("bwrap")
-    if not bwrap:
-        return "absent (apt-get install -y bubblewrap)"
-    cmd = [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--ro-bind", "/", "/",
-           "--dev", "/dev", "--proc", "/proc", "--", "/bin/true"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-    return "ok" if r.returncode == 0 else f"fails: {r.stderr.strip()[:200]}"
 
 
 def _cgroups_work() -> str:
@@ -49,7 +39,10 @@ def _tmpfs_works() -> str:
 async def _docker_works(config: SandboxConfig) -> dict[str, str]:
     import aiodocker
 
-    docker = aiodocker.Docker(url=config.docker_host or None)
+    try:
+        docker = aiodocker.Docker(url=config.docker_host or None)
+    except Exception as exc:  # no socket, bad DOCKER_HOST: said, not a traceback
+        return {"engine": f"unreachable: {type(exc).__name__}: {exc}"[:300], "image": "?"}
     try:
         async with asyncio.timeout(10):
             info = await docker.system.info()
@@ -70,7 +63,7 @@ def doctor(config: SandboxConfig) -> dict[str, Any]:
     """A dict feature -> 'ok ...' or why not."""
     report: dict[str, Any] = {
         "uid": os.geteuid(),
-        "local.bubblewrap": _bwrap_works(),
+        "local.bubblewrap": probe_isolation(config)["bubblewrap"],
         "local.cgroups": _cgroups_work(),
         "local.tmpfs_workdir": _tmpfs_works(),
         "local.prlimit": "ok" if shutil.which("prlimit") else "absent (no rlimits)",

@@ -1,42 +1,47 @@
-"""The local backend: runs a program as a host process group, isolated as far as this host allows.
+"""The local backend: runs a program as a host process group, isolated by bubblewrap and cgroups.
 
-What it does, in layers (``mlerl-sandbox doctor`` prints which are active here):
+Isolation is required: a missing layer is an error at start-up (:class:`SandboxUnavailable`,
+naming what is missing and the command that installs it), unless ``allow_unisolated`` is set,
+in which case the run's log and report say what is missing. What it does, in layers
+(``mlerl-sandbox doctor`` prints which are active here):
 - Always: its own session and process group; a clean environment (nothing of the host's is
-  inherited); stdin is /dev/null; rlimits RLIMIT_CORE=0, RLIMIT_FSIZE=disk limit, RLIMIT_CPU
-  (never RLIMIT_AS: it breaks ``import torch``); streams drained continuously and bounded;
-  at the deadline TERM, ``kill_grace_s``, KILL to the whole group; the work dir is removed.
-- With cgroups (root): a per-run memory cgroup (memory = memory + swap; OOM detected), a pids
-  cgroup (fork bombs stop at ``pids``; RLIMIT_NPROC is per-user and ignored for root, so it is
-  only set where no pids cgroup exists), a CPU quota, and kills through the cgroup (every
+  inherited); stdin is /dev/null; no host descriptor but stdout/stderr reaches the program;
+  rlimits RLIMIT_CORE=0, RLIMIT_FSIZE=disk limit, RLIMIT_CPU (never RLIMIT_AS: it breaks
+  ``import torch``); streams drained continuously and bounded; at the deadline TERM,
+  ``kill_grace_s``, KILL to the whole group; the work dir is removed.
+- cgroups (root): a per-run memory cgroup (memory = memory + swap; OOM detected), a pids
+  cgroup (fork bombs stop at ``pids``), a CPU quota, and kills through the cgroup (every
   descendant, including ``setsid``/double-forked ones; never a pid read from outside it).
-- With bubblewrap: the whole host filesystem read-only except the work dir and a private
-  /tmp; ``./input`` a read-only bind of the data dir; new user, pid, network, IPC and UTS
-  namespaces (no network at all, host processes invisible, bwrap is pid 1 and reaps zombies);
-  uid 65534 inside with no capabilities and no_new_privs. When the executor runs as root, the
-  sandbox uid maps to root outside (needed to reach an interpreter under /root): files it
-  writes in the work dir belong to root, and only the read-only mounts (not permissions)
-  protect the rest of the filesystem.
-- With a tmpfs work dir (root): the work dir is ``disk_mb`` large (ENOSPC inside).
-What it does not isolate: without bubblewrap the program sees and can write whatever the
-executor's uid can (host files, /tmp, the network, other processes); without cgroups memory
-is not limited (only the OS OOM killer) and ``setsid`` descendants can escape the group kill.
-Even with bubblewrap, every host file readable by the executor is readable inside (put
-private answers where the sandbox is not: the Docker backend shows only the image), the kernel
-is shared, and there is no disk I/O or inode limit beyond the tmpfs size.
+- bubblewrap: an allowlisted filesystem (``_bwrap.py``: system dirs and the Python
+  environment read-only, the task's public inputs read-only, its own work dir, a private
+  /tmp; nothing of the data root, ``$HOME``, caches or run dirs); new pid, network, IPC, UTS
+  and cgroup namespaces (no network at all, host processes invisible, bwrap is pid 1 and reaps
+  zombies); no capabilities, no_new_privs. As root, the program runs as the host's
+  ``sandbox_uid`` (setpriv after the mounts), so a 0700 answers directory is unreadable even
+  by path; as a non-root executor, a user namespace maps it to the executor's uid.
+- A tmpfs work dir (root): the work dir is ``disk_mb`` large (ENOSPC inside).
+Set-up failures (bubblewrap could not make its mounts) are told apart from the program's own
+failures by a word a shell inside the sandbox writes on a pipe before it execs the program; it
+closes the pipe first, so the program never holds it. A set-up failure is retried with a fresh
+work dir, then INFRA_ERROR. What it does not isolate: the kernel is shared; there is no disk I/O
+or inode limit beyond the tmpfs size.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
-from mlerl.sandbox import _cgroup
+from mlerl.sandbox import _bwrap, _cgroup
 from mlerl.sandbox._output import OutputSink
 from mlerl.sandbox._runner import Admission, Outcome, run_request
 from mlerl.sandbox._types import (
@@ -45,14 +50,16 @@ from mlerl.sandbox._types import (
     Limits,
     OutputCallback,
     SandboxConfig,
+    SandboxUnavailable,
 )
-from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_tag
+from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_tag, stage_inputs
+
+log = logging.getLogger("mlerl.sandbox")
 
 _JOIN = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
 _DRAIN_AFTER_EXIT_S = 2.0
-_SETUP_ATTEMPTS = 3
-# Runs inside bubblewrap once its setup succeeded: says so on a pipe, then runs the program.
-_STARTED = 'printf started >"$1" || exit 126; shift; exec "$@"'
+INSTALL_HINT = ("bash scripts/ci/setup_docker.sh (as root: installs bubblewrap, starts Docker), "
+                "or apt-get install -y bubblewrap")
 
 
 def _base_env(limits: Limits, home: str) -> dict[str, str]:
@@ -65,15 +72,82 @@ def _base_env(limits: Limits, home: str) -> dict[str, str]:
     }
 
 
+def probe_isolation(config: SandboxConfig) -> dict[str, str]:
+    """Each isolation layer of the local backend -> 'ok' or why it does not work here.
+
+    bubblewrap is tried for real with the exact mounts and namespaces a run gets."""
+    report: dict[str, str] = {}
+    bwrap = shutil.which("bwrap")
+    if not config.use_bwrap:
+        report["bubblewrap"] = "disabled (sandbox.use_bwrap=false)"
+    elif bwrap is None:
+        report["bubblewrap"] = f"not installed (install: {INSTALL_HINT})"
+    else:
+        roots = _bwrap.interpreter_roots()
+        argv = [bwrap, *_namespace_args(config), *_bwrap.mount_args("/tmp", None, roots),
+                "--", *_drop_privileges(config), sys.executable, "-c", "pass"]
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+            report["bubblewrap"] = ("ok" if r.returncode == 0 else
+                                    f"fails: {r.stderr.strip()[-300:] or r.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            report["bubblewrap"] = f"fails: {exc}"
+    if not config.use_cgroups:
+        report["cgroups"] = "disabled (sandbox.use_cgroups=false)"
+    else:
+        cg = _cgroup.create(owner_tag(), "probe-" + uuid.uuid4().hex[:8], 64, 16, 1.0)
+        if cg is None:
+            report["cgroups"] = ("not writable (run as root, or delegate a cgroup v2 subtree "
+                                 "to this user)")
+        else:
+            for d in cg.dirs.values():  # empty: nothing ran in it
+                d.rmdir()
+            report["cgroups"] = "ok"
+    return report
+
+
+def _namespace_args(config: SandboxConfig) -> list[str]:
+    args = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--hostname", "sandbox"]
+    if os.geteuid() == 0:  # mounts as root, then setpriv to the sandbox uid (no user ns)
+        return args + ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
+                       "--cap-add", "CAP_SETGID"]
+    uid = str(config.sandbox_uid)
+    return args + ["--unshare-user", "--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
+
+
+def _drop_privileges(config: SandboxConfig) -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    uid = str(config.sandbox_uid)
+    return ["setpriv", "--reuid", uid, "--regid", uid, "--clear-groups", "--"]
+
+
 class LocalSandbox:
     """See the module docstring for exactly what is isolated."""
 
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
         self.admission = Admission(config.max_concurrency, config.queue_size)
-        self.bwrap = shutil.which("bwrap") if config.use_bwrap else None
+        self.isolation = probe_isolation(config)
+        self.missing = {k: v for k, v in self.isolation.items() if v != "ok"}
+        if self.missing and not config.allow_unisolated:
+            raise SandboxUnavailable(
+                "the local sandbox cannot isolate programs on this host: "
+                + "; ".join(f"{k}: {v}" for k, v in self.missing.items())
+                + ". Fix that, use sandbox=docker, or accept running generated programs "
+                "without that isolation with sandbox.allow_unisolated=true.")
+        if self.missing:
+            log.warning("UNISOLATED local sandbox (sandbox.allow_unisolated=true): %s",
+                        "; ".join(f"{k}: {v}" for k, v in self.missing.items()))
+        self.bwrap = shutil.which("bwrap") if "bubblewrap" not in self.missing else None
+        self.use_cgroups = "cgroups" not in self.missing
         self.prlimit = shutil.which("prlimit")
         self.owner = owner_tag()
+        self.roots = _bwrap.interpreter_roots()
+        self.stage_root = Path(config.work_root) / "inputs"
 
     async def run(
         self, request: ExecutionRequest, on_output: OutputCallback | None = None
@@ -88,12 +162,14 @@ class LocalSandbox:
         data = request.data_dir
         return create_workdir(
             self.config.work_root, request.program, request.limits.disk_mb,
-            self.config.tmpfs_workdir, owner_uid=None,
+            self.config.tmpfs_workdir,
+            owner_uid=self.config.sandbox_uid if self.bwrap and os.geteuid() == 0 else None,
             data_link=data if data is not None and not self.bwrap else None,
             input_mountpoint=data is not None and bool(self.bwrap))
 
     def _argv(self, request: ExecutionRequest, wd: WorkDir,
-              cg: _cgroup.RunCgroup | None, status_fd: int) -> list[str]:
+              cg: _cgroup.RunCgroup | None, status_fd: int, input_host: str | None
+              ) -> list[str]:
         lim = request.limits
         entry = list(request.entry)
         if entry[0] == "python":
@@ -109,47 +185,27 @@ class LocalSandbox:
                 argv.append(f"--nproc={lim.pids}")
             argv.append("--")
         if self.bwrap:
-            uid = str(self.config.sandbox_uid)
-            argv += [self.bwrap, "--unshare-all", "--unshare-user", "--uid", uid, "--gid", uid,
-                     "--die-with-parent", "--new-session", "--hostname", "sandbox",
-                     "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                     "--tmpfs", "/tmp"]
-            for path in _interpreter_paths_under("/tmp"):  # the private /tmp hides them
-                argv += ["--ro-bind", path, path]
-            argv += ["--bind", str(wd.path), str(wd.path)]
-            if request.data_dir is not None:
-                argv += ["--ro-bind", str(request.data_dir.resolve()), str(wd.input_path)]
-            argv += ["--chdir", str(wd.path), "--",
-                     "/bin/sh", "-c", _STARTED, "sh", f"/proc/self/fd/{status_fd}"]
+            argv += [self.bwrap, *_namespace_args(self.config),
+                     *_bwrap.mount_args(str(wd.path), input_host, self.roots),
+                     "--", "/bin/bash", "-c", _bwrap.STARTED, "sh", str(status_fd),
+                     *_drop_privileges(self.config)]
         return argv + entry
 
     async def _execute(self, request: ExecutionRequest, wd: WorkDir,
                        sink: OutputSink) -> Outcome:
-        """Run once; retry when bubblewrap failed before starting the program.
-
-        bwrap's recursive read-only bind of ``/`` fails (EINVAL) when another mount appears or
-        vanishes meanwhile (a concurrent run's tmpfs, a Docker overlay). A shell inside the
-        sandbox writes "started" on a pipe before exec'ing the program, so a missing word is a
-        setup failure the program cannot fake (it never ran); it is retried, and INFRA_ERROR
-        after the last attempt.
-        """
-        for attempt in range(_SETUP_ATTEMPTS):
-            out, started = await self._execute_once(request, wd, sink)
-            if started or out.infra_error:
-                return out
-            setup_error = sink.streams["stderr"].result().text().strip()[-500:]
-            sink.reset()
-            await asyncio.sleep(0.05 * (attempt + 1))
-        out.infra_error = f"bubblewrap setup failed {_SETUP_ATTEMPTS} times: {setup_error}"
-        return out
-
-    async def _execute_once(self, request: ExecutionRequest, wd: WorkDir,
-                            sink: OutputSink) -> tuple[Outcome, bool]:
         lim = request.limits
         cg = None
-        if self.config.use_cgroups:
+        if self.use_cgroups:
             cg = await asyncio.to_thread(_cgroup.create, self.owner, uuid.uuid4().hex[:16],
                                          lim.memory_mb, lim.pids, lim.cpus)
+            if cg is None:
+                out = Outcome(started_at=time.time())
+                out.infra_error = "cannot create the run's cgroups"
+                return out
+        input_host = None
+        if self.bwrap and request.data_dir is not None:
+            input_host = str(await asyncio.to_thread(
+                stage_inputs, request.data_dir, self.stage_root))
         env = _base_env(lim, "/tmp" if self.bwrap else str(wd.path)) | request.env
         out = Outcome(started_at=time.time())
         status_r, status_w = os.pipe()
@@ -157,14 +213,16 @@ class LocalSandbox:
         try:
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    *self._argv(request, wd, cg, status_w), stdin=asyncio.subprocess.DEVNULL,
+                    *self._argv(request, wd, cg, status_w, input_host),
+                    stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                    cwd=wd.path, env=env, start_new_session=True, pass_fds=(status_w,))
+                    cwd=wd.path, env=env, start_new_session=True,
+                    pass_fds=(status_w,) if self.bwrap else ())
             except OSError as exc:
                 if cg is not None:
                     await cg.remove()
                 out.infra_error = f"cannot start {request.entry[0]!r}: {exc}"
-                return out, False
+                return out
             finally:
                 os.close(status_w)
             try:
@@ -174,18 +232,19 @@ class LocalSandbox:
                 if cg is not None:
                     out.oom = cg.oom_kills() > 0
                     await cg.remove()
-            return out, self._program_started(status_r, out)
+            if self.bwrap and not self._started(status_r):
+                out.setup_failed = True
+            return out
         finally:
             os.close(status_r)
 
-    def _program_started(self, status_r: int, out: Outcome) -> bool:
-        if not self.bwrap or out.exit_code == 0 or out.timed_out:
-            return True
+    @staticmethod
+    def _started(status_r: int) -> bool:
+        """Whether the shell inside the sandbox said "started" (only it held the pipe)."""
         try:
-            status = os.read(status_r, 1 << 16)
+            return os.read(status_r, 64) == b"started"
         except BlockingIOError:
-            status = b""
-        return b"started" in status
+            return False
 
     async def _supervise(self, proc: asyncio.subprocess.Process, sink: OutputSink,
                          lim: Limits, out: Outcome, cg: _cgroup.RunCgroup | None) -> None:
@@ -243,20 +302,3 @@ class LocalSandbox:
         if cg is not None:
             await cg.kill_all()
         self._signal(proc, None, signal.SIGKILL)
-
-
-def _interpreter_paths_under(root: str) -> list[str]:
-    """The interpreter's prefixes and import paths that lie under ``root`` (outermost only).
-
-    bubblewrap gives each run a private tmpfs ``/tmp``; a project checked out under ``/tmp``
-    (CI clones often are) would lose its venv there, so these are bound back read-only."""
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if p)}
-    inside = sorted(
-        os.path.realpath(p) for p in candidates
-        if os.path.isdir(p) and os.path.realpath(p).startswith(root.rstrip("/") + "/")
-    )
-    outermost: list[str] = []
-    for path in inside:
-        if not any(path == o or path.startswith(o + "/") for o in outermost):
-            outermost.append(path)
-    return outermost

@@ -6,6 +6,8 @@ Guarantees:
   releases its place.
 - ``run`` returns an :class:`ExecutionResult` for anything the program does; a harness or
   engine failure is ``INFRA_ERROR`` (never the program's fault); cancellation propagates.
+- A backend that reports ``setup_failed`` (the program never started) is retried up to
+  ``SETUP_ATTEMPTS`` times, each on a fresh work dir; then INFRA_ERROR.
 - The work dir is removed (tmpfs unmounted) in ``finally``, after the requested files were
   copied out; the backend's cleanup (cgroup, container) runs in its own ``finally``.
 Status precedence: INFRA_ERROR > OUTPUT_LIMIT > TIMEOUT > OOM > exit code (0 -> OK).
@@ -39,6 +41,8 @@ class Outcome:
     timed_out: bool = False
     oom: bool = False
     infra_error: str = ""
+    setup_failed: bool = False
+    """The sandbox could not be set up (the program never ran); retried on a fresh work dir."""
     note: str = ""
     """A cleanup problem that does not change the status (e.g. a container left to reap)."""
     started_at: float = 0.0
@@ -93,6 +97,8 @@ def _explain(status: ExecStatus, outcome: Outcome, request: ExecutionRequest) ->
     }.get(status, "")
 
 
+SETUP_ATTEMPTS = 3
+
 Execute = Callable[[ExecutionRequest, WorkDir, OutputSink], Awaitable[Outcome]]
 MakeWorkDir = Callable[[ExecutionRequest], WorkDir]
 
@@ -107,18 +113,28 @@ async def run_request(
         outcome = Outcome(started_at=time.time())
         files: dict[str, Path] = {}
         problems: list[str] = []
-        wd: WorkDir | None = None
-        try:
-            wd = make_workdir(request)
-            outcome = await execute(request, wd, sink)
-            files, problems = collect(wd.path, request.collect,
-                                      str(Path(config.work_root) / "collected"),
-                                      request.limits.collect_max_bytes)
-        except OSError as exc:
-            outcome.infra_error = f"sandbox host error: {type(exc).__name__}: {exc}"
-        finally:
-            if wd is not None:
-                await asyncio.to_thread(wd.remove)
+        for attempt in range(SETUP_ATTEMPTS):
+            wd: WorkDir | None = None
+            try:
+                wd = make_workdir(request)  # fresh for every attempt: main.py as submitted
+                outcome = await execute(request, wd, sink)
+                if not outcome.setup_failed:
+                    files, problems = collect(wd.path, request.collect,
+                                              str(Path(config.work_root) / "collected"),
+                                              request.limits.collect_max_bytes)
+            except OSError as exc:
+                outcome.infra_error = f"sandbox host error: {type(exc).__name__}: {exc}"
+            finally:
+                if wd is not None:
+                    await asyncio.to_thread(wd.remove)
+            if not outcome.setup_failed:
+                break
+            setup_error = sink.streams["stderr"].result().text().strip()[-500:]
+            sink.reset()
+            await asyncio.sleep(0.05 * (attempt + 1))
+        else:
+            outcome.infra_error = (f"sandbox setup failed {SETUP_ATTEMPTS} times: "
+                                   f"{setup_error}")
         if not outcome.finished_at:
             outcome.finished_at = time.time()
         status = decide(outcome, sink)

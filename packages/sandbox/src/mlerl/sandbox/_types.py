@@ -179,7 +179,12 @@ class SandboxConfig:
     tmpfs_workdir: bool = True
     """Mount a size-limited tmpfs per work dir when allowed (root), for the disk limit."""
     sandbox_uid: int = 65534
-    """Unprivileged uid inside the sandbox (Docker user; bubblewrap's mapped uid)."""
+    """Unprivileged uid the program runs as (Docker user; local: the host uid as root, else
+    the uid inside bubblewrap's user namespace)."""
+    allow_unisolated: bool = False
+    """Local: run even where bubblewrap or cgroups are missing or disabled. Off by default:
+    without them a program can read the host (answers included), use the network and escape
+    the kill; the run's log and report then say ``UNISOLATED``."""
 
     def __post_init__(self) -> None:
         check(self.backend in ("local", "docker"), "backend", "must be 'local' or 'docker'")
@@ -189,3 +194,9 @@ class SandboxConfig:
         check(self.engine_timeout_s > 0, "engine_timeout_s", "must be > 0")
         check(bool(self.work_root), "work_root", "must not be empty")
         check(self.sandbox_uid > 0, "sandbox_uid", "must be a non-root uid")
+        check(self.allow_unisolated or (self.use_bwrap and self.use_cgroups),
+              "allow_unisolated", "must be true to disable use_bwrap or use_cgroups")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The requested backend cannot isolate programs here; the message says what to install."""

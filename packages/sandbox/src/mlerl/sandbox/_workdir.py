@@ -16,6 +16,7 @@ Guarantees:
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import shutil
 import stat
@@ -180,3 +181,49 @@ def reap_workdirs(work_root: str, everything: bool = False) -> int:
             removed += 1
         shutil.rmtree(owner, ignore_errors=True)
     return removed
+
+
+def _signature(root: Path) -> str:
+    digest = hashlib.sha256(str(root).encode())
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            try:
+                st = os.stat(os.path.join(dirpath, name), follow_symlinks=False)
+            except OSError:
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), root)
+            digest.update(f"{rel}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:24]
+
+
+def stage_inputs(data_dir: Path, stage_root: Path) -> Path:
+    """A read-only copy of ``data_dir`` made of hard links under ``stage_root``.
+
+    The stage's name is a digest of the source's listing, so an unchanged input is staged once
+    and a changed one gets a fresh stage. Symbolic links are not followed (a link is recreated
+    as is, and inside the sandbox it resolves within the sandbox's own view). Files on another
+    filesystem are copied. Returns the stage directory.
+    """
+    source = data_dir.resolve()
+    stage = stage_root / _signature(source)
+    if stage.is_dir():
+        return stage
+    stage_root.mkdir(parents=True, exist_ok=True)
+    os.chmod(stage_root, 0o755)
+    tmp = stage_root / f".{stage.name}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst, follow_symlinks=False)
+        except OSError:
+            shutil.copy2(src, dst, follow_symlinks=False)
+
+    shutil.copytree(source, tmp, symlinks=True, copy_function=link_or_copy)
+    os.chmod(tmp, 0o755)
+    try:
+        os.rename(tmp, stage)
+    except OSError:  # another executor staged it meanwhile
+        shutil.rmtree(tmp, ignore_errors=True)
+    return stage
