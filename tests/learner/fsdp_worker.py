@@ -1,4 +1,4 @@
-"""Run two PPO updates with FSDP2 (under torchrun) or in one plain process; write the published weights.
+"""Run two PPO updates (the second with whitened advantages) with FSDP2 (under torchrun) or in one plain process; write the published weights.
 
 Usage: ``python fsdp_worker.py OUT_DIR`` or ``torchrun --standalone --nproc_per_node=2 fsdp_worker.py OUT_DIR``.
 Not a test module: test_fsdp.py runs it both ways and compares.
@@ -40,6 +40,8 @@ def main(out: Path) -> None:
     cfg = LearnerConfig(batch_size=8, micro_batch_size=2, bf16=False, gradient_checkpointing=True, lr=1e-3, critic_lr=1e-3)
     learner = Learner(cfg, model)
     for start in (0, 8):
+        # the second update whitens advantages: its mean and std must span both ranks' tokens
+        learner.config.normalize_advantages = start == 8
         metrics = learner.update(batch(start))
     update = publish_weights(learner.policy, learner.version, out, inline_max_bytes=0)
     save_checkpoint(out / "ckpt", learner, {"world": int(os.environ.get("WORLD_SIZE", 1))})

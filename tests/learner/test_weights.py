@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mlerl.learner import DurationWeighting as W
-from mlerl.learner import duration_weights, update_running_mean, weight_stats
+from mlerl.learner import LearnerConfig, duration_weights, slot_durations, update_running_mean, weight_stats
 
 D = torch.tensor([1.0, 2.0, 3.0, 6.0])  # mean 3
 
@@ -45,6 +45,39 @@ def test_floor_and_all_zero():
     w = duration_weights(torch.tensor([0.0, 0.0, 4.0, 4.0]), W.paper, floor=2.0)
     assert w.tolist() == pytest.approx([2 / 3, 2 / 3, 4 / 3, 4 / 3])
     assert duration_weights(torch.zeros(3), W.paper).tolist() == [1.0, 1.0, 1.0]
+
+
+# execution seconds of: a NOT_RUN sample (nothing ran), a crash after 0.5 s, two real runs
+FAIL = torch.tensor([0.0, 0.5, 9.5, 30.0])
+
+
+def test_slot_durations_add_the_overhead_then_floor():
+    # dt = max(execution + overhead, floor): [0 + 1, 5 + 1] floored at 3 -> [3, 6]
+    assert slot_durations(torch.tensor([0.0, 5.0]), overhead=1.0, floor=3.0).tolist() == [3.0, 6.0]
+    assert slot_durations(FAIL).tolist() == FAIL.tolist()  # no overhead, no floor: the paper's dt
+
+
+def test_overhead_keeps_failures_in_the_gradient():
+    # overhead 10: dt = [10, 10.5, 19.5, 40], mean 20 -> [0.5, 0.525, 0.975, 2.0]
+    w = duration_weights(FAIL, W.paper, overhead=10.0)
+    assert w.tolist() == pytest.approx([0.5, 0.525, 0.975, 2.0])
+    # the paper's exact dt: mean 10 -> [0, 0.05, 0.95, 3.0]: the NOT_RUN sample's weight is 0
+    assert duration_weights(FAIL, W.paper).tolist() == pytest.approx([0.0, 0.05, 0.95, 3.0])
+    # every mode keeps it strictly positive once dt includes the overhead
+    for mode in (W.paper, W.clipped, W.log, W.running):
+        assert float(duration_weights(FAIL, mode, overhead=10.0, running_mean=20.0)[0]) > 0.0, mode
+    # running: scale 25 (given) -> dt / 25 = [0.4, 0.42, 0.78, 1.6]
+    assert duration_weights(FAIL, W.running, overhead=10.0, running_mean=25.0).tolist() == pytest.approx([0.4, 0.42, 0.78, 1.6])
+    # the running mean is over the same dt: first batch 20; then 0.9 * 10 + 0.1 * 20 = 11
+    assert update_running_mean(None, FAIL, 0.9, overhead=10.0) == pytest.approx(20.0)
+    assert update_running_mean(10.0, FAIL, 0.9, overhead=10.0) == pytest.approx(11.0)
+
+
+def test_default_config_gives_a_not_run_sample_a_positive_weight():
+    cfg = LearnerConfig()
+    assert cfg.duration_weighting is W.paper and cfg.duration_overhead_s > 0
+    w = duration_weights(FAIL, cfg.duration_weighting, floor=cfg.duration_floor_s, overhead=cfg.duration_overhead_s)
+    assert float(w[0]) > 0.0
 
 
 def test_weight_stats():

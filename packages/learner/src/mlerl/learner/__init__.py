@@ -32,7 +32,7 @@ from mlerl.learner._losses import aggregate, entropy_from_logits, kl_penalty, pp
 from mlerl.learner._models import ValueModel, make_critic, make_reference, shard
 from mlerl.learner._run import build_learner, run, train_step
 from mlerl.learner._publish import WeightUpdateError, full_state_dict, load_weight_update, publish_weights, update_bytes
-from mlerl.learner._weights import duration_weights, update_running_mean, weight_stats
+from mlerl.learner._weights import duration_weights, slot_durations, update_running_mean, weight_stats
 
 __version__ = "0.1.0"
 
@@ -76,6 +76,7 @@ __all__ = [
     "restore_checkpoint",
     "save_checkpoint",
     "shard",
+    "slot_durations",
     "terminal_rewards",
     "token_logprobs",
     "update_bytes",

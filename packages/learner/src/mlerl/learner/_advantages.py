@@ -12,7 +12,7 @@ fake one).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -90,10 +90,19 @@ def group_advantages(
 
 
 @torch.no_grad()
-def whiten(advantages: Tensor, mask: Tensor, eps: float = 1e-8) -> Tensor:
-    """(A - mean) / std over masked tokens; padding stays 0."""
-    m = mask.float()
-    n = m.sum().clamp(min=1.0)
-    mean = (advantages * m).sum() / n
-    var = (((advantages - mean) * m) ** 2).sum() / n
-    return (advantages - mean) * torch.rsqrt(var + eps) * m
+def whiten(advantages: Tensor, mask: Tensor, eps: float = 1e-8, all_reduce: Callable[[Tensor], Tensor] | None = None) -> Tensor:
+    """(A - mean) / std over masked tokens (population variance); padding stays 0.
+
+    ``all_reduce`` (a sum over ranks, e.g. torch.distributed's) makes the mean and variance
+    those of every rank's tokens together, so N ranks whiten exactly like one process holding
+    the whole batch. Two passes: the count and sum are reduced first, then the sum of squared
+    deviations from the global mean (more accurate than reducing sum and sum of squares).
+    """
+    reduce = all_reduce if all_reduce is not None else (lambda t: t)
+    m = mask.to(torch.float64)
+    a = advantages.to(torch.float64)
+    count_sum = reduce(torch.stack([m.sum(), (a * m).sum()]))
+    n = count_sum[0].clamp(min=1.0)
+    mean = count_sum[1] / n
+    var = reduce((((a - mean) * m) ** 2).sum().reshape(1))[0] / n
+    return ((a - mean) * torch.rsqrt(var + eps) * m).to(advantages.dtype)

@@ -58,10 +58,11 @@ class RatioBase(str, enum.Enum):
 
 
 class KLEstimator(str, enum.Enum):
-    k1 = "k1"
-    """log pi - log pi_ref (unbiased, can be negative per token)."""
     k3 = "k3"
-    """exp(log pi_ref - log pi) - (log pi_ref - log pi) - 1 (unbiased, always >= 0)."""
+    """r - 1 - log r with r = pi_ref / pi: its value is an unbiased, non-negative estimate of
+    KL(pi || pi_ref); as a loss term its expected gradient is that of KL(pi_ref || pi) (see
+    docs/learner.md). ``k1`` (log pi - log pi_ref) was removed: as a loss term its expected
+    gradient is exactly 0 (E_pi[grad log pi] = 0), so it only added noise."""
 
 
 class CriticKind(str, enum.Enum):
@@ -135,7 +136,9 @@ class LearnerConfig:
     normalize_advantages: bool = False
     """Whiten advantages over the batch (masked), as some PPO variants do."""
     critic: CriticKind = CriticKind.copy
-    """Critic architecture."""
+    """Critic architecture, used only by ``advantage: gae``. With ``grpo`` / ``rloo`` the baseline
+    comes from the group, so no critic is built whatever this says (``copy`` and ``none`` behave
+    the same): a critic nobody reads would only cost memory and a value loss."""
     value_clip: float = 0.5
     """Value-loss clipping range around the old values (critic_cliprange_value)."""
     value_coef: float = 1.0
@@ -144,8 +147,15 @@ class LearnerConfig:
     """How per-token losses are reduced."""
     duration_weighting: DurationWeighting = DurationWeighting.paper
     """Per-sample weight on the policy-gradient term (the paper's contribution)."""
+    duration_overhead_s: float = 10.0
+    """Seconds added to every sample's execution time to form its dt: the time an action holds
+    its slot outside execution (generation of up to 1024 tokens, parsing, grading), which the
+    Sample does not carry. So dt = overhead + execution, a sample that ran nothing (NOT_RUN,
+    execution 0) or crashed at once still weighs overhead / mean dt, and its penalty does not
+    vanish. 0 (with ``duration_floor_s`` 0) is the paper's exact dt = execution time. Set it to
+    the measured mean generation time of the deployment (docs/learner.md)."""
     duration_floor_s: float = 0.0
-    """dt is raised to at least this before weighting (samples that ran nothing have dt = 0)."""
+    """dt is raised to at least this before weighting, after adding ``duration_overhead_s``."""
     duration_clip: float = 5.0
     """Upper bound of ``clipped`` weights (in units of the batch mean)."""
     duration_ema: float = 0.9
@@ -188,6 +198,9 @@ class LearnerConfig:
     """Samples whose execution ``duration_s`` exceeds this are refused (it sets Δt weights)."""
 
     def __post_init__(self) -> None:
+        kl_estimator = getattr(self.kl_estimator, "value", self.kl_estimator)
+        check(kl_estimator != "k1", "kl_estimator",
+              "'k1' was removed: as a loss term its expected gradient is 0; use 'k3' (docs/learner.md)")
         for name, enum_type in _ENUM_FIELDS.items():
             value = getattr(self, name)
             try:
@@ -220,6 +233,7 @@ class LearnerConfig:
             "critic", "advantage 'gae' needs a critic; use 'grpo' or 'rloo' without one",
         )
         check(self.duration_floor_s >= 0, "duration_floor_s", "must be >= 0")
+        check(self.duration_overhead_s >= 0, "duration_overhead_s", "must be >= 0")
         check(self.duration_clip >= 1, "duration_clip", "must be >= 1")
         check(0 <= self.duration_ema < 1, "duration_ema", "must be in [0, 1)")
         check(self.publish_inline_max_bytes >= 0, "publish_inline_max_bytes", "must be >= 0")

@@ -69,7 +69,8 @@ class Learner:
         if self.world > 1 and not config.fsdp:
             raise ValueError("fsdp: must be true when running with more than one process")
         self.ref = make_reference(policy) if config.kl_coef > 0 else None
-        self.critic = make_critic(config, policy)
+        # grpo / rloo take their baseline from the group: a critic would be built, trained and never read
+        self.critic = make_critic(config, policy) if config.advantage is AdvantageEstimator.gae else None
         policy.train()
         if config.gradient_checkpointing:
             enable_checkpointing(policy)
@@ -95,8 +96,11 @@ class Learner:
             raise ValueError(f"update: {n} trainable samples do not split into {cfg.minibatches} minibatches x {self.world} ranks")
         rewards = torch.tensor([s.reward for s in kept], dtype=torch.float32)
         durations = torch.tensor([s.duration_s for s in kept], dtype=torch.float32)
-        weights = duration_weights(durations, cfg.duration_weighting, floor=cfg.duration_floor_s, clip=cfg.duration_clip, running_mean=self.running_dt)
-        self.running_dt = update_running_mean(self.running_dt, durations, cfg.duration_ema, cfg.duration_floor_s)
+        weights = duration_weights(
+            durations, cfg.duration_weighting, floor=cfg.duration_floor_s, clip=cfg.duration_clip,
+            running_mean=self.running_dt, overhead=cfg.duration_overhead_s,
+        )
+        self.running_dt = update_running_mean(self.running_dt, durations, cfg.duration_ema, cfg.duration_floor_s, cfg.duration_overhead_s)
         seq_adv = None
         if cfg.advantage is not AdvantageEstimator.gae:
             groups = [(s.task_id, tuple(s.prompt_ids)) for s in kept]
@@ -144,7 +148,7 @@ class Learner:
         else:
             advantages, returns = seq_adv.float()[:, None].to(self.device) * mask, None
         if cfg.normalize_advantages:
-            advantages = whiten(advantages, mask)
+            advantages = whiten(advantages, mask, all_reduce=_all_reduce_sum)  # over every rank's tokens
         return _Prepared(tb, old, is_weights, ref, values, advantages, returns, weights.to(self.device))
 
     def _step(self, prep: _Prepared, rows: Tensor, mb_size: int) -> dict[str, float]:

@@ -86,15 +86,17 @@ def ppo_policy_loss(
     return loss, metrics
 
 
-def kl_penalty(logprobs: Tensor, ref_logprobs: Tensor, estimator: KLEstimator) -> Tensor:
-    """Per-token estimate of KL(pi || pi_ref) from samples of pi (Schulman's k1 / k3).
+def kl_penalty(logprobs: Tensor, ref_logprobs: Tensor, estimator: KLEstimator = KLEstimator.k3) -> Tensor:
+    """Per-token k3 = r - 1 - log r, r = pi_ref / pi, at tokens sampled from pi.
 
-    k1 = log pi - log pi_ref; k3 = exp(-k1) - 1 + k1 (= r - 1 - log r with r = pi_ref / pi).
+    Its value is an unbiased, non-negative estimate of KL(pi || pi_ref). Differentiated as a
+    loss term its gradient is (1 - r) grad log pi, whose expectation under pi is
+    -sum_y pi_ref(y) grad log pi(y) = grad KL(pi_ref || pi) (docs/learner.md derives it).
     """
-    k1 = logprobs - ref_logprobs
-    if estimator is KLEstimator.k1:
-        return k1
-    return torch.exp(-k1) - 1.0 + k1
+    if estimator is not KLEstimator.k3:
+        raise ValueError(f"kl_estimator: unknown estimator {estimator!r}")
+    log_r = ref_logprobs - logprobs
+    return torch.exp(log_r) - 1.0 - log_r
 
 
 def entropy_from_logits(logits: Tensor) -> Tensor:

@@ -1,0 +1,99 @@
+"""Learner.update wiring: duration weights reach the policy gradient, failures keep their
+penalty, group baselines need no critic, removed KL estimator is refused."""
+
+import msgspec
+import pytest
+import torch
+
+from mlerl.learner import Learner, LearnerConfig
+from mlerl.learner._batch import collate, token_logprobs
+from mlerl.protocol import ConfigError, ExecStatus
+
+
+class _GradRecorder(Learner):
+    """Records the gradients just before each optimizer step (policy first, then critic)."""
+
+    def _clip_and_step(self, model, opt):
+        self.grads = getattr(self, "grads", []) + [{n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}]
+        return super()._clip_and_step(model, opt)
+
+
+def _on_policy(samples, model):
+    """The samples with behaviour log-probs = the model's own, so every PPO ratio is exactly 1."""
+    with torch.no_grad():
+        logp, _ = token_logprobs(model, collate(samples))
+    out = []
+    for i, s in enumerate(samples):
+        p, r = len(s.prompt_ids), len(s.response_ids)
+        out.append(msgspec.structs.replace(s, behaviour_logprobs=logp[i, p - 1 : p - 1 + r].tolist()))
+    return out
+
+
+def _hand_gradient(model, samples, weights):
+    """grad of -sum_i w_i R_i sum_t log pi(y_it) / N: the policy loss at ratio 1 with A = R
+    (zero-initialised critic, gamma = lambda = 1), token_mean over N response tokens."""
+    tb = collate(samples)
+    logp, _ = token_logprobs(model, tb)
+    per_sample = (logp * tb.mask).sum(-1)  # (B,)
+    rewards = torch.tensor([s.reward for s in samples])
+    loss = -(torch.tensor(weights) * rewards * per_sample).sum() / tb.mask.sum()
+    model.zero_grad()
+    loss.backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+BASE = dict(batch_size=2, micro_batch_size=2, bf16=False, gradient_checkpointing=False, kl_coef=0.0, entropy_coef=0.0)
+
+
+def test_duration_weights_reach_the_policy_gradient(make_sample, tiny_model):
+    # execution 2 s and 26 s + the default 10 s overhead: dt = [12, 36], mean 24 -> w = [0.5, 1.5]
+    cfg = LearnerConfig(**BASE)
+    assert cfg.duration_weighting.value == "paper" and cfg.duration_overhead_s == 10.0
+    raw = [make_sample(seq=0, reward=1.0, duration_s=2.0, response_len=3),
+           make_sample(seq=1, reward=-0.5, duration_s=26.0, response_len=5)]
+    samples = _on_policy(raw, tiny_model())
+    learner = _GradRecorder(cfg, tiny_model())
+    learner.update(samples)
+    got = learner.grads[0]
+    want = _hand_gradient(tiny_model(), samples, [0.5, 1.5])
+    unweighted = _hand_gradient(tiny_model(), samples, [1.0, 1.0])
+    assert got.keys() == want.keys()
+    for name in want:
+        assert torch.allclose(got[name], want[name], atol=1e-7, rtol=1e-4), name
+    # the check has teeth: weights of one give a clearly different gradient
+    assert max((unweighted[n] - want[n]).abs().max().item() for n in want) > 1e-4
+
+
+@pytest.mark.parametrize("overhead, differs", [(10.0, True), (0.0, False)])
+def test_a_not_run_samples_reward_reaches_the_gradient(overhead, differs, make_sample, tiny_model):
+    # A NOT_RUN sample (execution 0 s) beside a 30 s run. With dt = overhead + execution its weight
+    # is 10 / 25 = 0.4, so its reward moves the policy; the paper's exact dt (overhead 0) gives it
+    # weight 0 and the gradient is bit-identical whether it scored -10 or +10.
+    cfg = LearnerConfig(**BASE, duration_overhead_s=overhead)
+    grads = []
+    for reward in (-10.0, 10.0):
+        batch = [make_sample(seq=0, reward=reward, duration_s=0.0, status=ExecStatus.NOT_RUN),
+                 make_sample(seq=1, reward=1.0, duration_s=30.0)]
+        learner = _GradRecorder(cfg, tiny_model())
+        learner.update(batch)
+        grads.append(learner.grads[0])
+    same = all(torch.equal(grads[0][n], grads[1][n]) for n in grads[0])
+    assert same is not differs
+
+
+@pytest.mark.parametrize("advantage", ["grpo", "rloo"])
+def test_group_baselines_with_the_default_critic_build_none(advantage, make_sample, tiny_model):
+    cfg = LearnerConfig(batch_size=4, micro_batch_size=2, bf16=False, gradient_checkpointing=False,
+                        advantage=advantage, normalize_advantages=True)
+    assert cfg.critic.value == "copy"  # the default, left as is
+    learner = Learner(cfg, tiny_model())
+    assert learner.critic is None and learner.critic_opt is None
+    batch = [msgspec.structs.replace(make_sample(seq=i, task_id="same", reward=float(i)), prompt_ids=[5, 6, 7]) for i in range(4)]
+    metrics = learner.update(batch)  # used to crash: returns is None for the value loss
+    assert metrics["grad_norm/policy"] > 0.0 and "loss/value" not in metrics
+
+
+def test_k1_is_refused_with_the_reason():
+    with pytest.raises(ConfigError, match="kl_estimator.*expected gradient is 0"):
+        LearnerConfig(kl_estimator="k1")
+    assert LearnerConfig().kl_estimator.value == "k3"

@@ -1,0 +1,91 @@
+"""Advantage whitening: hand-derived numbers, and rank-global statistics (fake and real 2-rank groups)."""
+
+import json
+import math
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from mlerl.learner import whiten
+
+# Two "ranks": rank 0 holds tokens [1, 3] (and one pad), rank 1 holds [5, 7].
+A0, M0 = torch.tensor([[1.0, 3.0, 99.0]]), torch.tensor([[1.0, 1.0, 0.0]])
+A1, M1 = torch.tensor([[5.0, 7.0]]), torch.tensor([[1.0, 1.0]])
+S5 = math.sqrt(5.0)
+
+
+def test_whiten_by_hand():
+    # [1, 3, 5, 7]: mean 4, population variance (9 + 1 + 1 + 9) / 4 = 5 -> [-3, -1, 1, 3] / sqrt 5
+    a = torch.tensor([[1.0, 3.0, 0.0], [5.0, 7.0, 42.0]])
+    m = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    out = whiten(a, m)
+    assert out.flatten().tolist() == pytest.approx([-3 / S5, -1 / S5, 0.0, 1 / S5, 3 / S5, 0.0], rel=1e-6)
+    assert out.dtype == a.dtype
+
+
+class _FakeGroup:
+    """A sum all-reduce between threads, one per simulated rank."""
+
+    def __init__(self, world: int) -> None:
+        self.barrier, self.slots = threading.Barrier(world), [None] * world
+
+    def reducer(self, rank: int):
+        def all_reduce(t: torch.Tensor) -> torch.Tensor:
+            self.slots[rank] = t.clone()
+            self.barrier.wait()
+            total = sum(self.slots)
+            self.barrier.wait()  # nobody overwrites a slot before every rank has summed
+            t.copy_(total)
+            return t
+
+        return all_reduce
+
+
+def test_whiten_uses_every_ranks_tokens():
+    group, out = _FakeGroup(2), {}
+
+    def rank(r, a, m):
+        out[r] = whiten(a, m, all_reduce=group.reducer(r))
+
+    threads = [threading.Thread(target=rank, args=args) for args in ((0, A0, M0), (1, A1, M1))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    # the same numbers as one process holding all four tokens
+    assert out[0].flatten().tolist() == pytest.approx([-3 / S5, -1 / S5, 0.0], rel=1e-6)
+    assert out[1].flatten().tolist() == pytest.approx([1 / S5, 3 / S5], rel=1e-6)
+    # without the reduce each rank whitens alone: [1, 3] -> [-1, 1], which is what went wrong before
+    assert whiten(A0, M0).flatten().tolist() == pytest.approx([-1.0, 1.0, 0.0], rel=1e-6)
+
+
+WORKER = """
+import json, torch, torch.distributed as dist
+from mlerl.learner import whiten
+dist.init_process_group("gloo")
+r = dist.get_rank()
+a, m = ([[1.0, 3.0, 99.0]], [[1.0, 1.0, 0.0]]) if r == 0 else ([[5.0, 7.0]], [[1.0, 1.0]])
+def all_reduce(t):
+    dist.all_reduce(t)
+    return t
+out = whiten(torch.tensor(a), torch.tensor(m), all_reduce=all_reduce)
+print(f"rank{r}", json.dumps(out.flatten().tolist()), flush=True)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_whiten_over_a_real_two_rank_gloo_group(tmp_path):
+    script = tmp_path / "whiten_worker.py"
+    script.write_text(WORKER)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    proc = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", str(script)],
+                          capture_output=True, text=True, timeout=100, check=True)
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith("rank"))
+    assert json.loads(lines["rank0"]) == pytest.approx([-3 / S5, -1 / S5, 0.0], rel=1e-6)
+    assert json.loads(lines["rank1"]) == pytest.approx([1 / S5, 3 / S5], rel=1e-6)
