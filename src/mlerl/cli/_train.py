@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from mlerl.cli._config import TrainConfig, register, validate
 from mlerl.cli._progress import Progress
 from mlerl.cli._supervisor import ChildSpec, Supervisor
-from mlerl.protocol import ConfigError, to_object
+from mlerl.protocol import ConfigError, CurveError, generate_keys, load_yaml, to_object
 
 CONFIG_NAME = "config.yaml"
 
@@ -51,6 +51,8 @@ def _app(cfg: DictConfig) -> None:
         code = run(train, run_dir)
     except ConfigError as exc:
         raise SystemExit(f"mlerl train: config error: {exc}") from None
+    except CurveError as exc:
+        raise SystemExit(f"mlerl train: keys error: {exc}") from None
     if code != 0:
         raise SystemExit(code)
 
@@ -59,7 +61,7 @@ def load_run_config(run_dir: Path) -> TrainConfig:
     path = run_dir / CONFIG_NAME
     if not path.is_file():
         raise ConfigError("resume", f"{run_dir} holds no {CONFIG_NAME}; is it a run directory?")
-    return to_object(TrainConfig, OmegaConf.load(path))
+    return to_object(TrainConfig, load_yaml(path))  # unparsable: ConfigError, not a traceback
 
 
 def run(train: TrainConfig, run_dir: Path) -> int:
@@ -148,6 +150,11 @@ def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_p
     actors.data_dir = str(data_dir)
     actors.tasks_dir = train.tasks.tasks_dir
     actors.state_dir = str(run_dir / "actors")
+    learner.curve = actors.curve = learner.curve and actors.curve  # both sides, or neither
+    if learner.curve and train.role in ("all", "learner"):
+        # before any child starts: the actors read the keys the learner serves with
+        generate_keys(learner.keys_dir or run_dir / "keys")
+        actors.keys_dir = actors.keys_dir or learner.keys_dir
     if train.role == "all":
         # One host: fresh loopback ports, so parallel sweep jobs never collide.
         learner.receive_address = actors.samples_address = f"tcp://127.0.0.1:{_free_port()}"

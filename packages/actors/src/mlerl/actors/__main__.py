@@ -22,7 +22,7 @@ from mlerl.actors._config import ActorsConfig
 from mlerl.actors._engines import make_engine, make_frozen_engine
 from mlerl.actors._pipeline import real_pipeline
 from mlerl.actors._state import ActorState
-from mlerl.protocol import ConfigError, load_section
+from mlerl.protocol import ConfigError, CurveError, load_section
 
 log = logging.getLogger("mlerl.actors")
 
@@ -51,7 +51,7 @@ def _instrument_modes(path: Path) -> tuple[str, str]:
 async def run_actor(config_path: Path, actor_id: str) -> None:
     from mlerl.bench import Registry
     from mlerl.instrument import RewardConfig
-    from mlerl.protocol import SampleSender, WeightSubscriber
+    from mlerl.protocol import CurveKeys, SampleSender, WeightSubscriber
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     config = load_section(ActorsConfig, config_path, "actors")
@@ -61,6 +61,10 @@ async def run_actor(config_path: Path, actor_id: str) -> None:
     tasks = {task_id: registry.get(task_id) for task_id in config.task_ids}
     state_root = Path(config.state_dir) if config.state_dir else config_path.parent / "actors"
     state = ActorState(state_root / actor_id)
+    keys = CurveKeys(config.keys_dir or config_path.parent / "keys") if config.curve else None
+    if keys is not None:
+        keys.client_keypair()  # missing keys: a clear error now, not a silent hang later
+        keys.server_public()
     mode, markers = _instrument_modes(config_path)
     frozen = make_frozen_engine(config) if mode in ("lm", "paper") else None
     instrumenter = None
@@ -73,8 +77,8 @@ async def run_actor(config_path: Path, actor_id: str) -> None:
     engine = make_engine(config)
     sandbox = make_sandbox(sandbox_config)
     try:
-        async with SampleSender(config.samples_address, actor_id) as sender:
-            sub = WeightSubscriber(config.weights_address, version=engine.policy_version)
+        async with SampleSender(config.samples_address, actor_id, curve=keys) as sender:
+            sub = WeightSubscriber(config.weights_address, version=engine.policy_version, curve=keys)
             actor = Actor(
                 actor_id, config, engine=engine, sandbox=sandbox, sender=sender, tasks=tasks,
                 pipeline=pipeline, state=state, weights=aiter(sub),
@@ -108,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(run_actor(args.config, args.actor_id))
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    except CurveError as exc:
+        print(f"keys error: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -58,6 +58,12 @@ class ActorsConfig:
     """Where samples go (the learner's receiver)."""
     weights_address: str = "tcp://127.0.0.1:5556"
     """Where weight updates come from (the learner's publisher)."""
+    curve: bool = True
+    """Use the run's CURVE keys on both streams (must match ``learner.curve``)."""
+    keys_dir: str = ""
+    """The run's CURVE keys (``learner.key`` and ``actors.key_secret`` are read); empty:
+    ``<run dir>/keys`` where the run dir holds the config file. On an actor host, copy them from
+    the learner host's run dir (docs/protocol.md)."""
     state_dir: str = ""
     """Durable per-actor state (seq, outbox, heartbeat) goes to ``state_dir/<actor id>``;
     empty: ``<run dir>/actors`` where the run dir holds the config file."""

@@ -6,8 +6,9 @@ import argparse
 import logging
 import sys
 
-from mlerl.protocol import ConfigError, MetricsConfig, load_section
+from mlerl.protocol import ConfigError, CurveError, MetricsConfig, load_section
 
+from mlerl.learner._checkpoint import CheckpointError
 from mlerl.learner._config import LearnerConfig
 from mlerl.learner._run import run
 
@@ -24,7 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
-    return run(config, metrics)
+    try:
+        return run(config, metrics)
+    except (CurveError, CheckpointError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _metrics_config(path: str) -> MetricsConfig:

@@ -1,0 +1,60 @@
+"""check_sample: what the learner refuses at its door, each reason naming the field."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mlerl.protocol import SampleLimits, check_sample
+
+from .conftest import make_sample
+
+LIMITS = SampleLimits(vocab_size=10, reward_min=-20.0, reward_max=5.0, max_duration_s=600.0)
+
+
+def test_a_sound_sample_passes():
+    assert check_sample(make_sample(), LIMITS) is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        (dict(behaviour_logprobs=[-0.5, math.nan]), "behaviour_logprobs"),
+        (dict(behaviour_logprobs=[-math.inf, -0.5]), "behaviour_logprobs"),
+        (dict(behaviour_logprobs=[-0.5, math.inf]), "behaviour_logprobs"),
+        (dict(behaviour_logprobs=[-0.5, 0.5]), "behaviour_logprobs"),  # probability e^0.5 > 1
+        (dict(behaviour_logprobs=[-0.5, -1e30]), "behaviour_logprobs"),  # a sentinel, not a log-prob
+        (dict(response_ids=[4, 10]), "response_ids"),  # 10 == vocab_size: one past the last row
+        (dict(prompt_ids=[1, 2, 99]), "prompt_ids"),
+        (dict(prompt_ids=[-1, 2, 3]), "prompt_ids"),
+        (dict(reward=1e6), "reward"),
+        (dict(reward=-20.5), "reward"),
+        (dict(duration_s=601.0), "duration_s"),
+        (dict(t_graded=math.inf), "t_graded"),
+    ],
+)
+def test_poisons_are_refused_naming_the_field(overrides, field):
+    reason = check_sample(make_sample(**overrides), LIMITS)
+    assert reason is not None and reason.split(":")[0] == field
+
+
+def test_bounds_are_inclusive():
+    edge = make_sample(
+        prompt_ids=[0, 9], response_ids=[9, 0], behaviour_logprobs=[0.0, -1000.0],
+        reward=5.0, duration_s=600.0,
+    )
+    assert check_sample(edge, LIMITS) is None
+    assert check_sample(make_sample(reward=-20.0, duration_s=0.0), LIMITS) is None
+
+
+def test_rounding_just_above_zero_is_tolerated():
+    assert check_sample(make_sample(behaviour_logprobs=[-0.5, 5e-5]), LIMITS) is None
+    assert check_sample(make_sample(behaviour_logprobs=[-0.5, 2e-4]), LIMITS) is not None
+
+
+def test_without_a_vocabulary_only_negative_ids_are_refused():
+    open_vocab = SampleLimits()
+    assert check_sample(make_sample(response_ids=[4, 10**6]), open_vocab) is None
+    assert check_sample(make_sample(response_ids=[4, -3]), open_vocab) == "response_ids: token id -3 is negative"
+
