@@ -11,7 +11,7 @@ import yaml
 
 from mlerl.actors import make_update
 from mlerl.actors._state import ActorState
-from mlerl.protocol import SampleReceiver, WeightBroadcaster
+from mlerl.protocol import SampleReceiver, WeightBroadcaster, generate_keys
 
 TASK = "standin-cancer-auc-tiny"
 
@@ -38,8 +38,9 @@ async def test_kill_restart_exactly_once_and_weight_updates(tmp_path, tiny_model
     data = tmp_path / "data"
     prepare(TASK, data)
     stored = []
-    receiver = SampleReceiver("tcp://127.0.0.1:*", lambda s: stored.append(s))
-    broadcaster = WeightBroadcaster("tcp://127.0.0.1:*", republish_s=0.5)
+    keys = generate_keys(tmp_path / "keys")  # the actor's default: <dir of config.yaml>/keys
+    receiver = SampleReceiver("tcp://127.0.0.1:*", lambda s: stored.append(s), curve=keys)
+    broadcaster = WeightBroadcaster("tcp://127.0.0.1:*", republish_s=0.5, curve=keys)
     config = {
         "actors": {
             "engine": "hf", "model_path": str(tiny_model_dir), "task_ids": [TASK], "data_dir": str(data),

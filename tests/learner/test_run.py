@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from mlerl.learner import load_weight_update, read_journal
-from mlerl.protocol import ExecStatus, SampleSender, WeightSubscriber
+from mlerl.protocol import CurveKeys, ExecStatus, SampleSender, WeightSubscriber
 
 
 def _port() -> int:
@@ -32,8 +32,16 @@ def _config(tmp_path, model_dir, max_updates, ports):
     return path
 
 
-async def _feed(samples, ports, want_version):
-    async with SampleSender(f"tcp://127.0.0.1:{ports[0]}", "a0") as sender, WeightSubscriber(f"tcp://127.0.0.1:{ports[1]}") as sub:
+async def _keys(run_dir, timeout=200.0) -> CurveKeys:
+    """The run's CURVE keys, once the learner has generated them at start."""
+    async with asyncio.timeout(timeout):
+        while not (run_dir / "keys" / "learner.key").exists():
+            await asyncio.sleep(0.2)
+    return CurveKeys(run_dir / "keys")
+
+
+async def _feed(samples, ports, want_version, keys):
+    async with SampleSender(f"tcp://127.0.0.1:{ports[0]}", "a0", curve=keys) as sender, WeightSubscriber(f"tcp://127.0.0.1:{ports[1]}", curve=keys) as sub:
         for s in samples:
             await sender.send(s)
         await sender.flush(timeout=200)
@@ -56,7 +64,7 @@ async def test_process_trains_publishes_checkpoints_and_resumes(tmp_path, make_s
 
     proc = subprocess.Popen([sys.executable, "-m", "mlerl.learner", "--config", str(_config(tmp_path, model_dir, 2, ports))])
     try:
-        update = await _feed(samples, ports, want_version=2)
+        update = await _feed(samples, ports, want_version=2, keys=await _keys(tmp_path / "run"))
         assert proc.wait(timeout=200) == 0
     finally:
         proc.kill()
@@ -75,7 +83,7 @@ async def test_process_trains_publishes_checkpoints_and_resumes(tmp_path, make_s
     more = [make_sample(seq=9 + i, reward=float(i % 2), duration_s=1.0, t_sampled=2000.0 + i) for i in range(4)]
     proc = subprocess.Popen([sys.executable, "-m", "mlerl.learner", "--config", str(_config(tmp_path, model_dir, 3, ports))])
     try:
-        update = await _feed(more, ports, want_version=3)
+        update = await _feed(more, ports, want_version=3, keys=CurveKeys(tmp_path / "run" / "keys"))
         assert proc.wait(timeout=200) == 0
     finally:
         proc.kill()
