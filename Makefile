@@ -8,7 +8,7 @@ PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
 # GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install services train test test-vllm test-fast wheels clean
+.PHONY: install services sandbox-deps train test test-vllm test-fast wheels clean
 
 install: $(VENV)/.installed
 
@@ -25,7 +25,11 @@ services:
 	@bash scripts/ci/setup_docker.sh || echo "make: Docker setup failed; the docker tests will fail (deselect: ARGS=\"-m 'not docker'\")"
 	@test -x .venv-vllm/bin/python || bash scripts/ci/setup_vllm.sh
 
-train: install
+# The local sandbox refuses to run unisolated: install bubblewrap where possible, else say how.
+sandbox-deps:
+	@bash scripts/setup_sandbox.sh
+
+train: install sandbox-deps
 	$(BIN)/mlerl train $(ARGS)
 
 # The main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its own torch).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import math
 import sys
@@ -31,13 +32,13 @@ def evaluate_policy(
     seeds: list[int],
     base: Any = None,
     sandbox_backend: str = "local",
+    sandbox_config: Any = None,
 ) -> dict[str, Any]:
     """Evaluate ``model_path`` and return the JSON-ready result (see the module docstring).
 
     ``base`` is an ``ActorsConfig`` whose prompts, sampling and task data are reused (a run's
-    ``actors`` section); only the model, tasks and seed are replaced."""
-    import dataclasses
-
+    ``actors`` section); only the model, tasks and seed are replaced. ``sandbox_config`` (a
+    run's ``sandbox`` section) overrides ``sandbox_backend``."""
     from mlerl.actors import ActorsConfig
     from mlerl.bench import Registry
 
@@ -47,7 +48,7 @@ def evaluate_policy(
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
         config = dataclasses.replace(base, engine="hf", model_path=model_path, task_ids=task_ids, seed=seed)
-        per_seed.append({"seed": seed, "tasks": asyncio.run(_one_seed(config, tasks, k, sandbox_backend))})
+        per_seed.append({"seed": seed, "tasks": asyncio.run(_one_seed(config, tasks, k, sandbox_backend, sandbox_config))})
     return {
         "model": model_path,
         "k": k,
@@ -57,14 +58,18 @@ def evaluate_policy(
     }
 
 
-async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str) -> dict[str, Any]:
+async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str,
+                    sandbox_config: Any = None) -> dict[str, Any]:
     from mlerl.actors import evaluate
     from mlerl.actors._engines import make_engine
     from mlerl.actors._pipeline import real_pipeline
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     engine = make_engine(config)
-    sandbox = make_sandbox(SandboxConfig(backend=backend, max_concurrency=config.admission.max_in_flight))
+    slots = config.admission.max_in_flight
+    sandbox = make_sandbox(dataclasses.replace(sandbox_config, max_concurrency=slots)
+                           if sandbox_config is not None else
+                           SandboxConfig(backend=backend, max_concurrency=slots))
     pipeline = real_pipeline(grade_timeout_s=config.grade_timeout_s,
                              grade_workers=config.admission.max_in_flight)
     try:

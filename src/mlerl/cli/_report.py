@@ -27,7 +27,7 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
         progress.say(f"no trained policy in {trained_model}; skipping the comparison")
         return run_dir
     kwargs: dict[str, Any] = dict(k=train.eval_samples, seeds=[train.seed], base=train.actors,
-                                  sandbox_backend=train.sandbox.backend)
+                                  sandbox_config=train.sandbox)
     progress.say(f"evaluating the initial policy: best of {train.eval_samples} per task")
     before = evaluate_policy(str(initial_model), list(train.tasks.ids), **kwargs)
     progress.say(f"evaluating the trained policy: best of {train.eval_samples} per task")
@@ -36,6 +36,9 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
               "plots": [str(p) for p in plots]}
     (run_dir / "report.json").write_text(json.dumps(report, indent=1))
     text = render_markdown(report, list(train.tasks.ids))
+    unisolated = run_dir / "UNISOLATED"  # written at start-up by an opted-in unisolated run
+    if unisolated.is_file():
+        text = f"**{unisolated.read_text().strip()}**\n\n{text}"
     (run_dir / "report.md").write_text(text)
     for line in text.splitlines():
         progress.say(line)

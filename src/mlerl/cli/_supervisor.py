@@ -29,6 +29,9 @@ class ChildSpec:
     restart: bool = False
     """Restart when it exits non-zero (actors); the learner's exit ends the run instead."""
     max_restarts: int = 5
+    fatal_exit_codes: tuple[int, ...] = ()
+    """Exit codes that end the whole run (returned by :meth:`Supervisor.wait`), not restarted:
+    e.g. an actor whose sandbox stayed down."""
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -48,6 +51,8 @@ class Supervisor:
         self._grace_s = grace_s
         self._children: dict[str, _Child] = {}
         self.events: list[str] = []
+        self.stopped_by = ""
+        """The child whose exit ended :meth:`wait` (the primary, or one with a fatal code)."""
 
     def _spawn(self, spec: ChildSpec) -> subprocess.Popen[bytes]:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,8 +88,9 @@ class Supervisor:
                 code = child.proc.poll()
                 if code is None:
                     continue
-                if child.spec.name == self._primary:
+                if child.spec.name == self._primary or code in child.spec.fatal_exit_codes:
                     self.events.append(f"{child.spec.name} exited {code}")
+                    self.stopped_by = child.spec.name
                     return code
                 if code != 0 and child.spec.restart and child.restarts < child.spec.max_restarts:
                     child.restarts += 1

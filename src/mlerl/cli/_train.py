@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from mlerl.cli._config import TrainConfig, register, validate
 from mlerl.cli._progress import Progress
 from mlerl.cli._supervisor import ChildSpec, Supervisor
+from mlerl.actors import EXIT_INFRA_DOWN
 from mlerl.protocol import ConfigError, CurveError, generate_keys, load_yaml, to_object
 
 CONFIG_NAME = "config.yaml"
@@ -68,6 +69,7 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     """Train; returns the learner's exit code (0 when it reached ``max_updates``)."""
     progress = Progress(run_dir, enabled=train.logging.console)
     run_dir.mkdir(parents=True, exist_ok=True)
+    _check_isolation(train, run_dir, progress)
     data_dir = _prepare_tasks(train, progress)
     model_path = _policy(train, data_dir, progress)
     config_path = _write_run_config(train, run_dir, data_dir, model_path)
@@ -87,6 +89,9 @@ def run(train: TrainConfig, run_dir: Path) -> int:
         supervisor.stop()
         _reap_sandboxes(train)
     progress.tick()
+    if code == EXIT_INFRA_DOWN and supervisor.stopped_by.startswith("actor"):
+        progress.say(f"{supervisor.stopped_by}: the sandbox stayed down; run stopped (see "
+                     f"{run_dir / 'logs' / (supervisor.stopped_by + '.log')})")
     if code == 124:
         progress.say(f"time limit of {train.time_limit_s:.0f} s reached")
         code = 0
@@ -97,6 +102,25 @@ def run(train: TrainConfig, run_dir: Path) -> int:
 
         write_report(train, run_dir, Path(model_path), progress)
     return code
+
+
+def _check_isolation(train: TrainConfig, run_dir: Path, progress: Progress) -> None:
+    """The local sandbox isolates or the run does not start (unless the user opted out)."""
+    if train.sandbox.backend != "local" or train.role == "learner":
+        return
+    from mlerl.sandbox import SandboxUnavailable, make_sandbox
+
+    try:
+        box = make_sandbox(train.sandbox)
+    except SandboxUnavailable as exc:
+        raise SystemExit(f"mlerl train: {exc}") from None
+    missing = getattr(box, "missing", {})
+    if missing:
+        note = "UNISOLATED sandbox (sandbox.allow_unisolated=true): " + "; ".join(
+            f"{k}: {v}" for k, v in missing.items())
+        progress.say(note)
+        with open(run_dir / "UNISOLATED", "w") as f:  # the report says so too
+            f.write(note + "\n")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -179,7 +203,8 @@ def _children(train: TrainConfig, run_dir: Path, config_path: Path) -> list[Chil
         for i in range(train.num_actors):
             argv = [sys.executable, "-m", "mlerl.actors", "--config", str(config_path),
                     "--actor-id", f"actor-{i}"]
-            specs.append(ChildSpec(f"actor-{i}", argv, logs / f"actor-{i}.log", restart=True))
+            specs.append(ChildSpec(f"actor-{i}", argv, logs / f"actor-{i}.log", restart=True,
+                                   fatal_exit_codes=(EXIT_INFRA_DOWN,)))
     return specs
 
 

@@ -13,6 +13,7 @@ from mlerl.actors._admission import Admission, AdmissionConfig, Verdict
 from mlerl.actors._aide import AideConfig, Evaluation, best_node, run_aide
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._evaluate import evaluate, summarise
+from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
 from mlerl.actors._improve import ImprovementBuffer, ImprovementConfig, Solution
 from mlerl.actors._prompts import PromptConfig, improve_prompt, scratch_prompt
 from mlerl.actors._parse import ParsedResponse, parse_response
@@ -48,6 +49,8 @@ __all__ = [
     "Evaluation",
     "Admission",
     "AdmissionConfig",
+    "EXIT_INFRA_DOWN",
+    "InfraConfig",
     "HFEngine",
     "OpenAIEngine",
     "VLLMEngine",

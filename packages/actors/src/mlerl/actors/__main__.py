@@ -20,9 +20,11 @@ from pathlib import Path
 from mlerl.actors._actor import Actor
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._engines import make_engine, make_frozen_engine
+from mlerl.actors._health import EXIT_INFRA_DOWN
 from mlerl.actors._pipeline import real_pipeline
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ConfigError, CurveError, load_section
+from mlerl.sandbox import SandboxUnavailable
 
 log = logging.getLogger("mlerl.actors")
 
@@ -89,6 +91,8 @@ async def run_actor(config_path: Path, actor_id: str) -> None:
             try:
                 await actor.run()
                 await asyncio.wait_for(sender.flush(), timeout=30.0)
+                if actor.infra_down:
+                    raise InfraDown(actor.infra_down)
             except TimeoutError:
                 log.warning("actor %s: %d samples still unacked at exit", actor_id, sender.unacked)
             finally:
@@ -116,7 +120,17 @@ def main(argv: list[str] | None = None) -> int:
     except CurveError as exc:
         print(f"keys error: {exc}", file=sys.stderr)
         return 2
+    except SandboxUnavailable as exc:
+        print(f"sandbox error: {exc}", file=sys.stderr)
+        return 2
+    except InfraDown as exc:
+        print(f"the sandbox stayed down, stopping: {exc}", file=sys.stderr)
+        return EXIT_INFRA_DOWN
     return 0
+
+
+class InfraDown(RuntimeError):
+    """The execution backend stayed unreachable for ``actors.infra.down_after_s``."""
 
 
 if __name__ == "__main__":

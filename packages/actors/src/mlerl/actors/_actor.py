@@ -11,7 +11,10 @@ Guarantees:
   are serialised by a :class:`VersionGate`, so the version read during a generation is exact.
   Updates are applied between generations, never during one.
 - ``INFRA_ERROR`` executions are retried ``infra_retries`` times; then the action is counted in
-  ``stats["infra_failed"]`` and nothing is sent (no reward is ever made up for it).
+  ``stats["infra_failed"]`` and nothing is sent (no reward is ever made up for it). While the
+  backend fails most executions, sampling pauses and samples that did not run are held back
+  (:mod:`._health`); a backend down for ``infra.down_after_s`` stops the actor
+  (``infra_down`` says why).
 - Sent samples are exactly-once at the learner across SIGKILL (see :mod:`._state`).
 - Every sent sample has all fields filled: ids, behaviour log-probs, version, timestamps
   (sampled <= exec started <= exec finished <= graded) and ``duration_s`` = the execution's
@@ -35,6 +38,7 @@ from typing import Any, Protocol
 from mlerl.actors._admission import Admission, Verdict
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._gate import VersionGate
+from mlerl.actors._health import InfraHealth
 from mlerl.actors._improve import ImprovementBuffer, Solution
 from mlerl.actors._parse import ParsedResponse, parse_response
 from mlerl.actors._pipeline import Graded, Pipeline
@@ -114,6 +118,9 @@ class Actor:
         self.gate = VersionGate()
         self.actions: dict[int, _Action] = {}
         self.stats = {"generated": 0, "sent": 0, "dropped": 0, "infra_failed": 0, "engine_errors": 0}
+        self.health = InfraHealth(config.infra)
+        self.infra_down = ""
+        self._held: list[tuple[_Action, _Outcome, float, dict]] = []  # not_run, unsent yet
         self._wake = asyncio.Event()
         self._done = asyncio.Event()
         self._send_lock = asyncio.Lock()  # seqs must reach the sender in order
@@ -124,7 +131,7 @@ class Actor:
         for sample in self.state.pending():
             await self.sender.send(sample)
         async with asyncio.TaskGroup() as tg:
-            helpers = [tg.create_task(self._heartbeat())]
+            helpers = [tg.create_task(self._heartbeat()), tg.create_task(self._watch_infra())]
             if self.weights is not None:
                 helpers.append(tg.create_task(self._follow_weights()))
             work: set[asyncio.Task] = set()
@@ -138,7 +145,7 @@ class Actor:
     async def _schedule(self, tg: asyncio.TaskGroup, work: set[asyncio.Task]) -> None:
         while not self._done.is_set():
             self._wake.clear()
-            ids = self.admission.admit()
+            ids = [] if self.health.paused else self.admission.admit()
             if ids:
                 self._spawn(tg, work, self._generate(ids))
             for aid, verdict in self.admission.schedule(self.clock()):
@@ -210,6 +217,7 @@ class Actor:
         except Exception:
             log.exception("actor %s: execution pipeline failed", self.actor_id)
             outcome = _Outcome(ExecStatus.INFRA_ERROR)
+        self._record_infra(outcome.status is ExecStatus.INFRA_ERROR)
         if outcome.status is ExecStatus.INFRA_ERROR:
             self.stats["infra_failed"] += 1
             self.admission.on_failed(aid)
@@ -262,6 +270,50 @@ class Actor:
             output=output[len(output) - limit :] if limit else "",
         )
 
+    # ---- infrastructure health ------------------------------------------------------------
+    def _record_infra(self, infra_error: bool) -> None:
+        was_paused = self.health.paused
+        self.health.record(infra_error, self.clock())
+        if self.health.paused and not was_paused:
+            log.warning("actor %s: sampling %s", self.actor_id, self.health.reason(self.clock()))
+        elif was_paused and not self.health.paused:
+            log.warning("actor %s: the sandbox is back; sampling resumes", self.actor_id)
+        self._wake.set()
+
+    async def _watch_infra(self) -> None:
+        """Release held samples once an execution got through; while paused, probe the
+        backend every ``probe_s``; give up after ``down_after_s``."""
+        while True:
+            if self.health.confirmed and self._held:
+                held, self._held = self._held, []
+                for item in held:
+                    await self._send(*item)
+            now = self.clock()
+            if self.health.down(now):
+                self.infra_down = self.health.reason(now)
+                log.error("actor %s: stopping, the sandbox stayed down: %s", self.actor_id,
+                          self.infra_down)
+                self.stop()
+                return
+            if self.health.paused or (self._held and not self.health.confirmed):
+                self._record_infra(not await self._probe())
+                if self.health.paused:
+                    await asyncio.sleep(self.config.infra.probe_s)
+                continue
+            await asyncio.sleep(0.2)
+
+    async def _probe(self) -> bool:
+        """Run a trivial program: True when the backend ran it (whatever its status)."""
+        from mlerl.sandbox import ExecutionRequest, Limits
+
+        try:
+            result = await self.sandbox.run(ExecutionRequest(
+                program="pass\n", collect=(), limits=Limits(wall_time_s=60.0, memory_mb=256)))
+        except Exception:
+            log.exception("actor %s: sandbox probe failed", self.actor_id)
+            return False
+        return result.status is not ExecStatus.INFRA_ERROR
+
     # ---- results --------------------------------------------------------------------------
     async def _finish(self, aid: int, outcome: _Outcome) -> None:
         action = self.actions.pop(aid)
@@ -276,6 +328,12 @@ class Actor:
             self._remember(f"{self.actor_id}:x{aid}", action, outcome, reward)
             self._drop(aid, "stale after execution")
             return
+        if outcome.status is ExecStatus.NOT_RUN and not self.health.confirmed:
+            self._held.append((action, outcome, reward, parts))  # sent once the backend is up
+            return
+        await self._send(action, outcome, reward, parts)
+
+    async def _send(self, action: _Action, outcome: _Outcome, reward: float, parts: dict) -> None:
         async with self._send_lock:
             sample = self._sample(action, outcome, reward, parts)
             self.state.record(sample)
@@ -345,5 +403,7 @@ class Actor:
             "actor_id": self.actor_id, "t": self.clock(), "policy_version": self.engine.policy_version,
             "next_seq": self.state.next_seq, "acked_seq": self.state.acked_seq,
             "alive_actions": self.admission.alive, **self.stats, **self.admission.stats,
+            "paused": self.health.reason(self.clock()), "infra_pauses": self.health.pauses,
+            "held_not_run": len(self._held), "stopped": self.infra_down,
         }  # fmt: skip
         _atomic_write(self.state.dir / "heartbeat.json", json.dumps(beat).encode())

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mlerl.actors._admission import AdmissionConfig
+from mlerl.actors._health import InfraConfig
 from mlerl.actors._improve import ImprovementConfig
 from mlerl.actors._prompts import PromptConfig
 from mlerl.protocol import SamplingParams, check
@@ -90,6 +91,8 @@ class ActorsConfig:
     infra_retries: int = 2
     """Re-runs of an execution that failed for the harness's reasons (INFRA_ERROR); after
     that the action is reported in the heartbeat counters and never rewarded."""
+    infra: InfraConfig = field(default_factory=InfraConfig)
+    """When sampling pauses for INFRA_ERRORs and when the actor gives up (``_health.py``)."""
     grade_timeout_s: float = 120.0
     """Grading runs in a child process killed after this long (the submission is invalid)."""
     output_tail_chars: int = 4000
