@@ -68,6 +68,8 @@ def test_output_is_the_original_plus_markers() -> None:
 def test_metrics_split_into_training_and_testing_loss_with_values() -> None:
     code = (
         "from sklearn.metrics import accuracy_score, log_loss\n"
+        "from sklearn.linear_model import LogisticRegression\n"
+        "model = LogisticRegression()\n"
         "train_acc = accuracy_score(y_train, model.predict(X_train))\n"
         "x = 1\n"
         "val_loss = log_loss(y_val, model.predict_proba(X_val))\n"

@@ -18,8 +18,9 @@ from .conftest import FakeEngine
 
 CODE = (
     "import pandas as pd\n"
+    "from sklearn.linear_model import LinearRegression\n"
     "df = pd.read_csv('input/train.csv')\n"
-    "model = make_model()\n"
+    "model = LinearRegression()\n"
     "model.fit(df, df['y'])\n"
 )
 GOOD = CODE.replace("train.csv')\n", "train.csv')\nprint(\"loaded data\")\n") + 'print("trained model")\n'
@@ -44,7 +45,7 @@ def test_a_verified_answer_is_used() -> None:
     ("answer", "reason"),
     [
         (_answer(GOOD.replace("df", "data")), "modified_program"),  # renamed variable
-        (_answer(GOOD.replace("model = make_model()\n", "")), "modified_program"),  # dropped line
+        (_answer(GOOD.replace("model = LinearRegression()\n", "")), "modified_program"),  # dropped line
         (_answer(GOOD + "import os\n"), "modified_program"),  # added code
         (_answer(GOOD + "def (:\n"), "syntax_error"),
         (_answer(GOOD, finish="length"), "truncated"),
@@ -85,27 +86,30 @@ def test_batching_dedup_and_cache() -> None:
     def answer(prompt: str):
         prompts.append(prompt)
         code = prompt.split("python script: ", 1)[1]
-        return f"```\n{code}print(\"trained model\")\n```", "stop"
+        return f"```\n{code}print(\"imported packages\")\n```", "stop"
 
     engine = FakeEngine(answer)
     inst = LMInstrumenter(engine, config=LMInstrumentConfig(batch_size=2))
-    codes = [f"x = {i}\n" for i in range(3)] + ["x = 0\n"]
+    codes = [f"import os\nx = {i}\n" for i in range(3)] + ["import os\nx = 0\n"]
     out = asyncio.run(inst.instrument_batch(codes))
     assert engine.calls == [2, 1]  # 3 distinct programs, batches of at most 2
-    assert [r.code for r in out] == [f"x = {i}\nprint(\"trained model\")\n" for i in (0, 1, 2, 0)]
-    again = asyncio.run(inst.instrument_batch(["x = 1\n"]))
+    expected = [f"import os\nx = {i}\nprint(\"imported packages\")\n" for i in (0, 1, 2, 0)]
+    assert [r.code for r in out] == expected
+    again = asyncio.run(inst.instrument_batch(["import os\nx = 1\n"]))
     assert engine.calls == [2, 1] and again[0].cached and again[0].path == "lm"
     assert inst.stats.as_dict()["cache_hits"] == 1 and inst.stats.total == 5
     assert prompts[0].startswith("Please insert print statements in the given python script.")
 
 
 def test_the_lms_copy_of_the_programs_own_markers_is_neutralised() -> None:
-    code = 'x = 1\nprint("trained model")\n'
-    answer = _answer('x = 1\nprint("defined model")\nprint("trained model")\n')
+    code = 'import os\nx = 1\nprint("trained model")\n'
+    answer = _answer('import os\nprint("imported packages")\nx = 1\nprint("trained model")\n')
     result, _ = _one(FakeEngine(answer), code=code)
     import ast
 
-    assert [marker_of(s) for s in ast.parse(result.code).body] == [None, "defined model", None]
+    body = ast.parse(result.code).body
+    assert result.path == "lm"
+    assert [marker_of(s) for s in body] == [None, "imported packages", None, None]
 
 
 def test_cancellation_propagates() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from mlerl.instrument._markers import LOSS_MARKERS, MARKERS
-from mlerl.instrument._rules import Context, triggers, value_name
+from mlerl.instrument._rules import Context, is_backward, make_context, triggers, value_name
 from mlerl.instrument._verify import Rejected, _Src, apply_edits, finalize
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -38,7 +38,7 @@ def _plan_body(body: list[ast.stmt], ctx: Context, out: Plan) -> None:
             continue
         if isinstance(stmt, _LOOPS):
             found = triggers(stmt, ctx)
-            if any(_is_backward(n) for n in ast.walk(stmt)):
+            if any(is_backward(n, ctx) for n in ast.walk(stmt)):
                 found |= {"training loss:", "trained model"}
             local.append((stmt, dict.fromkeys(found)))
             continue
@@ -50,8 +50,6 @@ def _plan_body(body: list[ast.stmt], ctx: Context, out: Plan) -> None:
             continue
         found = triggers(stmt, ctx)
         var = value_name(stmt)
-        if "defined model" in found and var is not None:
-            ctx.model_vars.add(var)
         local.append((stmt, {m: (var if m in LOSS_MARKERS else None) for m in found}))
     # Consecutive statements triggering the same marker share one marker after the last.
     for i, (stmt, marks) in enumerate(local):
@@ -59,14 +57,6 @@ def _plan_body(body: list[ast.stmt], ctx: Context, out: Plan) -> None:
         kept = {m: v for m, v in marks.items() if m not in nxt}
         if kept:
             out.append((stmt, kept))
-
-
-def _is_backward(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "backward"
-    )
 
 
 def _import_anchor(tree: ast.Module, plan: Plan) -> ast.stmt | None:
@@ -86,18 +76,11 @@ def _import_anchor(tree: ast.Module, plan: Plan) -> ast.stmt | None:
 
 def plan_markers(tree: ast.Module) -> Plan:
     """Where each marker goes (see :mod:`mlerl.instrument._rules`)."""
-    ctx = Context(
-        model_classes={
-            c.name
-            for c in ast.walk(tree)
-            if isinstance(c, ast.ClassDef)
-            and any(ast.unparse(b).endswith(("Module", "Model")) for b in c.bases)
-        }
-    )
+    ctx = make_context(tree)
     plan: Plan = []
     _plan_body(tree.body, ctx, plan)
     if not any("predicted test labels" in m for _, m in plan):
-        ctx.submission_fallback, ctx.model_vars = True, set()
+        ctx.submission_fallback = True
         plan = []
         _plan_body(tree.body, ctx, plan)
     anchor = _import_anchor(tree, plan)

@@ -2,8 +2,10 @@
 
 A frozen copy of the LM, reached through any :class:`mlerl.protocol.InferenceEngine`, is asked to
 insert the marker prints. Its answer is accepted only if it verifies
-(:func:`mlerl.instrument._verify.finalize`: the original plus marker statements, nothing else)
-and holds at least one marker; otherwise the deterministic instrumenter's output is used and
+(:func:`mlerl.instrument._verify.finalize`: the original plus marker statements, nothing else),
+every marker sits where a statement dominating it performs that stage and alone on its line
+(:func:`mlerl.instrument._rules.misplaced_markers`; else ``misplaced_marker``), and it holds at
+least one marker; otherwise the deterministic instrumenter's output is used and
 the reason recorded. Results are cached by the SHA-256 of the program (LRU, bounded); one
 ``engine.generate`` call serves up to ``batch_size`` distinct uncached programs. Engine failures
 and timeouts fall back too but are not cached (they are not the program's property).
@@ -12,6 +14,7 @@ and timeouts fall back too but are not cached (they are not the program's proper
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
 import hashlib
@@ -23,6 +26,9 @@ from dataclasses import dataclass
 from mlerl.protocol import ChatMessage, Completion, InferenceEngine, SamplingParams, check
 
 from mlerl.instrument._ast_instrument import instrument_ast
+from mlerl.instrument._markers import marker_of
+from mlerl.instrument._rules import misplaced_markers, verification_context
+from mlerl.instrument._run import _alone
 from mlerl.instrument._verify import Rejected, count_markers, finalize, parse
 
 INSTRUMENT_PROMPT = """\
@@ -56,7 +62,7 @@ PROMPT_VERSION = "c3-v1"
 """Part of the cache key: change it when the prompt changes."""
 
 REASONS = ("unparsable_input", "engine_error", "engine_timeout", "truncated", "no_code_block",
-           "syntax_error", "modified_program", "no_markers")  # fmt: skip
+           "syntax_error", "modified_program", "misplaced_marker", "no_markers")  # fmt: skip
 """Every fallback reason :class:`Instrumented` can carry."""
 
 _FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)
@@ -161,7 +167,15 @@ def judge(code: str, completion: Completion) -> Instrumented:
         result = finalize(code, candidate)
     except Rejected as exc:
         return _fallback(code, exc.reason, exc.detail)
-    n = count_markers(parse(result, "result"))
+    rtree = parse(result, "result")
+    n = count_markers(rtree)
+    bad = misplaced_markers(rtree, verification_context(parse(code, "original program")))
+    markers = [s for s in ast.walk(rtree) if isinstance(s, ast.stmt) and marker_of(s)]
+    shared = len(markers) - len(_alone(markers, rtree))
+    if bad or shared:
+        where = ", ".join(f"{m!r} at line {line}" for line, m in bad[:3])
+        detail = where or f"{shared} marker(s) share a line with other code"
+        return _fallback(code, "misplaced_marker", detail)
     if n == 0:
         return _fallback(code, "no_markers", "the answer inserted no marker")
     return Instrumented(result, "lm", n_markers=n)

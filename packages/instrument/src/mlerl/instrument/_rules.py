@@ -37,12 +37,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from mlerl.instrument._trust import bindings, imports, qualified
+
 _LOADS = frozenset(
     "read_csv read_json read_parquet read_excel read_table read_feather read_pickle read_hdf "
     "read_sql loadtxt genfromtxt fromfile imread load_dataset load_img read_image "
     "load_files load_iris load_digits load_svmlight_file".split()
 )
-_LOAD_BASES = frozenset({"np", "numpy", "json", "pickle", "joblib", "Image", "PIL", "h5py"})
 _METRICS = frozenset(
     "accuracy_score log_loss roc_auc_score mean_squared_error mean_absolute_error "
     "root_mean_squared_error f1_score r2_score precision_score recall_score "
@@ -57,19 +58,120 @@ _MODEL_CLASS = re.compile(
     r"(Classifier|Regressor|Regression|SVC|SVR|NB|Net|Model|Pipeline|Booster|Ridge|Lasso|"
     r"ElasticNet|Perceptron|KMeans|Sequential|SearchCV|Forest|RidgeCV|LassoCV)$"
 )
-_MODELISH = re.compile(
-    r"model|clf|classifier|regressor|estimator|pipe|rf|xgb|lgb|gbm|svm|svc|knn|lr|reg|net|"
-    r"search|grid|booster|forest|tree|ensemble|learner|nb"
-)
-_BOOST_LIBS = frozenset({"lgb", "lightgbm", "xgb", "xgboost", "cb", "catboost"})
 _HELDOUT = frozenset({"val", "dev", "holdout", "oof", "eval", "validation", "cv"})
+
+
+ML_LIBS = frozenset(
+    "sklearn lightgbm xgboost catboost torch torchvision tensorflow keras tf_keras transformers "
+    "statsmodels timm sentence_transformers imblearn scipy pytorch_lightning lightning".split()
+)
+"""Libraries whose estimators, losses and metrics earn markers (resolved through imports)."""
+DATA_LIBS = frozenset(
+    "pandas numpy json pickle joblib PIL cv2 datasets h5py scipy torchvision tensorflow keras "
+    "sklearn imageio skimage polars pyarrow librosa soundfile".split()
+)
+_LOAD_ROOTS = frozenset({"numpy", "json", "pickle", "joblib", "PIL", "h5py"})
+_CHAIN = frozenset({"fit", "partial_fit", "to", "cuda", "cpu", "eval", "double", "float", "half",
+                    "set_params", "best_estimator_"})
+_LOSSY = re.compile(r"loss|criterion|entropy")
 
 
 @dataclass
 class Context:
+    """What the whole program proves (flow-insensitive: every binding of a name must agree)."""
+
+    imported: dict[str, str] = field(default_factory=dict)
+    """``{name: qualified}`` for names bound only by imports (``pd`` -> ``pandas``)."""
     model_classes: set[str] = field(default_factory=set)
+    """Program classes deriving from a library model class (``class Net(nn.Module)``)."""
+    fake_methods: set[str] = field(default_factory=set)
+    """Method names some program class defines: calls of them prove nothing."""
     model_vars: set[str] = field(default_factory=set)
+    """Names bound only to models (library / model-class constructors, ``.fit(...)`` results)."""
+    model_funcs: set[str] = field(default_factory=set)
+    """Program functions every ``return`` of which returns a model."""
+    lib_vars: set[str] = field(default_factory=set)
+    """Names bound only to results of library calls (``criterion = nn.CrossEntropyLoss()``)."""
+    torch: bool = False
     submission_fallback: bool = False
+
+
+def _qual(node: ast.expr, ctx: Context) -> str | None:
+    return qualified(node, ctx.imported)
+
+
+def _lib_call(call: ast.expr, ctx: Context, libs: frozenset[str] = ML_LIBS) -> str | None:
+    """The qualified name of a call into ``libs`` (through imports), else None."""
+    if not isinstance(call, ast.Call):
+        return None
+    q = _qual(call.func, ctx)
+    return q if q is not None and q.split(".")[0] in libs else None
+
+
+def _is_model_value(node: ast.expr, ctx: Context) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in ctx.model_vars
+    if isinstance(node, ast.Attribute) and node.attr == "best_estimator_":
+        return _is_model_value(node.value, ctx)
+    if not isinstance(node, ast.Call):
+        return False
+    if _is_model_call(node, ctx):
+        return True
+    q = _lib_call(node, ctx)
+    if q is not None and q.rsplit(".", 1)[-1] == "train" and q.split(".")[0] in _BOOST_ROOTS:
+        return True
+    f = node.func
+    return isinstance(f, ast.Attribute) and f.attr in _CHAIN and _is_model_value(f.value, ctx)
+
+
+_BOOST_ROOTS = frozenset({"lightgbm", "xgboost", "catboost"})
+
+
+def make_context(tree: ast.AST) -> Context:
+    """Import provenance, program model classes, model variables and functions of ``tree``."""
+    ctx = Context(imported=imports(tree))
+    ctx.torch = any(q.split(".")[0] == "torch" for q in ctx.imported.values())
+    classes = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)]
+    for c in classes:
+        for item in c.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                ctx.fake_methods.add(item.name)
+    binds = bindings(tree)
+    once = {name for name, nodes in binds.items() if len(nodes) == 1}
+    for _ in range(3):  # derived-from-derived classes
+        for c in classes:
+            lib_base = any(
+                (q := _qual(b, ctx)) is not None and q.split(".")[0] in ML_LIBS
+                and bool(re.search(r"(Module|Model|Estimator|Classifier|Regressor)$", q))
+                for b in c.bases
+            )
+            if c.name in once and (lib_base or any(
+                isinstance(b, ast.Name) and b.id in ctx.model_classes for b in c.bases
+            )):
+                ctx.model_classes.add(c.name)
+    values: dict[int, ast.expr] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign | ast.AnnAssign | ast.NamedExpr) and n.value is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    values[id(t)] = n.value
+    funcs = {
+        f.name: f
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and f.name in once
+    }
+    for _ in range(4):  # fixpoint: model variables, functions returning models
+        for name, nodes in binds.items():
+            if all(id(b) in values and _is_model_value(values[id(b)], ctx) for b in nodes):
+                ctx.model_vars.add(name)
+            if all(id(b) in values and _lib_call(values[id(b)], ctx) for b in nodes):
+                ctx.lib_vars.add(name)
+        for name, f in funcs.items():
+            rets = [r for r in walk_scope(f) if isinstance(r, ast.Return)]
+            if rets and all(r.value is not None and _is_model_value(r.value, ctx) for r in rets):
+                ctx.model_funcs.add(name)
+    return ctx
 
 
 def walk_scope(node: ast.AST) -> Iterator[ast.AST]:
@@ -128,37 +230,68 @@ def _is_train(words: list[str]) -> bool:
 
 
 def _is_model_call(call: ast.Call, ctx: Context) -> bool:
-    base, name = _callee(call)
-    if name is None:
-        return False
-    if name in ctx.model_classes or name == "make_pipeline" or _MODEL_CLASS.search(name):
+    """Constructing a library estimator/network, or a program class deriving from one."""
+    f = call.func
+    if isinstance(f, ast.Name) and (f.id in ctx.model_classes or f.id in ctx.model_funcs):
         return True
-    return name == "from_pretrained" and base is not None and "Model" in base
+    q = _lib_call(call, ctx)
+    if q is None:
+        return False
+    last = q.rsplit(".", 1)[-1]
+    if last == "make_pipeline" or _MODEL_CLASS.search(last):
+        return True
+    return last == "from_pretrained" and "Model" in q
 
 
-def _is_fit(call: ast.Call, ctx: Context) -> bool:
-    base, name = _callee(call)
-    if name == "train":
-        return base is not None and (base in _BOOST_LIBS or "trainer" in base.lower())
-    if name not in _FITS or not isinstance(call.func, ast.Attribute):
-        return False
-    recv = call.func.value
-    if len(call.args) >= 2 or (isinstance(recv, ast.Call) and _is_model_call(recv, ctx)):
-        return True
-    root = _root(recv)
-    return isinstance(root, ast.Name) and (
-        root.id in ctx.model_vars or bool(_MODELISH.search(root.id.lower()))
+def _trusted_method(call: ast.Call, names: frozenset[str], ctx: Context) -> bool:
+    """``<model>.<name>(...)`` on a proven model, ``name`` not defined by any program class."""
+    f = call.func
+    return (
+        isinstance(f, ast.Attribute)
+        and f.attr in names
+        and f.attr not in ctx.fake_methods
+        and _is_model_value(f.value, ctx)
     )
 
 
-def _is_metric(call: ast.Call) -> bool:
-    _, name = _callee(call)
-    if name is None:
-        return False
-    low = name.lower()
-    if name in _METRICS or "loss" in low or "criterion" in low or "entropy" in low:
+def _is_fit(call: ast.Call, ctx: Context) -> bool:
+    q = _lib_call(call, ctx)
+    if q is not None and q.split(".")[0] in _BOOST_ROOTS and q.endswith(".train"):
         return True
-    return name in ("score", "evaluate") and isinstance(call.func, ast.Attribute) and bool(call.args)
+    f = call.func
+    if isinstance(f, ast.Attribute) and f.attr == "train" and "train" not in ctx.fake_methods:
+        root = _root(f.value)
+        return isinstance(root, ast.Name) and root.id in ctx.lib_vars and "trainer" in root.id.lower()
+    return _trusted_method(call, _FITS, ctx)
+
+
+def _is_metric(call: ast.Call, ctx: Context) -> bool:
+    q = _lib_call(call, ctx)
+    if q is not None:
+        last = q.rsplit(".", 1)[-1]
+        return last in _METRICS or bool(_LOSSY.search(last.lower()))
+    f = call.func
+    if isinstance(f, ast.Name) and f.id in ctx.lib_vars:
+        return bool(_LOSSY.search(f.id.lower()))
+    return bool(call.args) and _trusted_method(call, frozenset({"score", "evaluate"}), ctx)
+
+
+def _is_load(call: ast.Call, ctx: Context) -> bool:
+    q = _lib_call(call, ctx, DATA_LIBS)
+    if q is None:
+        return False
+    last, root = q.rsplit(".", 1)[-1], q.split(".")[0]
+    return last in _LOADS or (last in ("load", "open") and root in _LOAD_ROOTS)
+
+
+def _is_write(call: ast.Call, ctx: Context) -> bool:
+    _, name = _callee(call)
+    if name == "to_csv":
+        return any(q.split(".")[0] in ("pandas", "polars") for q in ctx.imported.values())
+    if name == "writerows":
+        return any(q.split(".")[0] == "csv" for q in ctx.imported.values())
+    q = _lib_call(call, ctx, DATA_LIBS)
+    return q is not None and q.rsplit(".", 1)[-1] == "savetxt"
 
 
 def _targets(stmt: ast.AST) -> list[ast.AST]:
@@ -176,25 +309,36 @@ def triggers(node: ast.AST, ctx: Context) -> set[str]:
     for n in walk_scope(node):
         if not isinstance(n, ast.Call):
             continue
-        base, name = _callee(n)
-        if name in _LOADS or (name in ("load", "open") and base in _LOAD_BASES):
+        _, name = _callee(n)
+        if _is_load(n, ctx):
             found.add("loaded data")
         if _is_model_call(n, ctx):
             found.add("defined model")
         if _is_fit(n, ctx):
             found.add("trained model")
-        if name in _PREDICTS:
+        if _trusted_method(n, _PREDICTS, ctx):
             train, val, test = _split(_words([*n.args, *n.keywords]))
             if test or not (train or val):
                 found.add("predicted test labels")
-        if _is_metric(n):
+        if _is_metric(n, ctx):
             words = _words([*n.args, *targets]) + ([name.lower()] if name else [])
             found.add("training loss:" if _is_train(words) else "testing loss:")
-        if name == "backward":
+        if is_backward(n, ctx):
             found.add("training loss:")
-        if ctx.submission_fallback and name in _WRITES:
+        if ctx.submission_fallback and _is_write(n, ctx):
             found.add("predicted test labels")
     return found
+
+
+def is_backward(node: ast.AST, ctx: Context) -> bool:
+    """``x.backward()`` counts only in a torch program with no program class defining it."""
+    return (
+        ctx.torch
+        and "backward" not in ctx.fake_methods
+        and isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "backward"
+    )
 
 
 def value_name(stmt: ast.stmt) -> str | None:
@@ -205,3 +349,78 @@ def value_name(stmt: ast.stmt) -> str | None:
     if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
         return stmt.target.id
     return None
+
+
+def _sub_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    bodies = [getattr(stmt, f) for f in ("body", "orelse", "finalbody") if getattr(stmt, f, None)]
+    bodies += [h.body for h in getattr(stmt, "handlers", [])]
+    bodies += [c.body for c in getattr(stmt, "cases", [])]
+    return [b for b in bodies if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
+
+
+def misplaced_markers(tree: ast.Module, ctx: Context) -> list[tuple[int, str]]:
+    """(line, marker) for each marker statement of ``tree`` that no stage justifies.
+
+    A marker is justified by a statement that *dominates* it (an earlier statement of its own
+    block or of an enclosing block) and triggers that stage under the placement rules: a simple
+    statement, a loop (its whole body), a ``with`` block, or a call of a program function whose
+    body triggers it; ``imported packages`` by an import. ``if``/``try``/``match`` statements
+    justify nothing after them (their branch may not have run): the marker belongs inside.
+    """
+    from mlerl.instrument._markers import marker_of
+
+    funcs = {
+        f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    memo: dict[str, set[str]] = {}
+
+    def of_function(name: str) -> set[str]:
+        if name not in memo:
+            memo[name] = set()  # recursion guard
+            memo[name] = set().union(*(of_stmt(s, deep=True) for s in funcs[name].body))
+        return memo[name]
+
+    def of_stmt(s: ast.stmt, deep: bool = False) -> set[str]:
+        if isinstance(s, ast.Import | ast.ImportFrom):
+            return {"imported packages"}
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return set()
+        loop = isinstance(s, ast.For | ast.AsyncFor | ast.While)
+        if not (loop or deep or isinstance(s, ast.With | ast.AsyncWith)) and _sub_bodies(s):
+            return set()
+        found = triggers(s, ctx)
+        if loop and any(is_backward(n, ctx) for n in ast.walk(s)):
+            found |= {"training loss:", "trained model"}
+        for n in walk_scope(s):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in funcs:
+                found |= of_function(n.func.id)
+        return found
+
+    bad: list[tuple[int, str]] = []
+
+    def body(stmts: list[ast.stmt], justified: set[str]) -> None:
+        cur = set(justified)
+        for s in stmts:
+            m = marker_of(s)
+            if m is not None:
+                if m not in cur:
+                    bad.append((s.lineno, m))
+                continue
+            for sub in _sub_bodies(s):
+                body(sub, cur)
+            cur |= of_stmt(s)
+
+    body(tree.body, set())
+    return bad
+
+
+def verification_context(tree: ast.Module) -> Context:
+    """The context the placement rules would use for ``tree`` (submission fallback included)."""
+    ctx = make_context(tree)
+    predicts = any(
+        "predicted test labels" in triggers(s, ctx)
+        for s in ast.walk(tree)
+        if isinstance(s, ast.stmt)
+    )
+    ctx.submission_fallback = not predicts
+    return ctx
