@@ -13,7 +13,14 @@ from __future__ import annotations
 import ast
 
 from mlerl.instrument._markers import LOSS_MARKERS, MARKERS
-from mlerl.instrument._rules import Context, is_backward, make_context, triggers, value_name
+from mlerl.instrument._rules import (
+    Context,
+    has_predict_calls,
+    is_backward,
+    make_context,
+    triggers,
+    value_name,
+)
 from mlerl.instrument._verify import Rejected, _Src, apply_edits, finalize
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -79,7 +86,7 @@ def plan_markers(tree: ast.Module) -> Plan:
     ctx = make_context(tree)
     plan: Plan = []
     _plan_body(tree.body, ctx, plan)
-    if not any("predicted test labels" in m for _, m in plan):
+    if not any("predicted test labels" in m for _, m in plan) and not has_predict_calls(tree):
         ctx.submission_fallback = True
         plan = []
         _plan_body(tree.body, ctx, plan)

@@ -19,9 +19,20 @@ Rules (docs/instrument.md has the full table and examples):
   ``.backward()`` (training). "training" when the names involved mention ``train`` and none
   mentions ``val``/``test``; otherwise "testing" (a Kaggle test split has no labels, so a
   held-out loss is a validation loss). ``x = metric(...)`` prints the value: ``print(m, x)``.
-- ``predicted test labels``: after ``.predict``/``.predict_proba``/``.decision_function`` whose
-  arguments do not look like training or validation data. Only when the program has no such
-  call, after the statement writing the submission (``.to_csv``, ``np.savetxt``, ``.writerows``).
+- ``predicted test labels``: after ``.predict``/``.predict_proba``/``.decision_function`` on a
+  proven model whose arguments do not look like training or validation data. Only when the
+  program has no ``.predict``-like call at all, after the statement writing the submission
+  (``.to_csv``, ``np.savetxt``, ``.writerows``).
+
+Provenance (what stops a fake ``pd.read_csv`` or ``TinyModel.fit`` from earning markers): a
+call counts only if the AST proves it is the library's. Names resolve through imports
+(:func:`mlerl.instrument._trust.imports`; a name rebound anywhere is not resolved); ``.fit``,
+``.predict``, ``.score`` count only on a *proven model* (a name every binding of which is a
+library estimator constructor, a program class deriving from a library model class, a program
+function returning one, or ``.fit(...)``/``.to(...)`` of one) and only if no program class
+defines a method of that name; ``.backward()`` only in a torch program with no program-defined
+``backward``; loss names (``*loss*``, ``criterion``) only when resolved to a library or bound to a
+library call.
 
 Placement: a marker goes on a new line after the statement, at its indentation. Never inside a
 loop body: a trigger inside a loop moves to after the outermost loop of its function (no
@@ -422,5 +433,13 @@ def verification_context(tree: ast.Module) -> Context:
         for s in ast.walk(tree)
         if isinstance(s, ast.stmt)
     )
-    ctx.submission_fallback = not predicts
+    ctx.submission_fallback = not predicts and not has_predict_calls(tree)
     return ctx
+
+
+def has_predict_calls(tree: ast.AST) -> bool:
+    """Any ``.predict``-like call at all: then writing a submission proves no prediction."""
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _PREDICTS
+        for n in ast.walk(tree)
+    )
