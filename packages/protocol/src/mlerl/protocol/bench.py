@@ -6,7 +6,8 @@ One actor process (this one) sends N samples to a receiver in a second process (
 reported. Two receiver storages: ``memory`` (count only) and ``journal`` (append each sample's
 bytes to a file, fsync once per received batch, then ack: the durable path the learner uses).
 Two sample sizes: ``realistic`` (1024 prompt + 512 response tokens) and ``tiny`` (4 + 4).
-Writes ``benchmarks/results/protocol.json`` by default.
+``--security none,curve`` runs every case in plain text and with CURVE (keys generated per
+run, ZAP authentication of the sender: what ``mlerl train`` uses by default). Writes ``benchmarks/results/protocol.json`` by default.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mlerl.protocol._curve import CurveKeys, generate_keys
 from mlerl.protocol._messages import ExecStatus, PromptKind, Sample, encode
 from mlerl.protocol._transport import SampleReceiver, SampleSender
 
@@ -36,11 +38,11 @@ def _sample(seq: int, prompt_tokens: int, response_tokens: int) -> Sample:
     )
 
 
-def _serve(bind: str, journal: str | None, endpoint: mp.Queue) -> None:
-    asyncio.run(_serve_async(bind, journal, endpoint))
+def _serve(bind: str, journal: str | None, endpoint: mp.Queue, keys: str | None) -> None:
+    asyncio.run(_serve_async(bind, journal, endpoint, keys))
 
 
-async def _serve_async(bind: str, journal: str | None, endpoint: mp.Queue) -> None:
+async def _serve_async(bind: str, journal: str | None, endpoint: mp.Queue, keys: str | None) -> None:
     f = open(journal, "ab") if journal else None  # noqa: SIM115 - closed with the process
 
     async def on_sample(sample: Sample) -> None:
@@ -52,14 +54,15 @@ async def _serve_async(bind: str, journal: str | None, endpoint: mp.Queue) -> No
             f.flush()
             os.fsync(f.fileno())
 
-    receiver = SampleReceiver(bind, on_sample, commit=commit)
+    receiver = SampleReceiver(bind, on_sample, commit=commit, curve=CurveKeys(keys) if keys else None)
     endpoint.put(receiver.endpoint)
     async with receiver:
         await asyncio.Event().wait()
 
 
-async def _send_all(address: str, samples: list[Sample]) -> float:
-    async with SampleSender(address, "bench", hwm=1000, resend_after_s=30.0) as sender:
+async def _send_all(address: str, samples: list[Sample], keys: str | None) -> float:
+    curve = CurveKeys(keys) if keys else None
+    async with SampleSender(address, "bench", hwm=1000, resend_after_s=30.0, curve=curve) as sender:
         start = time.perf_counter()
         for sample in samples:
             await sender.send(sample)
@@ -67,37 +70,45 @@ async def _send_all(address: str, samples: list[Sample]) -> float:
         return time.perf_counter() - start
 
 
-def _measure(bind: str, journal: str | None, samples: list[Sample]) -> float:
+def _measure(bind: str, journal: str | None, samples: list[Sample], keys: str | None) -> float:
     ctx = mp.get_context("spawn")
     queue: mp.Queue = ctx.Queue()
-    proc = ctx.Process(target=_serve, args=(bind, journal, queue), daemon=True)
+    proc = ctx.Process(target=_serve, args=(bind, journal, queue, keys), daemon=True)
     proc.start()
     try:
         address = queue.get(timeout=60)
-        return asyncio.run(_send_all(address, samples))
+        return asyncio.run(_send_all(address, samples, keys))
     finally:
         proc.kill()
         proc.join()
 
 
-def _run_profile(profile: str, samples: list[Sample], tmp: str, repeat: int) -> list[dict]:
+def _run_profile(profile: str, samples: list[Sample], tmp: str, repeat: int, securities: list[str]) -> list[dict]:
     sample_bytes = len(encode(samples[0]))
+    keys = str(generate_keys(f"{tmp}/keys").directory) if "curve" in securities else None
     results = []
     for transport in ("tcp", "ipc"):
         for storage in ("memory", "journal"):
-            bind = "tcp://127.0.0.1:*" if transport == "tcp" else f"ipc://{tmp}/{storage}.sock"
-            journal = f"{tmp}/{profile}-{transport}-{storage}.journal" if storage == "journal" else None
-            runs = sorted(_measure(bind, journal, samples) for _ in range(repeat))
-            seconds = runs[len(runs) // 2]  # the median: the machine is shared and noisy
-            results.append({
-                "profile": profile, "sample_bytes": sample_bytes, "transport": transport,
-                "storage": storage, "samples": len(samples), "seconds": round(seconds, 3),
-                "runs_seconds": [round(r, 3) for r in runs],
-                "samples_per_s": round(len(samples) / seconds, 1),
-                "mb_per_s": round(len(samples) * sample_bytes / seconds / 1e6, 2),
-            })
-            print(json.dumps(results[-1]))
+            for security in securities:
+                bind = "tcp://127.0.0.1:*" if transport == "tcp" else f"ipc://{tmp}/{storage}.sock"
+                journal = f"{tmp}/{profile}-{transport}-{storage}.journal" if storage == "journal" else None
+                use = keys if security == "curve" else None
+                runs = sorted(_measure(bind, journal, samples, use) for _ in range(repeat))
+                results.append(_result(profile, sample_bytes, transport, storage, security, samples, runs))
+                print(json.dumps(results[-1]))
     return results
+
+
+def _result(profile: str, sample_bytes: int, transport: str, storage: str, security: str,
+            samples: list[Sample], runs: list[float]) -> dict:
+    seconds = runs[len(runs) // 2]  # the median: the machine is shared and noisy
+    return {
+        "profile": profile, "sample_bytes": sample_bytes, "transport": transport,
+        "storage": storage, "security": security, "samples": len(samples), "seconds": round(seconds, 3),
+        "runs_seconds": [round(r, 3) for r in runs],
+        "samples_per_s": round(len(samples) / seconds, 1),
+        "mb_per_s": round(len(samples) * sample_bytes / seconds / 1e6, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -107,14 +118,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--response-tokens", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=3, help="runs per case; the median is reported")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/protocol.json"))
+    parser.add_argument("--security", default="none,curve", help="comma list of none, curve")
     args = parser.parse_args(argv)
+    securities = args.security.split(",")
+    if not set(securities) <= {"none", "curve"}:
+        parser.error("--security: choose from none, curve")
     profiles = {"realistic": (args.prompt_tokens, args.response_tokens), "tiny": (4, 4)}
     load_at_start = os.getloadavg()[0]
     results = []
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="mlerl-bench-") as tmp:
         for profile, (prompt, response) in profiles.items():
             samples = [_sample(i, prompt, response) for i in range(args.samples)]
-            results += _run_profile(profile, samples, tmp, args.repeat)
+            results += _run_profile(profile, samples, tmp, args.repeat, securities)
     report = {
         "benchmark": "protocol.sample_stream",
         "description": "one sender process -> one receiver process, ack after storage, flush",
