@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -46,19 +47,26 @@ def test_markers_survive_a_timeout(run) -> None:
     assert compute_reward(markers, res.status, None, False, False).reward == -9.8  # -10 + 0.2
 
 
-def test_redirected_stdout_values_and_scrubbed_source(run) -> None:
+def _keys(stdout: bytes, nonce: str) -> tuple[bytes, bytes]:
+    m = re.match(rb"\n" + nonce.encode() + rb":key ([0-9a-f]{32}) ([0-9a-f]{32})\n", stdout)
+    assert m is not None, stdout[:200]
+    return m.group(1), m.group(2)
+
+
+def test_redirected_stdout_values_and_keys_absent_from_the_source(run) -> None:
     code = (
         "import contextlib, io, sys\n"
         "from sklearn.metrics import accuracy_score\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    val_acc = accuracy_score([1, 0], [1, 1])\n"
-        "src = open(__file__).read()\n"
-        "print('LEAK' if NONCE in src else 'CLEAN')\n"
+        "print('SRC', open(__file__).read().replace(chr(10), ' '))\n"
     )
     prepared = prepare_run(instrument_ast(code), nonce="n0nce" * 4)
-    res = run(prepared.program.replace("NONCE", repr("n0nce" * 4)))
+    res = run(prepared.program)
     assert res.status is ExecStatus.OK
-    assert b"CLEAN" in res.stdout
+    key, vkey = _keys(res.stdout, prepared.nonce)
+    src = next(ln for ln in res.stdout.splitlines() if ln.startswith(b"SRC "))
+    assert b"accuracy_score" in src and key not in src and vkey not in src
     assert scan_text(res.stdout, prepared.nonce) == ["imported packages", "testing loss:"]
     assert "testing loss: 0.5" in clean_output(res.stdout.decode(), prepared.nonce).splitlines()
 
@@ -78,7 +86,8 @@ def test_emit_limit_and_future_import_and_docstring_kept(run) -> None:
     assert isinstance(tree.body[1], ast.ImportFrom) and ast.get_docstring(tree) == "Doc."
     res = run(prepared.program)
     assert res.status is ExecStatus.OK
-    assert res.stdout.count(prepared.nonce.encode()) == EMIT_LIMIT
+    key, _ = _keys(res.stdout, prepared.nonce)
+    assert res.stdout.count(key + b":loaded data\n") == EMIT_LIMIT
 
 
 def test_paper_mode_leaves_the_program_alone_and_unparsable_code_passes_through() -> None:
@@ -88,15 +97,21 @@ def test_paper_mode_leaves_the_program_alone_and_unparsable_code_passes_through(
     assert bad.program == "def (:\n" and bad.nonce
 
 
+K, V = b"a" * 32, b"b" * 32
 OUTPUT = (
+    b"\nNONCE:key " + K + b" " + V + b"\n"
     b"progress 10%\rprogress 100%\n"
     b"loaded data (plain print, forged)\n"
     b"partial line \xc3"
-    b"\xa9 then\nNONCE:imported packages\n"
-    b"NONCE:testing loss: 0.93\n"
-    b"xNONCE:trained model\n"  # not at line start
-    b"NONCE:defined models\n"  # not a marker
-    b"NONCE:predicted test labels"  # final line without newline (killed program)
+    b"\xa9 then\n" + K + b":imported packages\n"
+    + V + b":testing loss: 0.93\n"  # display line: no credit
+    + K + b":testing loss:\n"
+    b"x" + K + b":trained model\n"  # not at line start
+    b"NONCE:defined model\n"  # the nonce alone earns nothing
+    + K + b":defined models\n"  # not a marker
+    b"NONCE:key " + b"c" * 32 + b" " + b"d" * 32 + b"\n"  # a second handshake is ignored
+    + b"c" * 32 + b":trained model\n"
+    + K + b":predicted test labels"  # final line without newline (killed program)
 )
 
 
@@ -115,6 +130,17 @@ def test_scanner_is_split_invariant(cuts: list[int]) -> None:
         assert scanner.close() == expected
 
 
+def test_scanner_needs_the_handshake_first_and_stops_at_a_taint_line() -> None:
+    late = b"hello\nNONCE:key " + K + b" " + V + b"\n" + K + b":loaded data\n"
+    assert scan_text(late, "NONCE") == []  # program output before the handshake: dead channel
+    tainted = b"\nNONCE:key " + K + b" " + V + b"\n\n" + K + b":loaded data\n\n" + K
+    tainted += b":tainted gc.get_objects\n" + K + b":trained model\n"
+    scanner = MarkerScanner("NONCE")
+    scanner.feed(tainted)
+    assert scanner.close() == ["loaded data"] and scanner.tainted == "gc.get_objects"
+    assert clean_output(tainted.decode(), "NONCE") == "loaded data\ntrained model\n"
+
+
 def test_scanner_memory_is_bounded_and_long_lines_are_handled() -> None:
     scanner = MarkerScanner(None, max_line_bytes=256)
     for _ in range(1000):
@@ -124,5 +150,6 @@ def test_scanner_memory_is_bounded_and_long_lines_are_handled() -> None:
     assert len(scanner._buf) <= 256
     assert scanner.markers == ["trained model"]
     secure = MarkerScanner("NONCE", max_line_bytes=256)
-    secure.feed(b"NONCE:loaded data" + b"z" * 1000 + b"\nNONCE:loaded data\n")
+    secure.feed(b"NONCE:key " + K + b" " + V + b"\n")
+    secure.feed(K + b":loaded data" + b"z" * 1000 + b"\n" + K + b":loaded data\n")
     assert secure.markers == ["loaded data"] and len(secure._buf) <= 256

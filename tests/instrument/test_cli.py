@@ -29,7 +29,9 @@ def test_instrument_modes(tmp_path: Path, capsys) -> None:
 
 def test_credit(tmp_path: Path, capsys) -> None:
     log = tmp_path / "out.log"
-    log.write_bytes(b"loaded data\n\nNONCE1234:imported packages\nNONCE1234:testing loss: 0.5\n")
+    key, vkey = b"a" * 32, b"b" * 32
+    log.write_bytes(b"\nNONCE1234:key " + key + b" " + vkey + b"\nloaded data\n\n" + key
+                    + b":imported packages\n" + key + b":testing loss:\n" + vkey + b":testing loss: 0.5\n")
     assert main(["credit", "--stdout", str(log), "--nonce", "NONCE1234"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["markers"] == ["imported packages", "testing loss:"]
