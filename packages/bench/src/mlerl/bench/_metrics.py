@@ -199,8 +199,8 @@ def multiclass_log_loss(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Mean cross-entropy of one-hot ``y_true`` (n, k) against probabilities ``y_pred`` (n, k).
 
     As sklearn's ``log_loss`` in the pinned 1.5.1: values must lie in [0, 1]; rows are NOT
-    renormalised (scikit-learn <= 1.4 divided each row by its sum; 1.5 only warns when rows do
-    not sum to one, later versions raise): each probability is clipped to [eps, 1 - eps] with
+    renormalised (scikit-learn <= 1.4 divided each row by its sum; 1.5 and later, 1.9 checked,
+    only warn when rows do not sum to one): each probability is clipped to [eps, 1 - eps] with
     eps the float64 machine epsilon. Graders check the row sums first, with the task's own
     tolerance.
     """
