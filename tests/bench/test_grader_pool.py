@@ -92,13 +92,18 @@ def test_a_hung_child_times_out_and_is_replaced(task, tmp_path):
 
 def test_a_submission_over_the_memory_cap_is_invalid_and_the_pool_recovers(task, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")  # keep the child's baseline small on many-core hosts
-    good = _submission(tmp_path, "good")
+    # 30,000 answers, so that the bomb below is within the pre-parse shape limits (at most
+    # 2 * 30,000 + 1024 lines and 1024 columns) and reaches pandas
+    ids = [f"p{i}" for i in range(30_000)]
+    pd.DataFrame({"id": ids, "score": np.linspace(0, 1, len(ids))}).to_csv(task.answers_path, index=False)
+    good = tmp_path / "good.csv"
+    pd.DataFrame({"id": ids, "score": np.linspace(0, 1, len(ids)) ** 2}).to_csv(good, index=False)
     # 60 MB of empty cells: 60 million floats plus the tokenizer's buffers, > 1.5 GB to parse
     hostile = tmp_path / "hostile.csv"
     with hostile.open("w", encoding="utf-8") as f:
-        f.write("id,score," + ",".join(f"c{i}" for i in range(1998)) + "\n")
-        block = ("," * 1999 + "\n") * 1000
-        for _ in range(30):
+        f.write("id,score," + ",".join(f"c{i}" for i in range(998)) + "\n")
+        block = ("," * 999 + "\n") * 1000
+        for _ in range(60):
             f.write(block)
     with GraderPool(size=1, memory_bytes=768 * 1024**2) as pool:
         assert pool.grade(task, good).valid_submission  # the cap leaves room for normal grading
