@@ -32,10 +32,12 @@ class FrozenLM:
 
 
 def _markers(prepared, printed_lines):
-    # simulate the program's stdout: what the secure channel would print for each marker
+    # simulate the program's stdout: the secure channel's handshake (run-time key), then markers
+    key = "a" * 32
     scanner = MarkerScanner(prepared.nonce)
+    scanner.feed(f"\n{prepared.nonce}:key {key} {'b' * 32}\n".encode())
     for name in printed_lines:
-        scanner.feed(f"\n{prepared.nonce}:{name}\n".encode())
+        scanner.feed(f"\n{key}:{name}\n".encode())
     return scanner.close()
 
 

@@ -31,7 +31,7 @@ DANGER_ATTRS = frozenset(
     "__builtins__ __dict__ __subclasses__ __import__ __loader__ __spec__ __defaults__ "
     "__kwdefaults__ __reduce__ __reduce_ex__ __setstate__ co_consts co_code co_names "
     "cell_contents _getframe _current_frames _current_exceptions settrace setprofile gettrace "
-    "addaudithook audit FunctionType CodeType FrameType CellType".split()
+    "addaudithook FunctionType CodeType FrameType CellType".split()
 )
 SYS_ATTRS = frozenset("modules meta_path path_hooks path_importer_cache".split())
 """Dangerous only on ``sys`` (``model.modules()`` is an ordinary torch method)."""
@@ -48,6 +48,8 @@ _CONFIG_PARTS = frozenset(
     "options backends config rcParams flags environ defaults display mode cudnn cuda matmul "
     "stdout stderr".split()
 )
+_DANGER_MODULE_STRINGS = frozenset({"gc", "inspect", "ctypes", "_ctypes", "importlib", "builtins"})
+"""Module names flagged as string constants (``"code"``/``"trace"`` are common column names)."""
 _DYNAMIC_ATTR_CALLS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 
 
@@ -164,7 +166,7 @@ def untrusted_reason(tree: ast.AST) -> str | None:
         elif isinstance(n, ast.Name) and n.id in DANGER_NAMES:
             return f"uses {n.id}"
         elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            if n.value in DANGER_ATTRS or n.value in INTROSPECTION_MODULES:
+            if n.value in DANGER_ATTRS or n.value in _DANGER_MODULE_STRINGS:
                 return f"names {n.value!r}"
             if "/proc/" in n.value or "/dev/fd" in n.value:
                 return f"names {n.value!r}"
