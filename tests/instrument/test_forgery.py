@@ -249,7 +249,8 @@ def test_value_rendering_runs_program_code_but_only_sees_the_display_key(run, mo
 
 
 def test_a_marker_line_shared_with_program_code_is_dropped() -> None:
-    inst = 'import os\nx = 1; print("loaded data")\nif x: print("trained model")\nprint("imported packages")\n'
+    inst = 'import os\nx = 1; print("loaded data")\nif x: print("trained model")\n'
+    inst += 'print("imported packages")\n'
     prog = prepare_run(inst).program
     assert "'loaded data'" not in prog and "'trained model'" not in prog
     assert "'mlerl.marker', 'imported packages'" in prog

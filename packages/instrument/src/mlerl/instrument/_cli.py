@@ -92,6 +92,8 @@ def _instrument(args: argparse.Namespace) -> int:
         return 0
     prepared = prepare_run(instrumented, MarkerMode.SECURE)
     print(f"nonce: {prepared.nonce}", file=sys.stderr)
+    if prepared.untrusted:
+        print(f"untrusted (no markers): {prepared.untrusted}", file=sys.stderr)
     sys.stdout.write(prepared.program)
     return 0
 
