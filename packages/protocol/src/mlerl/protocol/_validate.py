@@ -1,8 +1,9 @@
 """What the learner accepts: content checks on a decoded :class:`Sample` that need context.
 
-``decode`` enforces the structural invariants (field types, equal lengths, finite reward,
-ordered timestamps); :func:`check_sample` adds the checks that keep a well-formed but poisoned
-sample out of training, each of which would otherwise break or hijack an update:
+``decode`` enforces the structural invariants (field types, one log-prob per response token,
+finite reward and duration, ordered timestamps); :func:`check_sample` adds the checks that keep
+a well-formed but poisoned sample out of training, each of which would otherwise break or
+hijack an update:
 
 ==========================  =========================================  ===========================
 field                       accepted                                   else
@@ -11,7 +12,6 @@ field                       accepted                                   else
                             (``LOGPROB_SLACK`` of rounding above 0)    update (ratio = exp(lp - old))
 ``prompt_ids``,             ``0 <= id < vocab_size``                   IndexError in the embedding
 ``response_ids``
-lengths                     one log-prob per response token            misaligned tokens
 ``reward``                  finite, ``reward_min <= r <= reward_max``  one sample dominates the batch
 ``duration_s``              finite, ``0 <= d <= max_duration_s``       Δt weights of every other
                                                                        sample go to ~0
@@ -72,9 +72,7 @@ def _in_range(name: str, value: float, low: float, high: float) -> str | None:
 
 def check_sample(sample: Sample, limits: SampleLimits) -> str | None:
     """None when ``sample`` may be stored and trained on, else why not (field name first)."""
-    lps = sample.behaviour_logprobs
-    if len(lps) != len(sample.response_ids):
-        return f"behaviour_logprobs: length {len(lps)} != response_ids length {len(sample.response_ids)}"
+    lps = sample.behaviour_logprobs  # one per response token: ``Sample`` (and decode) enforce it
     if not all(map(math.isfinite, lps)):
         bad = next(x for x in lps if not math.isfinite(x))
         return f"behaviour_logprobs: {bad} is not finite"
