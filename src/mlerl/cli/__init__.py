@@ -10,7 +10,6 @@ __version__ = "0.1.0"
 _SUBCOMMANDS = {
     "train": "mlerl.cli._train:main",
     "eval": "mlerl.cli._eval:main",
-    "bench": "mlerl.cli._bench:main",
     "sandbox": "mlerl.sandbox._cli:main",
     "instrument": "mlerl.instrument._cli:main",
     "tasks": "mlerl.bench._cli:main",
@@ -21,10 +20,11 @@ _USAGE = """usage: mlerl <command> [args...]
 commands:
   train        run RL training (Hydra app; `mlerl train --help`)
   eval         best-of-K evaluation of a checkpoint
-  bench        system benchmarks
   sandbox      run / reap / doctor / bench the program sandbox (= mlerl-sandbox)
   instrument   instrument a program, score its output (= mlerl-instrument)
   tasks        prepare / grade / validate / compare tasks (= mlerl-bench)
+
+System benchmarks are scripts in the repository: `python benchmarks/<name>.py` (docs/benchmarks.md).
 """
 
 

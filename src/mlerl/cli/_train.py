@@ -17,7 +17,6 @@ from __future__ import annotations
 import signal
 import socket
 import sys
-import time
 from pathlib import Path
 
 import hydra
@@ -90,8 +89,8 @@ def run(train: TrainConfig, run_dir: Path) -> int:
         _reap_sandboxes(train)
     progress.tick()
     if code == EXIT_INFRA_DOWN and supervisor.stopped_by.startswith("actor"):
-        progress.say(f"{supervisor.stopped_by}: the sandbox stayed down; run stopped (see "
-                     f"{run_dir / 'logs' / (supervisor.stopped_by + '.log')})")
+        print(f"mlerl train: {supervisor.stopped_by}: the sandbox stayed down; run stopped "
+              f"(see {run_dir / 'logs' / (supervisor.stopped_by + '.log')})", file=sys.stderr)
     if code == 124:
         progress.say(f"time limit of {train.time_limit_s:.0f} s reached")
         code = 0
