@@ -110,7 +110,9 @@ def _done(learner: Learner) -> bool:
 
 class SampleLog:
     """``RUN_DIR/samples.jsonl``: one record per sample received, the input of ``mlerl tasks
-    compare`` (fields of docs/bench.md) plus reward, policy version and sample id.
+    compare`` (fields of docs/bench.md) plus reward, policy version, sample and parent id, parse
+    status, response length, markers, the program and the last 400 characters of its output
+    (so a run can be read, not only averaged).
 
     ``t`` is seconds since the run first started (kept in ``RUN_DIR/started_at`` so a resumed
     run continues the same clock); ``step`` is the learner version when the sample arrived.
@@ -136,7 +138,9 @@ class SampleLog:
                   "score": score, "valid": sample.valid_submission, "duration_s": sample.duration_s,
                   "t": round(t, 3), "reward": sample.reward, "policy_version": sample.policy_version,
                   "status": sample.exec_status.value, "kind": sample.prompt_kind.value,
-                  "sample_id": sample.sample_id}
+                  "sample_id": sample.sample_id, "parent_id": sample.parent_id,
+                  "parse": sample.parse_status.value, "response_tokens": len(sample.response_ids),
+                  "markers": list(sample.markers), "code": sample.code, "output_tail": sample.output_tail[-400:]}
         self._pending.append(json.dumps(record) + "\n")
 
     def flush(self) -> None:
