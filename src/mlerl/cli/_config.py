@@ -81,6 +81,9 @@ class TrainConfig:
     """Actor processes."""
     learner_procs: int = 1
     """Learner processes (``torchrun --nproc_per_node``; FSDP2 shards across them). The paper: 8."""
+    learner_restarts: int = 3
+    """With ``learner_procs > 1``: how often torchrun restarts the learner group after a rank
+    dies (``--max-restarts``); each restart resumes from the last checkpoint and the journal."""
     role: str = "all"
     """``all`` runs learner and actors here; ``learner`` or ``actors`` runs one side, for
     multi-host runs (point ``actors.samples_address``/``weights_address`` at the learner host)."""
@@ -99,6 +102,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         check(self.num_actors >= 1, "num_actors", "must be >= 1")
         check(self.learner_procs >= 1, "learner_procs", "must be >= 1")
+        check(self.learner_restarts >= 0, "learner_restarts", "must be >= 0")
         check(self.role in ("all", "learner", "actors"), "role", "must be 'all', 'learner' or 'actors'")
         check(self.time_limit_s >= 0, "time_limit_s", "must be >= 0")
         check(self.eval_samples >= 0, "eval_samples", "must be >= 0")

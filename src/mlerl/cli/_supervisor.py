@@ -103,8 +103,12 @@ class Supervisor:
             time.sleep(poll_s)
 
     def stop(self) -> None:
-        """TERM every child's process group, wait up to the grace period, then KILL."""
+        """TERM every child's process group, wait up to the grace period, then KILL.
+
+        Descendants that started their own session (torchrun starts each rank so) are
+        collected first and killed with the rest, so they are never orphaned."""
         alive = [c for c in self._children.values() if c.proc.poll() is None]
+        strays = {pid for c in alive for pid in descendants(c.proc.pid)}
         for child in alive:
             _signal_group(child.proc.pid, signal.SIGTERM)
         end = time.monotonic() + self._grace_s
@@ -113,6 +117,8 @@ class Supervisor:
                 child.proc.wait(timeout=max(0.0, end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
+        for pid in strays:  # leaders of their own groups (torchrun's ranks) and their children
+            _signal_group(pid, signal.SIGKILL)
         for child in self._children.values():
             # Kill the group even when the leader exited: its descendants may still live.
             _signal_group(child.proc.pid, signal.SIGKILL)
@@ -120,6 +126,31 @@ class Supervisor:
                 child.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 print(f"mlerl: {child.spec.name} did not exit after SIGKILL", file=sys.stderr)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` that leads its own process group (Linux ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    leaders: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+        child, ppid, pgrp = int(entry.name), int(fields[1]), int(fields[2])
+        children.setdefault(ppid, []).append(child)
+        if pgrp == child:
+            leaders.add(child)
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        if p in leaders:
+            out.append(p)
+        todo.extend(children.get(p, []))
+    return out
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

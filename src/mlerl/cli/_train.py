@@ -193,8 +193,11 @@ def _children(train: TrainConfig, run_dir: Path, config_path: Path) -> list[Chil
     if train.role in ("all", "learner"):
         module = ["-m", "mlerl.learner", "--config", str(config_path)]
         if train.learner_procs > 1:
+            # torchrun restarts the whole group when a rank dies; the new group resumes from
+            # the last checkpoint and the journal (nothing acked is lost)
             launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        f"--nproc_per_node={train.learner_procs}"]
+                        f"--nproc_per_node={train.learner_procs}",
+                        f"--max-restarts={train.learner_restarts}"]
         else:
             launcher = [sys.executable]
         specs.append(ChildSpec("learner", launcher + module, logs / "learner.log"))

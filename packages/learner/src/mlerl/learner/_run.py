@@ -201,7 +201,12 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
 
 
 def follow(learner: Learner) -> None:
-    """Ranks > 0: take each batch from rank 0 and run the same collective step."""
+    """Ranks > 0: take each batch from rank 0 and run the same collective step.
+
+    The order of collectives matches rank 0's ``serve``: the initial publish (a full-state-dict
+    gather), then per batch a broadcast of the batch followed by ``train_step``."""
+    publish_weights(learner.policy, learner.version, Path(learner.config.run_dir) / "weights",
+                    learner.config.publish_inline_max_bytes)
     while True:
         box: list[Any] = [None, None]
         torch.distributed.broadcast_object_list(box, src=0)
