@@ -1,8 +1,9 @@
 """The closing report of `mlerl train`: plots of the run and trained vs bootstrapped policy.
 
 Writes into the run directory:
-- ``plots/``: best score vs wall-clock, execution time per step, score per step, and the
-  best-of-K / mean tables (``mlerl tasks compare`` over ``samples.jsonl``);
+- ``plots/``: ``learning_curves.png`` (the learner's per-update diagnostics split by prompt kind
+  and task, with a rolling mean), best score vs wall-clock, execution time per step, score per
+  step, and the best-of-K / mean tables (``mlerl tasks compare`` over ``samples.jsonl``);
 - ``report.json`` and ``report.md``: best-of-K of the trained policy (``RUN_DIR/policy``)
   next to the initial policy, each given the same K samples per task with the same seed and
   the paper's test-time protocol (scratch and improve, best of both). Stated as measured,
@@ -48,14 +49,20 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
 def _plots(run_dir: Path, progress: Progress) -> list[Path]:
     from mlerl.bench._compare import compare_runs
 
+    from mlerl.cli._curves import plot_learning_curves
+
+    curves = []
+    if (run_dir / "metrics.jsonl").is_file():
+        curve = plot_learning_curves(run_dir / "metrics.jsonl", run_dir / "plots")
+        curves = [curve] if curve is not None else []
     samples = run_dir / "samples.jsonl"
     if not samples.is_file() or samples.stat().st_size == 0:
-        return []
+        return curves
     try:
-        return compare_runs([samples], run_dir / "plots")
+        return curves + compare_runs([samples], run_dir / "plots")
     except ValueError as exc:  # e.g. no record with a valid score yet
         progress.say(f"plots skipped: {exc}")
-        return []
+        return curves
 
 
 def _fmt(value: float | None) -> str:

@@ -1,0 +1,116 @@
+"""Learning curves of a run from ``RUN_DIR/metrics.jsonl``: the per-update split diagnostics
+(``split/...``, see ``mlerl.learner._diagnostics``) against the update, raw points and a
+trailing rolling mean, into ``RUN_DIR/plots/learning_curves.png``.
+
+``read_learner_metrics`` and ``rolling_mean`` are pure and tested; the plot is one figure of
+small panels, one line per group (all / scratch / improve, or per task).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+# (panel title, metric suffix, group prefixes: "kind" -> all + scratch + improve, "task" -> per task)
+PANELS: tuple[tuple[str, str, str], ...] = (
+    ("valid fraction", "valid_frac", "kind"),
+    ("mean reward", "reward_mean", "kind"),
+    ("mean score of valid samples", "score_mean", "task"),
+    ("not_run fraction", "status/not_run", "kind"),
+    ("program_error fraction", "status/program_error", "kind"),
+    ("mean execution time (s)", "exec_s_mean", "kind"),
+    ("response tokens", "tokens_mean", "kind"),
+    ("entropy (nats/token)", "entropy", "kind"),
+    ("KL to reference (k3/token)", "kl", "kind"),
+    ("value error V - G", "value_err", "kind"),
+    ("advantage mean", "adv_mean", "kind"),
+    ("advantage std", "adv_std", "kind"),
+    ("share of pg from group", "pg_share", "kind"),
+)
+GLOBAL_PANELS: tuple[tuple[str, str], ...] = (
+    ("share of pg from failed samples", "split/all/pg_share_failed"),
+    ("policy grad norm (pre-clip)", "grad_norm/policy"),
+)
+
+
+def read_learner_metrics(path: Path) -> list[dict[str, float]]:
+    """The learner stream's rows of a metrics.jsonl, in step order (later duplicates win)."""
+    rows: dict[int, dict[str, float]] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line of a killed run
+            if row.get("stream", "learner") == "learner" and "step" in row:
+                rows[int(row["step"])] = row
+    return [rows[k] for k in sorted(rows)]
+
+
+def rolling_mean(xs: list[float], window: int) -> list[float]:
+    """Trailing mean over the last ``window`` finite values (NaN entries are skipped; a point with
+    no finite value in its window is NaN)."""
+    out = []
+    for i in range(len(xs)):
+        vals = [x for x in xs[max(0, i - window + 1): i + 1] if x is not None and math.isfinite(x)]
+        out.append(sum(vals) / len(vals) if vals else math.nan)
+    return out
+
+
+def series(rows: list[dict[str, float]], key: str) -> tuple[list[int], list[float]]:
+    steps = [int(r["step"]) for r in rows]
+    return steps, [float(r.get(key, math.nan)) for r in rows]
+
+
+def _groups(rows: list[dict[str, float]], kind: str) -> list[str]:
+    if kind == "kind":
+        return ["all", "kind/scratch", "kind/improve"]
+    tasks = sorted({k.split("/")[2] for r in rows for k in r if k.startswith("split/task/")})
+    return [f"task/{t}" for t in tasks]
+
+
+def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> Path | None:
+    """Write ``out_dir/learning_curves.png``; None when the run logged no split metrics."""
+    rows = read_learner_metrics(metrics_path)
+    if not rows or not any(k.startswith("split/") for r in rows for k in r):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(PANELS) + len(GLOBAL_PANELS)
+    cols = 4
+    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.0 * ((n + cols - 1) // cols)), squeeze=False)
+    flat = list(axes.flat)
+    for ax, (title, metric, kind) in zip(flat, PANELS):
+        for i, group in enumerate(_groups(rows, kind)):
+            steps, ys = series(rows, f"split/{group}/{metric}")
+            if all(math.isnan(y) for y in ys):
+                continue
+            color = f"C{i}"
+            ax.plot(steps, ys, ".", color=color, alpha=0.35)
+            ax.plot(steps, rolling_mean(ys, window), "-", color=color, label=group.split("/")[-1])
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=6)
+    for ax, (title, key) in zip(flat[len(PANELS):], GLOBAL_PANELS):
+        steps, ys = series(rows, key)
+        ax.plot(steps, ys, ".", color="C0", alpha=0.35)
+        ax.plot(steps, rolling_mean(ys, window), "-", color="C0")
+        ax.set_title(title, fontsize=9)
+    for ax in flat[n:]:
+        ax.axis("off")
+    for ax in flat[:n]:
+        ax.set_xlabel("update", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(f"{metrics_path.parent.name}: per-update diagnostics (points) and rolling mean over {window}", fontsize=10)
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / "learning_curves.png"
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out

@@ -1,0 +1,34 @@
+"""Learning curves: reading metrics.jsonl and the rolling mean (pure), and the figure."""
+
+import json
+import math
+
+import pytest
+
+from mlerl.cli._curves import plot_learning_curves, read_learner_metrics, rolling_mean
+
+
+def test_rolling_mean_skips_nan():
+    got = rolling_mean([1.0, 3.0, math.nan, 5.0, 7.0], 2)
+    assert got[:3] == [1.0, 2.0, 3.0]
+    assert got[3] == 5.0 and got[4] == 6.0
+    assert math.isnan(rolling_mean([math.nan], 3)[0])
+
+
+def test_read_learner_metrics_orders_steps_and_skips_torn_lines(tmp_path):
+    p = tmp_path / "metrics.jsonl"
+    p.write_text("\n".join([json.dumps({"stream": "learner", "step": 2, "a": 2.0}),
+                            json.dumps({"stream": "actor", "step": 1, "a": 9.0}),
+                            json.dumps({"stream": "learner", "step": 1, "a": 1.0}), '{"stream": "lea']))
+    assert [r["a"] for r in read_learner_metrics(p)] == [1.0, 2.0]
+
+
+def test_plot_learning_curves(tmp_path):
+    p = tmp_path / "metrics.jsonl"
+    rows = [{"stream": "learner", "step": s, "split/all/valid_frac": 0.5, "split/kind/scratch/valid_frac": 0.6,
+             "split/task/t1/score_mean": 0.9, "split/all/pg_share_failed": 0.7, "grad_norm/policy": 1.0} for s in range(1, 6)]
+    p.write_text("\n".join(json.dumps(r) for r in rows))
+    out = plot_learning_curves(p, tmp_path / "plots")
+    assert out is not None and out.stat().st_size > 0
+    p.write_text(json.dumps({"stream": "learner", "step": 1, "x": 1.0}))
+    assert plot_learning_curves(p, tmp_path / "none") is None
