@@ -117,7 +117,11 @@ class Actor:
         self.rng = random.Random(f"{config.seed}:{actor_id}")
         self.gate = VersionGate()
         self.actions: dict[int, _Action] = {}
-        self.stats = {"generated": 0, "sent": 0, "dropped": 0, "infra_failed": 0, "engine_errors": 0}
+        self.stats = {"generated": 0, "sent": 0, "dropped": 0, "infra_failed": 0, "engine_errors": 0,
+                      "backpressure_waits": 0, "backpressure_s": 0.0}
+        self.waiting = ""
+        """Why no new work starts now (backpressure from the learner), or empty."""
+        self._waiting_since: float | None = None
         self.health = InfraHealth(config.infra)
         self.infra_down = ""
         self._held: list[tuple[_Action, _Outcome, float, dict]] = []  # not_run, unsent yet
@@ -145,7 +149,8 @@ class Actor:
     async def _schedule(self, tg: asyncio.TaskGroup, work: set[asyncio.Task]) -> None:
         while not self._done.is_set():
             self._wake.clear()
-            ids = [] if self.health.paused else self.admission.admit()
+            blocked = self._backpressure()
+            ids = [] if self.health.paused or blocked else self.admission.admit()
             if ids:
                 self._spawn(tg, work, self._generate(ids))
             for aid, verdict in self.admission.schedule(self.clock()):
@@ -155,11 +160,34 @@ class Actor:
                     self._drop(aid, "stale before execution")
             deadline = self.admission.next_deadline()
             timeout = None if deadline is None else max(deadline - self.clock(), 0.0) + 0.01
+            if blocked:  # the sender's state changes without waking us: look again soon
+                timeout = 0.5 if timeout is None else min(timeout, 0.5)
             try:
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
             except TimeoutError:
                 pass
+
+    def _backpressure(self) -> str:
+        """Why the learner cannot take more now (it said so, or it stopped acking), or ''."""
+        unacked = int(getattr(self.sender, "unacked", 0))
+        if getattr(self.sender, "learner_full", False):
+            why = "learner full"
+        elif unacked >= self.config.max_unacked:
+            why = f"{unacked} samples unacked (learner not answering)"
+        else:
+            why = ""
+        now = self.clock()
+        if why and self._waiting_since is None:
+            self._waiting_since = now
+            self.stats["backpressure_waits"] += 1
+            log.info("actor %s: waiting, %s", self.actor_id, why)
+        elif not why and self._waiting_since is not None:
+            self.stats["backpressure_s"] += now - self._waiting_since
+            self._waiting_since = None
+            log.info("actor %s: resuming, the learner takes samples again", self.actor_id)
+        self.waiting = why
+        return why
 
     def _spawn(self, tg: asyncio.TaskGroup, work: set[asyncio.Task], coro: Any) -> None:
         task = tg.create_task(coro)
@@ -405,5 +433,6 @@ class Actor:
             "alive_actions": self.admission.alive, **self.stats, **self.admission.stats,
             "paused": self.health.reason(self.clock()), "infra_pauses": self.health.pauses,
             "held_not_run": len(self._held), "stopped": self.infra_down,
+            "waiting": self.waiting, "unacked": int(getattr(self.sender, "unacked", 0)),
         }  # fmt: skip
         _atomic_write(self.state.dir / "heartbeat.json", json.dumps(beat).encode())

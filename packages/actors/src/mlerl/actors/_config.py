@@ -101,6 +101,11 @@ class ActorsConfig:
     """Stop after sending this many samples (0: until stopped)."""
     heartbeat_s: float = 5.0
     """How often ``heartbeat.json`` is rewritten and acknowledged outbox entries pruned."""
+    max_unacked: int = 32
+    """Backpressure when the learner stops answering: with this many samples sent and not yet
+    acknowledged the actor starts no new generation until acks come (in-flight work finishes
+    and is sent). The learner's own bound (``learner.max_pending_samples``/``_bytes``) pauses
+    the actors the same way while it answers (docs/protocol.md "Backpressure")."""
     seed: int = 0
     """Seeds task and prompt choice and sampling (combined with the actor id)."""
 
@@ -126,6 +131,7 @@ class ActorsConfig:
         check(self.output_tail_chars >= 0, "output_tail_chars", "must be >= 0")
         check(self.max_samples >= 0, "max_samples", "must be >= 0")
         check(self.heartbeat_s > 0, "heartbeat_s", "must be > 0")
+        check(self.max_unacked >= 1, "max_unacked", "must be >= 1")
 
     def sampling(self, seed: int | None = None) -> SamplingParams:
         return SamplingParams(

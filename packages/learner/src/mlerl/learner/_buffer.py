@@ -113,6 +113,9 @@ class ExperienceBuffer:
         self._stored: set[Key] = set()
         self._consumed: set[Key] = set()
         self._pending: dict[Key, tuple[int, Sample]] = {}  # key -> (journal index, sample)
+        self._sizes: dict[Key, int] = {}  # encoded bytes of each pending sample
+        self.pending_bytes = 0
+        """Encoded bytes of the pending samples (what backpressure bounds)."""
         self._index = 0
         samples, good, torn = read_journal(self.path)
         if torn:
@@ -185,7 +188,7 @@ class ExperienceBuffer:
         os.fsync(self._refused_file.fileno())
         self._refused_dirty = False
 
-    def _admit(self, sample: Sample) -> None:
+    def _admit(self, sample: Sample, size: int | None = None) -> None:
         key = (sample.actor_id, sample.seq)
         reason = self.check(sample) if self.check is not None else None
         if reason is not None:  # journaled before (older build or other limits): skip it
@@ -200,6 +203,8 @@ class ExperienceBuffer:
             self.counters["infra_error"] += 1
         elif key not in self._consumed:
             self._pending[key] = (self._index, sample)
+            self._sizes[key] = len(encode(sample)) if size is None else size
+            self.pending_bytes += self._sizes[key]
 
     def add(self, sample: Sample, *, sync: bool = True) -> bool:
         """Journal ``sample`` (fsync unless ``sync=False``); False if it was already stored."""
@@ -211,7 +216,7 @@ class ExperienceBuffer:
         if sync:
             self.sync()
         self.counters["added"] += 1
-        self._admit(sample)
+        self._admit(sample, len(payload))
         return True
 
     def sync(self) -> None:
@@ -256,6 +261,7 @@ class ExperienceBuffer:
         for s in batch:
             key = (s.actor_id, s.seq)
             del self._pending[key]
+            self.pending_bytes -= self._sizes.pop(key)
             self._consumed.add(key)
         self.counters["consumed"] += len(batch)
         return batch
@@ -272,6 +278,7 @@ class ExperienceBuffer:
         for key in list(self._pending):
             if key in self._consumed:
                 del self._pending[key]
+                self.pending_bytes -= self._sizes.pop(key)
         self.counters["consumed"] = len(self._consumed)
 
     def close(self) -> None:

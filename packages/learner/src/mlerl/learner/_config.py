@@ -97,6 +97,14 @@ class LearnerConfig:
     """m: actors keep m * B generations in flight (Algorithm 1); read by the actors' admission."""
     batch_policy: BatchPolicy = BatchPolicy.first_completed
     """Which B samples of the buffer form the next batch."""
+    max_pending_samples: int = 0
+    """Backpressure: at most this many samples received and not yet consumed by an update; at
+    the bound the learner stops acking new samples and tells the actors (heartbeat ``full``),
+    which stop starting work until it has room (docs/protocol.md "Backpressure"). 0: 2 * m * B.
+    Must be >= B."""
+    max_pending_bytes: int = 1 << 30
+    """Backpressure in bytes (encoded samples): the same as ``max_pending_samples``, counted in
+    bytes; never applied below B pending samples, so an update can always be formed."""
     ppo_epochs: int = 1
     """Passes over each batch (see the module docstring for why not 100)."""
     minibatches: int = 1
@@ -197,6 +205,11 @@ class LearnerConfig:
     max_duration_s: float = 86400.0
     """Samples whose execution ``duration_s`` exceeds this are refused (it sets Δt weights)."""
 
+    @property
+    def pending_bound(self) -> int:
+        """``max_pending_samples``, with 0 resolved to 2 * m * B."""
+        return self.max_pending_samples or 2 * self.sampling_multiplier * self.batch_size
+
     def __post_init__(self) -> None:
         kl_estimator = getattr(self.kl_estimator, "value", self.kl_estimator)
         check(kl_estimator != "k1", "kl_estimator",
@@ -212,6 +225,9 @@ class LearnerConfig:
         check(self.batch_size >= 1, "batch_size", "must be >= 1")
         check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
         check(self.sampling_multiplier >= 1, "sampling_multiplier", "must be >= 1")
+        check(self.max_pending_samples == 0 or self.max_pending_samples >= self.batch_size,
+              "max_pending_samples", "must be 0 (2 * m * B) or >= batch_size")
+        check(self.max_pending_bytes > 0, "max_pending_bytes", "must be > 0")
         check(self.ppo_epochs >= 1, "ppo_epochs", "must be >= 1")
         check(self.minibatches >= 1, "minibatches", "must be >= 1")
         check(self.batch_size % self.minibatches == 0, "minibatches", "must divide batch_size")

@@ -176,8 +176,12 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
     def on_refused(sample: Sample, reason: str) -> None:
         buffer.refuse(sample, reason, sync=False)  # made durable by commit(), before the ack
 
+    def full() -> bool:  # backpressure; the byte bound never blocks forming a batch
+        pending = len(buffer)
+        return pending >= cfg.pending_bound or (pending >= cfg.batch_size and buffer.pending_bytes >= cfg.max_pending_bytes)
+
     refuse = {"check": buffer.check, "on_refused": on_refused} if buffer.check is not None else {}
-    receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=commit, **refuse)
+    receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=commit, full=full, **refuse)
     broadcaster = WeightBroadcaster.from_config(transport)
     async with receiver, broadcaster:
         initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, Path(cfg.run_dir) / "weights", cfg.publish_inline_max_bytes)
@@ -193,6 +197,7 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             metrics, update = await asyncio.to_thread(train_step, learner, batch, state)
             broadcaster.publish(update)
             metrics.update({f"buffer/{k}": float(v) for k, v in buffer.counters.items()}, **{"buffer/pending": float(len(buffer))})
+            metrics.update({"buffer/pending_bytes": float(buffer.pending_bytes), "buffer/deferred": float(receiver.counters["deferred"])})
             metrics.update({f"refused/{k}": float(v) for k, v in buffer.refused_by_field.items()})
             sink.log(metrics, step=learner.version)
         # PUB drops what is still queued when it closes: keep announcing the final version

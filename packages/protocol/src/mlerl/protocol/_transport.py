@@ -89,6 +89,9 @@ class SampleSender(Running):
         """Highest seq the receiver acknowledged (cumulatively)."""
         self.last_reply: float | None = None
         """``time.monotonic()`` of the last message from the receiver (ack or heartbeat)."""
+        self.learner_full = False
+        """The receiver's last heartbeat said it holds as many samples as it will take
+        (backpressure): stop producing until a later heartbeat says otherwise."""
         self.counters = {"sent": 0, "resent": 0, "acked": 0, "hwm_full": 0, "malformed": 0}
 
     @classmethod
@@ -169,6 +172,7 @@ class SampleSender(Running):
         if isinstance(msg, Ack) and msg.actor_id == self.actor_id:
             self._acked(msg.seq)
         elif isinstance(msg, Heartbeat) and "watermark" in msg.state:
+            self.learner_full = bool(msg.state.get("full", 0.0))
             self._acked(int(msg.state["watermark"]))  # the reply doubles as a cumulative ack
 
     def _acked(self, seq: int) -> None:
@@ -246,6 +250,12 @@ class SampleReceiver(Running):
     next ``commit`` and the caller must include refused keys in ``stored`` after a restart.
     ``curve`` makes the socket a CURVE server admitting only the run's actors (see
     ``mlerl.protocol._curve``).
+
+    ``full()`` (optional) is backpressure: while it returns True a new sample is not stored and
+    not acked (counted in ``counters["deferred"]``; its sender resends it later, in order, as
+    after a gap) and every heartbeat reply carries ``state["full"] = 1``, which tells the
+    actors to stop producing (:attr:`SampleSender.learner_full`). It is asked before each store,
+    so what the caller holds never exceeds its own bound by more than one sample.
     """
 
     def __init__(
@@ -262,18 +272,20 @@ class SampleReceiver(Running):
         check: Check | None = None,
         on_refused: OnRefused | None = None,
         curve: CurveKeys | None = None,
+        full: Callable[[], bool] | None = None,
     ) -> None:
         if (check is None) != (on_refused is None):
             raise ValueError("check and on_refused go together: a refused sample is acked, so its key must be recorded")
         self.address, self.name, self.max_batch = address, name, max_batch
         self._on_sample, self._commit = on_sample, commit
         self._check, self._on_refused = check, on_refused
+        self._full = full
         self.tracker = SeqTracker(stored)
         self.last_seen: dict[str, float] = {}
         """``time.monotonic()`` of the last message from each actor."""
         self.counters = {
             "received": 0, "stored": 0, "duplicates": 0, "out_of_order": 0,
-            "malformed": 0, "heartbeats": 0, "batches": 0, "refused": 0,
+            "malformed": 0, "heartbeats": 0, "batches": 0, "refused": 0, "deferred": 0,
         }
         self._sock = make_socket(zmq.ROUTER, hwm, 100, context)
         self._sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting actor takes over its id
@@ -297,11 +309,12 @@ class SampleReceiver(Running):
         commit: Commit | None = None,
         check: Check | None = None,
         on_refused: OnRefused | None = None,
+        full: Callable[[], bool] | None = None,
     ) -> SampleReceiver:
         return cls(
             config.samples_bind or config.samples_address, on_sample, stored=stored,
             commit=commit, hwm=config.receiver_hwm, max_batch=config.max_batch,
-            check=check, on_refused=on_refused, curve=config.curve_keys(),
+            check=check, on_refused=on_refused, curve=config.curve_keys(), full=full,
         )
 
     @property
@@ -380,9 +393,18 @@ class SampleReceiver(Running):
                 self._log_gap(aid, seq, expected.get(aid, self.watermark(aid) + 1))
         return accept, ack_to
 
+    def is_full(self) -> bool:
+        return self._full is not None and bool(self._full())
+
     def _reply_heartbeat(self, route: bytes, beat: Heartbeat) -> None:
-        reply = Heartbeat(sender=self.name, role="learner", t=time.time(),
-                          state={"watermark": float(self.watermark(beat.sender))})
+        self._tell(route, beat.sender)
+
+    def _tell(self, route: bytes, actor_id: str) -> None:
+        """A heartbeat with the actor's watermark (a cumulative ack) and whether we are full."""
+        state = {"watermark": float(self.watermark(actor_id))}
+        if self._full is not None:
+            state["full"] = float(self.is_full())
+        reply = Heartbeat(sender=self.name, role="learner", t=time.time(), state=state)
         self._send(route, encode(reply))
 
     def _send(self, route: bytes, payload: bytes) -> None:
@@ -395,7 +417,14 @@ class SampleReceiver(Running):
             batch = await self._read_batch()
             self.counters["batches"] += 1
             accept, ack_to = self._triage(batch)
+            deferred: set[str] = set()
             for sample in accept:
+                if sample.actor_id in deferred or (self._full is not None and self._full()):
+                    # over the caller's bound: not stored, not acked; this and the actor's
+                    # later seqs come again (go-back-N), after the actor has paused
+                    deferred.add(sample.actor_id)
+                    self.counters["deferred"] += 1
+                    continue
                 reason = self._check(sample) if self._check is not None else None
                 if reason is None:
                     await _call(self._on_sample, sample)
@@ -407,7 +436,10 @@ class SampleReceiver(Running):
             if accept and self._commit is not None:
                 await _call(self._commit)
             for route, aid in ack_to:
-                self._send(route, encode(Ack(actor_id=aid, seq=self.watermark(aid))))
+                if aid in deferred:
+                    self._tell(route, aid)  # the ack and the news that we are full
+                else:
+                    self._send(route, encode(Ack(actor_id=aid, seq=self.watermark(aid))))
 
     def close(self) -> None:
         if not self._sock.closed:
