@@ -1,0 +1,237 @@
+"""Does RL improve the embedded agent? (issue #14) The default `mlerl train` on several seeds.
+
+``python benchmarks/embedded_rl.py [--seeds 3] [--runs-dir /tmp/embedded_rl] [--no-launch] [-- OVERRIDE ...]``
+
+Launch: for each seed, ``mlerl train seed=S hydra.run.dir=RUNS/seedS [OVERRIDE ...]`` one after
+the other (one training job at a time on a small host), timing each job's wall-clock. A seed
+whose run dir already holds ``report.json`` is not run again (``--no-launch``: aggregate only).
+
+Per run (pure functions of its files, tested on a synthetic run dir):
+
+- ``samples.jsonl`` grouped by the policy version that wrote each sample, U =
+  ``learner.max_updates`` from ``config.yaml``: the first quarter is versions < U/4, the last
+  quarter versions >= 3U/4. Per quarter: valid fraction, mean reward, and (last quarter) the
+  valid fraction of scratch and of improve samples;
+- ``report.json`` (the closing evaluation, best-of-K of the initial and the trained policy per
+  task, same K and seed): per task initial/trained best and mean score and valid fraction.
+  AIDE columns are ``null``: the AIDE baseline is not wired to the sandbox yet (docs/benchmarks.md);
+- the targets of issue #14 per seed: ``valid_gain_ok`` (last >= first + 0.20 and reward last >
+  first), ``improve_ok`` (improve valid >= half the scratch valid, last quarter),
+  ``trained_beats_initial`` (trained best-of-K strictly better than the initial on every task).
+
+Across seeds: mean and standard error (sample std / sqrt(n); none for one seed).
+Writes ``embedded_rl.json`` and ``embedded_rl.png`` (valid fraction and mean reward per
+policy version, and best score vs wall-clock per task, one line per seed) to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    if not path.is_file():
+        return rows
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def max_updates(run_dir: Path) -> int:
+    """``learner.max_updates`` from the run's ``config.yaml`` (a plain YAML read)."""
+    import yaml
+
+    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
+    return int(cfg["learner"]["max_updates"])
+
+
+def _frac(rows: list[dict[str, Any]]) -> float | None:
+    return sum(bool(r["valid"]) for r in rows) / len(rows) if rows else None
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def quarters(samples: list[dict[str, Any]], updates: int) -> dict[str, Any]:
+    """First (version < U/4) and last (version >= 3U/4) quarter of the training samples."""
+    first = [s for s in samples if s["policy_version"] < updates / 4]
+    last = [s for s in samples if 3 * updates / 4 <= s["policy_version"] < updates]
+    out = {
+        "valid_first_quarter": _frac(first), "valid_last_quarter": _frac(last),
+        "reward_first_quarter": _mean([s["reward"] for s in first]),
+        "reward_last_quarter": _mean([s["reward"] for s in last]),
+        "n_first_quarter": len(first), "n_last_quarter": len(last),
+    }
+    for kind in ("scratch", "improve"):
+        for name, rows in (("first", first), ("last", last)):
+            sub = [s for s in rows if s.get("kind") == kind]
+            out[f"{kind}_valid_{name}_quarter"] = _frac(sub)
+            out[f"{kind}_n_{name}_quarter"] = len(sub)
+    return out
+
+
+def _better(a: float | None, b: float | None, lower: bool) -> bool:
+    """a strictly better than b (None is worst)."""
+    if a is None:
+        return False
+    if b is None:
+        return True
+    return a < b if lower else a > b
+
+
+def per_task(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {}
+    init, trained = report["initial"]["per_seed"][0]["tasks"], report["trained"]["per_seed"][0]["tasks"]
+    for task, a in trained.items():
+        b = init[task]
+        out[task] = {
+            "lower_is_better": a["lower_is_better"],
+            "initial_best": b["best_score"], "trained_best": a["best_score"], "aide_best": None,
+            "initial_mean": b["mean_score"], "trained_mean": a["mean_score"], "aide_mean": None,
+            "initial_valid": b["valid_frac"], "trained_valid": a["valid_frac"],
+            "trained_beats_initial": _better(a["best_score"], b["best_score"], a["lower_is_better"]),
+        }
+    return out
+
+
+def summarise_run(run_dir: Path) -> dict[str, Any]:
+    """Everything the benchmark reports about one run dir."""
+    cfg_seed = None
+    try:
+        import yaml
+
+        cfg_seed = yaml.safe_load((run_dir / "config.yaml").read_text()).get("seed")
+    except (OSError, ValueError):
+        pass
+    updates = max_updates(run_dir)
+    q = quarters(read_jsonl(run_dir / "samples.jsonl"), updates)
+    out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q}
+    report = run_dir / "report.json"
+    tasks = per_task(json.loads(report.read_text())) if report.is_file() else {}
+    out["tasks"] = tasks
+    vf, vl, rf, rl = (q["valid_first_quarter"], q["valid_last_quarter"], q["reward_first_quarter"], q["reward_last_quarter"])
+    out["valid_gain_ok"] = None if None in (vf, vl, rf, rl) else bool(vl >= vf + 0.20 and rl > rf)
+    sv, iv = q["scratch_valid_last_quarter"], q["improve_valid_last_quarter"]
+    out["improve_ok"] = None if sv is None or iv is None else bool(iv >= 0.5 * sv)
+    out["trained_beats_initial"] = bool(tasks) and all(t["trained_beats_initial"] for t in tasks.values())
+    timing = run_dir / "wall_clock_s"
+    out["wall_clock_minutes"] = float(timing.read_text()) / 60 if timing.is_file() else None
+    return out
+
+
+def mean_se(xs: list[float | None]) -> dict[str, float | None]:
+    vals = [float(x) for x in xs if x is not None]
+    if not vals:
+        return {"mean": None, "se": None, "n": 0}
+    m = sum(vals) / len(vals)
+    se = math.sqrt(sum((x - m) ** 2 for x in vals) / (len(vals) - 1) / len(vals)) if len(vals) > 1 else None
+    return {"mean": m, "se": se, "n": len(vals)}
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("valid_first_quarter", "valid_last_quarter", "reward_first_quarter", "reward_last_quarter",
+            "scratch_valid_last_quarter", "improve_valid_last_quarter")
+    walls = [r["wall_clock_minutes"] for r in runs if r["wall_clock_minutes"] is not None]
+    return {
+        "seeds": len(runs),
+        **{k: mean_se([r[k] for r in runs]) for k in keys},
+        "valid_gain_ok_every_seed": bool(runs) and all(r["valid_gain_ok"] for r in runs),
+        "improve_ok_every_seed": bool(runs) and all(r["improve_ok"] for r in runs),
+        "trained_beats_initial_all_tasks": bool(runs) and all(r["trained_beats_initial"] for r in runs),
+        "trained_beats_aide_equal_executions": None,  # not measured: AIDE is not wired to the sandbox
+        "wall_clock_minutes_max": max(walls) if walls else None,
+    }
+
+
+def launch(seed: int, run_dir: Path, overrides: list[str]) -> None:
+    cmd = [str(REPO / ".venv" / "bin" / "mlerl"), "train", f"seed={seed}", f"hydra.run.dir={run_dir}", *overrides]
+    print("+", " ".join(cmd), flush=True)
+    t0 = time.time()
+    subprocess.run(cmd, cwd=REPO, check=True)
+    (run_dir / "wall_clock_s").write_text(f"{time.time() - t0:.1f}")
+
+
+def plot(runs: list[dict[str, Any]], out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = sorted({t for r in runs for t in r["tasks"]})
+    fig, axes = plt.subplots(1, 2 + len(tasks), figsize=(4.5 * (2 + len(tasks)), 3.4), squeeze=False)
+    ax_valid, ax_reward = axes[0][0], axes[0][1]
+    for i, r in enumerate(runs):
+        samples = read_jsonl(Path(r["run_dir"]) / "samples.jsonl")
+        versions = sorted({s["policy_version"] for s in samples if s["policy_version"] < r["updates"]})
+        by_v = {v: [s for s in samples if s["policy_version"] == v] for v in versions}
+        ax_valid.plot(versions, [_frac(by_v[v]) for v in versions], "-o", ms=2, color=f"C{i}", label=f"seed {r['seed']}")
+        ax_reward.plot(versions, [_mean([s["reward"] for s in by_v[v]]) for v in versions], "-o", ms=2, color=f"C{i}")
+        for ax, task in zip(axes[0][2:], tasks):
+            lower = r["tasks"].get(task, {}).get("lower_is_better", False)
+            pts = sorted((s["t"], s["score"]) for s in samples if s["task_id"] == task and s["valid"] and s["score"] is not None)
+            best, xs, ys = None, [], []
+            for t, sc in pts:
+                if best is None or (sc < best if lower else sc > best):
+                    best = sc
+                xs.append(t / 60)
+                ys.append(best)
+            ax.step(xs, ys, where="post", color=f"C{i}")
+            ax.set_title(f"{task}: best so far ({'lower' if lower else 'higher'} better)", fontsize=8)
+            ax.set_xlabel("wall-clock (min)", fontsize=8)
+    ax_valid.set_title("valid fraction per policy version", fontsize=9)
+    ax_reward.set_title("mean reward per policy version", fontsize=9)
+    ax_valid.legend(fontsize=7)
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "embedded_rl.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    overrides = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--runs-dir", type=Path, default=Path("/tmp/embedded_rl"))
+    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--no-launch", action="store_true")
+    args = p.parse_args(argv)
+    runs = []
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        run_dir = args.runs_dir / f"seed{seed}"
+        if not args.no_launch and not (run_dir / "report.json").is_file():
+            launch(seed, run_dir, overrides)
+        if (run_dir / "config.yaml").is_file():
+            runs.append(summarise_run(run_dir))
+    result = {"command": command_line(), "commit": git_commit(), "machine": machine_info(), "overrides": overrides,
+              "runs": runs, "summary": summarise(runs)}
+    result["plot"] = str(plot(runs, args.out)) if runs else None
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "embedded_rl.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

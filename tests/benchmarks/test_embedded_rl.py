@@ -1,0 +1,82 @@
+"""benchmarks/embedded_rl.py: the quarter split, the targets and the summary on a hand-made run dir."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+bench = importlib.import_module("embedded_rl")
+AUC, LOSS = "auc-task", "loss-task"
+
+
+def _sample(v, kind, valid, reward, task=AUC, score=None, t=1.0):
+    return {"policy_version": v, "kind": kind, "valid": valid, "reward": reward, "task_id": task,
+            "score": score, "t": t, "status": "ok" if valid else "not_run"}
+
+
+def _run_dir(tmp_path: Path, samples, seed=0, updates=8) -> Path:
+    d = tmp_path / f"seed{seed}"
+    d.mkdir()
+    (d / "config.yaml").write_text(f"seed: {seed}\nlearner:\n  max_updates: {updates}\n")
+    (d / "samples.jsonl").write_text("\n".join(json.dumps(s) for s in samples) + "\n")
+    task = lambda best, mean, valid, lower: {"best_score": best, "mean_score": mean, "valid_frac": valid, "lower_is_better": lower}  # noqa: E731
+    report = {"initial": {"per_seed": [{"tasks": {AUC: task(0.9, 0.8, 0.5, False), LOSS: task(0.2, 0.4, 0.5, True)}}]},
+              "trained": {"per_seed": [{"tasks": {AUC: task(0.95, 0.9, 0.6, False), LOSS: task(0.3, 0.3, 0.7, True)}}]}}
+    (d / "report.json").write_text(json.dumps(report))
+    (d / "wall_clock_s").write_text("600")
+    return d
+
+
+# U = 8: first quarter = versions 0, 1; last quarter = versions 6, 7 (version 8 is past the run)
+SAMPLES = [
+    _sample(0, "scratch", True, 0.5), _sample(0, "improve", False, -10.0), _sample(1, "scratch", False, -10.0),
+    _sample(1, "scratch", False, -10.0), _sample(3, "scratch", True, 0.9),
+    _sample(6, "scratch", True, 0.8), _sample(6, "improve", True, 0.6), _sample(7, "scratch", True, 0.7),
+    _sample(7, "improve", False, -10.0), _sample(8, "improve", True, 0.9),
+]
+
+
+def test_quarters_hand_numbers():
+    q = bench.quarters(SAMPLES, 8)
+    assert q["n_first_quarter"] == 4 and q["n_last_quarter"] == 4
+    assert q["valid_first_quarter"] == 0.25 and q["valid_last_quarter"] == 0.75
+    assert q["reward_first_quarter"] == pytest.approx((0.5 - 30) / 4)
+    assert q["reward_last_quarter"] == pytest.approx((0.8 + 0.6 + 0.7 - 10) / 4)
+    assert q["scratch_valid_last_quarter"] == 1.0 and q["improve_valid_last_quarter"] == 0.5
+    assert q["improve_valid_first_quarter"] == 0.0
+
+
+def test_summarise_run_targets(tmp_path):
+    r = bench.summarise_run(_run_dir(tmp_path, SAMPLES))
+    assert r["seed"] == 0 and r["updates"] == 8
+    assert r["valid_gain_ok"] is True  # 0.75 >= 0.25 + 0.2 and reward up
+    assert r["improve_ok"] is True  # 0.5 >= 0.5 * 1.0
+    # AUC 0.95 > 0.9 is better; log loss 0.3 > 0.2 is worse (lower is better)
+    assert r["tasks"][AUC]["trained_beats_initial"] is True
+    assert r["tasks"][LOSS]["trained_beats_initial"] is False
+    assert r["trained_beats_initial"] is False
+    assert r["tasks"][LOSS]["aide_best"] is None
+    assert r["wall_clock_minutes"] == 10.0
+
+
+def test_summary_mean_se_over_seeds(tmp_path):
+    runs = [bench.summarise_run(_run_dir(tmp_path, SAMPLES, seed=0)),
+            bench.summarise_run(_run_dir(tmp_path, [dict(s, valid=False, reward=-10.0) for s in SAMPLES], seed=1))]
+    s = bench.summarise(runs)
+    # valid last quarter 0.75 and 0.0: mean 0.375, s.e. = |a - b| / 2 = 0.375
+    assert s["valid_last_quarter"]["mean"] == pytest.approx(0.375)
+    assert s["valid_last_quarter"]["se"] == pytest.approx(0.375)
+    assert s["valid_gain_ok_every_seed"] is False
+    assert s["trained_beats_aide_equal_executions"] is None
+    assert s["wall_clock_minutes_max"] == 10.0
+    assert bench.plot(runs, tmp_path / "out").stat().st_size > 0
+
+
+def test_mean_se_single_value_has_no_se():
+    assert bench.mean_se([2.0, None]) == {"mean": 2.0, "se": None, "n": 1}
