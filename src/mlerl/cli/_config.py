@@ -87,6 +87,10 @@ class TrainConfig:
     role: str = "all"
     """``all`` runs learner and actors here; ``learner`` or ``actors`` runs one side, for
     multi-host runs (point ``actors.samples_address``/``weights_address`` at the learner host)."""
+    keys_wait_s: float = 600.0
+    """``role=actors``: how long to wait for the learner's keys (``learner.key`` and
+    ``actors.key_secret`` in ``actors.keys_dir``) before giving up; the learner side creates
+    them, so the two invocations may start in either order."""
     time_limit_s: float = 0.0
     """Stop training after this many seconds (0: only ``learner.max_updates`` stops it)."""
     eval_samples: int = 16
@@ -105,6 +109,7 @@ class TrainConfig:
         check(self.learner_restarts >= 0, "learner_restarts", "must be >= 0")
         check(self.role in ("all", "learner", "actors"), "role", "must be 'all', 'learner' or 'actors'")
         check(self.time_limit_s >= 0, "time_limit_s", "must be >= 0")
+        check(self.keys_wait_s >= 0, "keys_wait_s", "must be >= 0")
         check(self.eval_samples >= 0, "eval_samples", "must be >= 0")
 
 

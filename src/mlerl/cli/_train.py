@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 
 import hydra
@@ -73,6 +74,7 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     model_path = _policy(train, data_dir, progress)
     config_path = _write_run_config(train, run_dir, data_dir, model_path)
     progress.say(f"run dir {run_dir}")
+    _wait_for_keys(train, run_dir, progress)
 
     supervisor = Supervisor(_children(train, run_dir, config_path), primary=_primary(train))
     deadline = train.time_limit_s or None
@@ -185,6 +187,31 @@ def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_p
     path = run_dir / CONFIG_NAME
     OmegaConf.save(OmegaConf.structured(train), path)
     return path
+
+
+def _wait_for_keys(train: TrainConfig, run_dir: Path, progress: Progress) -> None:
+    """``role=actors``: the learner side creates the run's keys; wait (``keys_wait_s``) until
+    the ones the actors need are in ``actors.keys_dir``, so the two sides start in any order."""
+    if train.role != "actors" or not train.actors.curve:
+        return
+    from mlerl.protocol import CurveKeys
+
+    keys = CurveKeys(train.actors.keys_dir or run_dir / "keys")
+    deadline = time.monotonic() + train.keys_wait_s
+    said = False
+    while True:
+        try:
+            keys.client_keypair()
+            keys.server_public()
+            return
+        except CurveError:
+            if time.monotonic() >= deadline:
+                raise
+        if not said:
+            progress.say(f"waiting up to {train.keys_wait_s:.0f} s for the learner's keys in "
+                         f"{keys.directory} (learner.key, actors.key_secret)")
+            said = True
+        time.sleep(1.0)
 
 
 def _children(train: TrainConfig, run_dir: Path, config_path: Path) -> list[ChildSpec]:
