@@ -1,21 +1,16 @@
 """Measure a policy directory: sample programs for tasks, run them, validate and grade them.
 
-Programs run as plain subprocesses in a fresh temporary work dir with `./input` linked to the
-task's public data (the program contract). This is NOT a sandbox: nothing is isolated beyond
-the working directory and a wall-clock timeout, so use it only on the policy's own samples on
-a development machine; RL runs go through `mlerl.sandbox`. Grading reads the private answers
-in this process (it is an evaluation tool, not part of the RL reward path).
+Programs are model-written, so they run where RL runs them: in `mlerl.sandbox`'s local backend
+(allowlisted bubblewrap view, cgroups, no network; `./input` is the task's public data), with a
+wall-clock limit. The submission is copied out of the sandbox and validated and graded here,
+outside it.
 """
 
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
-import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
+import asyncio
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -67,8 +62,27 @@ def sample_answers(model, tok, messages: list[dict[str, str]], n: int, temperatu
 
 
 def run_program(code: str, task, timeout_s: float) -> RunOutcome:
-    """Run `code` as main.py against `task`'s public data; validate and grade its submission."""
+    """Run `code` as main.py against `task`'s public data in the sandbox; validate and grade
+    its submission."""
+    return asyncio.run(run_programs([code], task, timeout_s, workers=1))[0]
+
+
+async def run_programs(codes: list[str], task, timeout_s: float, workers: int = 2
+                       ) -> list[RunOutcome]:
+    """`run_program` for many programs, ``workers`` at a time through one sandbox."""
+    from mlerl.sandbox import SandboxConfig, make_sandbox
+
+    sandbox = make_sandbox(SandboxConfig(max_concurrency=workers))
+    try:
+        return list(await asyncio.gather(*(_run_one(sandbox, c, task, timeout_s) for c in codes)))
+    finally:
+        await sandbox.close()
+
+
+async def _run_one(sandbox, code: str, task, timeout_s: float) -> RunOutcome:
     from mlerl.bench import grade_submission, validate_submission
+    from mlerl.protocol import ExecStatus
+    from mlerl.sandbox import ExecutionRequest, Limits
 
     if not code.strip():
         return RunOutcome(False, None, False, None, 0.0, "NoCodeBlock")
@@ -76,24 +90,26 @@ def run_program(code: str, task, timeout_s: float) -> RunOutcome:
         ast.parse(code)
     except SyntaxError as exc:
         return RunOutcome(False, None, False, None, 0.0, f"SyntaxError: {exc.msg}")
-    with tempfile.TemporaryDirectory(prefix="mlerl-embedded-") as work:
-        os.symlink(task.public_dir, Path(work) / "input")
-        Path(work, "main.py").write_text(code, encoding="utf-8")
-        start = time.monotonic()
-        try:
-            proc = subprocess.run([sys.executable, "main.py"], cwd=work, capture_output=True,
-                                  text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return RunOutcome(True, None, False, None, time.monotonic() - start, "Timeout")
-        seconds = time.monotonic() - start
-        lines = proc.stderr.strip().splitlines()
-        error = lines[-1].split(":")[0] if proc.returncode != 0 and lines else ""
-        sub = Path(work, "submission.csv")
-        if proc.returncode != 0 or not sub.is_file():
-            return RunOutcome(True, proc.returncode, False, None, seconds, error or "NoSubmission")
-        valid, reason = validate_submission(task, sub)
+    result = await sandbox.run(ExecutionRequest(
+        program=code, data_dir=task.public_dir, limits=Limits(wall_time_s=timeout_s)))
+    try:
+        seconds = result.duration_s
+        if result.status is ExecStatus.TIMEOUT:
+            return RunOutcome(True, None, False, None, seconds, "Timeout")
+        if result.status is ExecStatus.INFRA_ERROR:
+            return RunOutcome(True, None, False, None, seconds, "InfraError")
+        lines = result.stderr.text().strip().splitlines()
+        error = lines[-1].split(":")[0] if result.exit_code != 0 and lines else ""
+        sub = result.files.get("submission.csv")
+        if result.exit_code != 0 or sub is None:
+            why = error or (result.status.value if result.exit_code != 0 else "NoSubmission")
+            return RunOutcome(True, result.exit_code, False, None, seconds, why)
+        valid, _ = validate_submission(task, sub)
         score = grade_submission(task, sub).score if valid else None
         return RunOutcome(True, 0, valid, score, seconds, "" if valid else "Invalid")
+    finally:
+        for path in {p.parent for p in result.files.values()}:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | Path, *,
@@ -123,8 +139,7 @@ def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | 
         answers = sample_answers(model, tok, draft_messages(task, prompts), samples,
                                  temperature, max_new_tokens, seed)
         codes = [extract_code(a) or "" for a in answers]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(lambda c: run_program(c, task, timeout_s), codes))
+        outcomes = asyncio.run(run_programs(codes, task, timeout_s, workers))
         errors: dict[str, int] = {}
         for o in outcomes:
             if o.error:
