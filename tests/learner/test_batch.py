@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from mlerl.learner._batch import collate, token_logprobs
+from mlerl.learner._batch import VARLEN_ATTENTION, collate, token_logprobs, use_varlen_attention
 
 
 def _reference(model, batch, temperature):
@@ -39,3 +40,42 @@ def test_gradients_flow_only_through_response_positions(tiny_model, make_sample)
     logprobs, _ = token_logprobs(model, batch)
     (logprobs * batch.mask).sum().backward()
     assert model.model.embed_tokens.weight.grad.abs().sum() > 0
+
+
+def _grads(model):
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_packed_chunked_head_equals_padded_full_logits(tiny_model, make_sample, chunk):
+    """Packed rows (varlen attention) + the chunked response-only head give the log-probs,
+    entropies and parameter gradients of the padded full-logits computation."""
+    samples = [make_sample(prompt_len=9, response_len=3), make_sample(prompt_len=5, response_len=6),
+               make_sample(prompt_len=12, response_len=2)]
+    batch = collate(samples)
+    mask = batch.mask.bool()
+    g = torch.randn(batch.mask.shape, generator=torch.Generator().manual_seed(0))
+    plain = tiny_model()
+    want_lp, want_ent = _reference(plain, batch, 0.7)
+    ((want_lp * g + want_ent * g.flip(0)) * batch.mask).sum().backward()
+    packed = tiny_model()
+    assert use_varlen_attention(packed) and packed.config._attn_implementation == VARLEN_ATTENTION
+    lp, ent = token_logprobs(packed, batch, with_entropy=True, temperature=0.7, chunk=chunk)
+    ((lp * g + ent * g.flip(0)) * batch.mask).sum().backward()
+    torch.testing.assert_close(lp[mask], want_lp[mask], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ent[mask], want_ent[mask], rtol=1e-5, atol=1e-5)
+    assert torch.all(lp[~mask] == 0) and torch.all(ent[~mask] == 0)
+    want, got = _grads(plain), _grads(packed)
+    assert want.keys() == got.keys()
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_varlen_attention_without_packing_is_sdpa(tiny_model, make_sample):
+    batch = collate([make_sample(prompt_len=4, response_len=5), make_sample(prompt_len=7, response_len=2)])
+    plain, varlen = tiny_model().eval(), tiny_model().eval()
+    use_varlen_attention(varlen)
+    with torch.no_grad():
+        a = plain(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        b = varlen(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    assert torch.equal(a, b)

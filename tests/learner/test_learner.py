@@ -89,3 +89,32 @@ def test_config_validation_names_the_field():
     cfg = to_object(LearnerConfig, {"duration_weighting": "clipped", "lr": 3e-6})
     assert cfg.duration_weighting.value == "clipped" and cfg.lr == 3e-6
     assert LearnerConfig().clip_ratio == 0.2 and LearnerConfig().kl_coef == 0.001  # paper defaults
+
+
+@pytest.mark.parametrize("ratio_base", [RatioBase.behaviour, RatioBase.proximal])
+def test_packed_update_equals_padded_update(ratio_base, make_sample, tiny_model):
+    """The learner packs micro-batches (varlen attention, chunked response-only head); the loss
+    and gradients equal those of the padded batch (the model left on plain SDPA)."""
+    import mlerl.learner._learner as learner_mod
+
+    out = []
+    for packed in (True, False):
+        cfg = LearnerConfig(batch_size=6, micro_batch_size=3, bf16=False, gradient_checkpointing=False,
+                            kl_coef=0.01, entropy_coef=0.01, ratio_base=ratio_base)
+        orig = learner_mod.use_varlen_attention
+        if not packed:
+            learner_mod.use_varlen_attention = lambda model: False
+        try:
+            learner = _GradRecorder(cfg, tiny_model())
+        finally:
+            learner_mod.use_varlen_attention = orig
+        assert (learner.policy.config._attn_implementation == "sdpa") is not packed
+        metrics = learner.update(_batch(make_sample))
+        out.append((metrics, learner.grads))
+    (m_packed, g_packed), (m_plain, g_plain) = out
+    for key in ("loss/policy", "loss/entropy", "loss/kl", "loss/value"):
+        assert m_packed[key] == pytest.approx(m_plain[key], rel=1e-5, abs=1e-7), key
+    for packed_grads, plain_grads in zip(g_packed, g_plain):  # policy, then critic
+        assert packed_grads.keys() == plain_grads.keys()
+        for name in plain_grads:
+            torch.testing.assert_close(packed_grads[name], plain_grads[name], rtol=1e-4, atol=1e-6, msg=name)

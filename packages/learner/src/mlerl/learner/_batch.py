@@ -61,32 +61,204 @@ def collate(samples: list[Sample], pad_id: int = 0, device: str | torch.device =
     return TokenBatch(to(input_ids), to(attention_mask), to(mask), to(behaviour))
 
 
-def token_logprobs(
-    model: torch.nn.Module, batch: TokenBatch, with_entropy: bool = False, temperature: float = 1.0
+VARLEN_ATTENTION = "mlerl_sdpa_varlen"
+"""An attention implementation that is PyTorch SDPA, except that when the forward call carries
+``cu_seq_lens_q`` (packed sequences) it runs causal SDPA on each sequence's slice separately:
+variable-length attention without padding, for CPU and any GPU without flash-attention. The
+argument names are flash-attention's, so a model on ``flash_attention_2`` packs the same way."""
+PACKING_ATTENTION = frozenset({VARLEN_ATTENTION, "flash_attention_2", "flash_attention_3"})
+HEAD_CHUNK_ELEMENTS = 1 << 23
+"""Logits computed at once by the fused head: 8 Mi floats (32 MiB), e.g. 1024 tokens x 8192 vocab."""
+
+
+def _varlen_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    cu = kwargs.pop("cu_seq_lens_q", None)
+    for name in ("cu_seq_lens_k", "max_length_q", "max_length_k"):
+        kwargs.pop(name, None)
+    if cu is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+    if query.shape[0] != 1 or attention_mask is not None:
+        raise ValueError("packed attention: expects one packed row and no attention mask")
+    bounds = cu.tolist()
+    outs = [
+        sdpa_attention_forward(module, query[:, :, a:b], key[:, :, a:b], value[:, :, a:b], None,
+                               dropout=dropout, scaling=scaling, is_causal=True, **kwargs)[0]
+        for a, b in zip(bounds[:-1], bounds[1:])
+    ]
+    return torch.cat(outs, dim=1), None  # (1, N, heads, head_dim), like sdpa_attention_forward
+
+
+def use_varlen_attention(model: torch.nn.Module) -> bool:
+    """Switch an HF model on SDPA to :data:`VARLEN_ATTENTION` (identical when nothing is packed).
+
+    Returns whether the model can now take packed rows (flash-attention models already can)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    config = getattr(model, "config", None)
+    impl = getattr(config, "_attn_implementation", None)
+    if impl == "sdpa" and hasattr(model, "set_attn_implementation"):
+        AttentionInterface.register(VARLEN_ATTENTION, _varlen_sdpa)
+        ALL_MASK_ATTENTION_FUNCTIONS.register(VARLEN_ATTENTION, sdpa_mask)
+        model.set_attn_implementation(VARLEN_ATTENTION)
+        impl = getattr(model.config, "_attn_implementation", None)
+    return impl in PACKING_ATTENTION
+
+
+@dataclass
+class Packed:
+    """The rows of a :class:`TokenBatch` laid end to end in one row, padding removed."""
+
+    input_ids: Tensor  # (1, N)
+    position_ids: Tensor  # (1, N): restart at 0 for every sequence
+    cu_seqlens: Tensor  # (n + 1,) int32 sequence boundaries
+    max_len: int
+    src: Tensor  # (T,) packed positions that predict a response token
+    targets: Tensor  # (T,) the token each predicts
+    rows: Tensor  # (T,) where each result goes in the (B, L-1) grid
+    cols: Tensor  # (T,)
+
+
+def pack(batch: TokenBatch) -> Packed:
+    lengths = batch.attention_mask.sum(-1)  # (B,) rows are right-padded
+    keep = batch.attention_mask.bool()
+    device = batch.input_ids.device
+    cu = torch.zeros(len(lengths) + 1, dtype=torch.int32, device=device)
+    cu[1:] = lengths.cumsum(0)
+    starts = cu[:-1].long()
+    pos = torch.arange(batch.input_ids.shape[1], device=device).expand_as(batch.input_ids)
+    rows, cols = batch.mask.nonzero(as_tuple=True)
+    return Packed(
+        input_ids=batch.input_ids[keep][None], position_ids=pos[keep][None], cu_seqlens=cu,
+        max_len=int(lengths.max()), src=starts[rows] + cols, targets=batch.input_ids[rows, cols + 1], rows=rows, cols=cols,
+    )
+
+
+class _HeadLogprobs(torch.autograd.Function):
+    """log p(target) and entropy of softmax((h W^T + b) / T), a chunk of tokens at a time.
+
+    Neither the logits nor the softmax of all tokens exist at once: forward keeps per token only
+    the log-sum-exp and the entropy, and backward recomputes each chunk's logits to form
+    d/dz = g_lp (onehot - p) - g_H p (log p + H)."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, targets, temperature, chunk, with_entropy):
+        dev = hidden.device.type
+        cdt = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else weight.dtype
+        n = hidden.shape[0]
+        lp = torch.empty(n, dtype=torch.float32, device=hidden.device)
+        lse = torch.empty_like(lp)
+        ent = torch.empty_like(lp) if with_entropy else None
+        with torch.autocast(dev, enabled=False):
+            w, b = weight.to(cdt), None if bias is None else bias.to(cdt)
+            for a in range(0, n, chunk):
+                z = _logits(hidden[a : a + chunk].to(cdt), w, b, temperature)
+                lse[a : a + chunk] = torch.logsumexp(z, -1)
+                lp[a : a + chunk] = z.gather(-1, targets[a : a + chunk, None]).squeeze(-1) - lse[a : a + chunk]
+                if with_entropy:  # H = lse - sum_j p_j z_j
+                    ent[a : a + chunk] = lse[a : a + chunk] - (torch.softmax(z, -1) * z).sum(-1)
+        ctx.save_for_backward(hidden, weight, bias, targets, lse, ent)
+        ctx.cdt, ctx.temperature, ctx.chunk = cdt, temperature, chunk
+        return (lp, ent) if with_entropy else (lp, lp.new_zeros(0))
+
+    @staticmethod
+    def backward(ctx, g_lp, g_ent):
+        hidden, weight, bias, targets, lse, ent = ctx.saved_tensors
+        cdt, temperature, chunk = ctx.cdt, ctx.temperature, ctx.chunk
+        need_h, need_w, need_b = ctx.needs_input_grad[:3]
+        grad_h = torch.empty_like(hidden) if need_h else None
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_w else None
+        grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if need_b else None
+        with torch.autocast(hidden.device.type, enabled=False):
+            w, b = weight.to(cdt), None if bias is None else bias.to(cdt)
+            for a in range(0, hidden.shape[0], chunk):
+                h = hidden[a : a + chunk].to(cdt)
+                z = _logits(h, w, b, temperature)
+                logp = z - lse[a : a + chunk, None]
+                p = logp.exp()
+                gz = p * -g_lp[a : a + chunk, None]
+                gz.scatter_add_(-1, targets[a : a + chunk, None], g_lp[a : a + chunk, None])
+                if ent is not None and g_ent is not None and g_ent.numel():
+                    gz -= g_ent[a : a + chunk, None] * p * (logp + ent[a : a + chunk, None])
+                if temperature != 1.0:
+                    gz /= temperature
+                gz = gz.to(cdt)
+                if need_h:
+                    grad_h[a : a + chunk] = (gz @ w).to(hidden.dtype)
+                if need_w:
+                    grad_w += (gz.t() @ h).float()
+                if need_b:
+                    grad_b += gz.sum(0).float()
+        grad_w = grad_w.to(weight.dtype) if need_w else None
+        grad_b = grad_b.to(bias.dtype) if need_b else None
+        return grad_h, grad_w, grad_b, None, None, None, None
+
+
+def _logits(h: Tensor, w: Tensor, b: Tensor | None, temperature: float) -> Tensor:
+    z = torch.nn.functional.linear(h, w, b).float()
+    return z / temperature if temperature != 1.0 else z
+
+
+def head_logprobs(
+    hidden: Tensor, head: torch.nn.Linear, targets: Tensor, *, temperature: float = 1.0,
+    with_entropy: bool = False, chunk: int | None = None,
 ) -> tuple[Tensor, Tensor | None]:
-    """log p(token_{t+1} | prefix) at every position, (B, L-1) fp32; entropy too if asked.
+    """(T, hidden) states -> log p(targets) (T,) and entropy (T,) or None, fp32, never holding
+    more than ``chunk`` tokens' logits (default: :data:`HEAD_CHUNK_ELEMENTS` floats)."""
+    chunk = chunk or max(1, HEAD_CHUNK_ELEMENTS // head.weight.shape[0])
+    lp, ent = _HeadLogprobs.apply(hidden, head.weight, head.bias, targets, float(temperature), chunk, with_entropy)
+    return lp, (ent if with_entropy else None)
+
+
+def token_logprobs(
+    model: torch.nn.Module, batch: TokenBatch, with_entropy: bool = False, temperature: float = 1.0,
+    *, chunk: int | None = None, packed: Packed | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """log p(token_{t+1} | prefix) on the response positions of ``batch``, (B, L-1) fp32 with 0
+    elsewhere; entropy too if asked.
 
     ``temperature`` divides the logits first: the actors' engines report behaviour log-probs
     of the distribution they sampled from (logits / T), so the learner must score the same
     distribution for the PPO ratio to start at exactly 1.
 
-    The LM head runs only from the first position any row's ``mask`` selects (``logits_to_keep``):
-    positions before it, prompt tokens of every row, are returned as 0 and never used by the
-    masked losses. With the vocabulary head a large share of a small model's compute, this
-    skips most of the work on long prompts."""
-    length = batch.input_ids.shape[1]
-    active = batch.mask.any(dim=0).nonzero()
-    first = int(active[0]) if len(active) else length - 1  # first predicting position used
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
-                logits_to_keep=length - first)
-    logits = out.logits[:, :-1].float()  # (B, L-1-first, V): positions first .. L-2
-    if temperature != 1.0:
-        logits = logits / temperature
-    targets = batch.input_ids[:, first + 1 :]
-    # gather - logsumexp avoids a second (B, L, V) tensor next to the logits
-    kept = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-    logprobs = torch.nn.functional.pad(kept, (first, 0))  # (B, L-1)
-    entropy = None
-    if with_entropy:
-        entropy = torch.nn.functional.pad(entropy_from_logits(logits), (first, 0))
+    Work done: when the model's attention takes packed rows (:func:`use_varlen_attention`), the
+    rows are laid end to end in one row with restarting position ids and per-sequence causal
+    attention, so no padding is computed; otherwise the padded batch is run. Either way the
+    decoder's hidden states are taken only at positions that predict a response token and the
+    LM head, log-softmax and entropy run on those alone, in chunks (:func:`head_logprobs`), so
+    the (tokens x vocab) logits are never materialised. Under torch.distributed (FSDP wraps the
+    root module) the root forward is kept and returns the response positions' logits only."""
+    pk = packed if packed is not None else pack(batch)
+    grid = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
+    can_pack = getattr(getattr(model, "config", None), "_attn_implementation", None) in PACKING_ATTENTION
+    if can_pack:
+        inputs = dict(input_ids=pk.input_ids, position_ids=pk.position_ids, use_cache=False,
+                      attention_mask={"full_attention": None, "sliding_attention": None},
+                      cu_seq_lens_q=pk.cu_seqlens, cu_seq_lens_k=pk.cu_seqlens, max_length_q=pk.max_len, max_length_k=pk.max_len)
+        flat = pk.src
+    else:
+        inputs = dict(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+        flat = pk.rows * batch.input_ids.shape[1] + pk.cols
+    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+    if distributed or not hasattr(model, "get_output_embeddings") or model.get_output_embeddings() is None:
+        if can_pack:  # one row: the head runs on the response-predicting positions only
+            logits = model(**inputs, logits_to_keep=flat).logits.float()[0]  # (T, V)
+        else:  # a tensor logits_to_keep picks the same positions in every row: keep all, then select
+            logits = model(**inputs).logits.float()
+            logits = logits.reshape(-1, logits.shape[-1])[flat]
+        if temperature != 1.0:
+            logits = logits / temperature
+        lse = torch.logsumexp(logits, dim=-1)
+        lp = logits.gather(-1, pk.targets[:, None]).squeeze(-1) - lse
+        ent = entropy_from_logits(logits) if with_entropy else None
+    else:
+        base = getattr(model, model.base_model_prefix)
+        hidden = base(**inputs).last_hidden_state
+        hidden = hidden.reshape(-1, hidden.shape[-1])[flat]
+        lp, ent = head_logprobs(hidden, model.get_output_embeddings(), pk.targets, temperature=temperature,
+                                with_entropy=with_entropy, chunk=chunk)
+    logprobs = grid.index_put((pk.rows, pk.cols), lp)
+    entropy = grid.index_put((pk.rows, pk.cols), ent) if ent is not None else None
     return logprobs, entropy

@@ -29,7 +29,7 @@ import torch
 from mlerl.protocol import ExecStatus, Sample
 
 from mlerl.learner._advantages import gae, group_advantages, terminal_rewards, whiten
-from mlerl.learner._batch import TokenBatch, collate, token_logprobs
+from mlerl.learner._batch import TokenBatch, collate, token_logprobs, use_varlen_attention
 from mlerl.learner._config import AdvantageEstimator, LearnerConfig, LossAgg, RatioBase
 from mlerl.learner._diagnostics import per_sample_stats, split_metrics
 from mlerl.learner._losses import aggregate, kl_penalty, ppo_policy_loss, value_loss
@@ -69,6 +69,7 @@ class Learner:
         self.rank, self.world = (torch.distributed.get_rank(), torch.distributed.get_world_size()) if is_distributed() else (0, 1)
         if self.world > 1 and not config.fsdp:
             raise ValueError("fsdp: must be true when running with more than one process")
+        use_varlen_attention(policy)  # packed micro-batches: no padding computed (reference and critic copy it)
         self.ref = make_reference(policy) if config.kl_coef > 0 else None
         # grpo / rloo take their baseline from the group: a critic would be built, trained and never read
         self.critic = make_critic(config, policy) if config.advantage is AdvantageEstimator.gae else None
