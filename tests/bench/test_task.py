@@ -76,22 +76,6 @@ def test_default_data_dir_is_mlebench_cache(monkeypatch, tmp_path):
     assert default_data_dir() == Path.home() / ".cache" / "mle-bench" / "data"
 
 
-def test_bench_config_validates_and_loads_tasks(tmp_path):
-    from mlerl.bench import BenchConfig, load_tasks
-    from mlerl.protocol import ConfigError
-
-    assert len(BenchConfig().tasks) == 12  # the paper's tasks by default
-    with pytest.raises(ConfigError, match="grade_timeout_s"):
-        BenchConfig(grade_timeout_s=0)
-    with pytest.raises(ConfigError, match="tasks"):
-        BenchConfig(tasks=["a", "a"])
-    cfg = BenchConfig(tasks=["standin-wine-logloss-tiny"], data_dir=str(tmp_path))
-    (task,) = load_tasks(cfg)
-    assert task.is_prepared() and task.public_dir.is_relative_to(tmp_path)
-    with pytest.raises(TaskError, match="--raw"):
-        load_tasks(BenchConfig(tasks=["leaf-classification"], data_dir=str(tmp_path)))
-
-
 def test_shipped_standin_files_match_generators_and_leaderboards(tmp_path):
     """Guards drift: editing a generator without `mlerl-bench calibrate` fails here."""
     from mlerl.bench._medals import thresholds_from_leaderboard

@@ -35,8 +35,6 @@ class ModelConfig:
     """Where the embedded policy (tokenizer + bootstrapped model) is cached."""
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     """How the embedded policy is built (corpus, model shape, SFT budget)."""
-    instrument_path: str = ""
-    """Frozen model for LM instrumentation (``instrument.mode=lm``); empty: same as ``path``."""
 
 
 
@@ -87,6 +85,12 @@ class TrainConfig:
     role: str = "all"
     """``all`` runs learner and actors here; ``learner`` or ``actors`` runs one side, for
     multi-host runs (point ``actors.samples_address``/``weights_address`` at the learner host)."""
+    actor_prefix: str = "actor"
+    """Actor ids are ``<actor_prefix>-<i>``; give each actor host its own prefix (its node
+    name under `mlerl slurm`) so ids stay unique across hosts and stable across restarts."""
+    prepare_only: bool = False
+    """Prepare tasks, policy, keys (role all/learner) and ``RUN_DIR/config.yaml``, then exit
+    without starting a process: what a cluster job runs before launching torchrun itself."""
     keys_wait_s: float = 600.0
     """``role=actors``: how long to wait for the learner's keys (``learner.key`` and
     ``actors.key_secret`` in ``actors.keys_dir``) before giving up; the learner side creates
@@ -110,6 +114,8 @@ class TrainConfig:
         check(self.role in ("all", "learner", "actors"), "role", "must be 'all', 'learner' or 'actors'")
         check(self.time_limit_s >= 0, "time_limit_s", "must be >= 0")
         check(self.keys_wait_s >= 0, "keys_wait_s", "must be >= 0")
+        check(bool(self.actor_prefix) and "/" not in self.actor_prefix and " " not in self.actor_prefix,
+              "actor_prefix", "must be a non-empty name without '/' or spaces")
         check(self.eval_samples >= 0, "eval_samples", "must be >= 0")
 
 

@@ -4,7 +4,6 @@ Graders reproduce MLE-bench's semantics (any exception = invalid, scores rounded
 NaN valid, Kaggle medal rules) and read/write MLE-bench's on-disk layout and report keys.
 """
 
-from mlerl.bench._config import BenchConfig, load_tasks
 from mlerl.bench._grade import (
     REPORT_KEYS,
     GradeReport,
@@ -22,8 +21,6 @@ from mlerl.bench._task import Registry, TaskError, TaskSpec, Thresholds, default
 __version__ = "0.1.0"
 
 __all__ = [
-    "BenchConfig",
-    "load_tasks",
     "GRADERS",
     "REPORT_KEYS",
     "GradeReport",
