@@ -147,3 +147,22 @@ def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(tmp_p
         stored = {seq for actor, seq in keys if actor == actor_dir.name}
         assert stored | outbox == set(range(produced)), actor_dir.name
     assert processes(str(run_dir)) == []
+
+
+def test_unreachable_sandbox_backend_stops_the_run_without_training(tmp_path, train, processes):
+    """Infrastructure down is not a training signal: with the Docker engine unreachable, no
+    sample reaches the learner (not even the unparseable ones that need no sandbox), the
+    actor gives up after ``actors.infra.down_after_s`` and the run exits non-zero, saying why."""
+    run_dir = tmp_path / "run"
+    done = train(run_dir, "sandbox=docker", f"sandbox.docker_host=unix://{tmp_path}/no.sock",
+                 "sandbox.engine_timeout_s=2", "actors.infra.down_after_s=5",
+                 "actors.infra.probe_s=1", "learner.max_updates=3", "eval_samples=2")
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "the sandbox stayed down" in done.stdout + done.stderr
+    journal = run_dir / "buffer" / "journal.bin"
+    assert not journal.exists() or _journal(run_dir) == []
+    assert [m for m in _metrics(run_dir) if m.get("stream") == "learner"] == []
+    assert not (run_dir / "report.md").exists()
+    beat = json.loads((run_dir / "actors" / "actor-0" / "heartbeat.json").read_text())
+    assert beat["stopped"].startswith("paused: the sandbox failed") and beat["sent"] == 0
+    assert processes(str(run_dir)) == []
