@@ -13,6 +13,7 @@ _SUBCOMMANDS = {
     "sandbox": "mlerl.sandbox._cli:main",
     "instrument": "mlerl.instrument._cli:main",
     "tasks": "mlerl.bench._cli:main",
+    "slurm": "mlerl.cli._slurm:main",
 }
 
 _USAGE = """usage: mlerl <command> [args...]
@@ -23,6 +24,7 @@ commands:
   sandbox      run / reap / doctor / bench the program sandbox (= mlerl-sandbox)
   instrument   instrument a program, score its output (= mlerl-instrument)
   tasks        prepare / grade / validate / compare tasks (= mlerl-bench)
+  slurm        write the sbatch script of a multi-node training job (torchrun learner + actor nodes)
 
 System benchmarks are scripts in the repository: `python benchmarks/<name>.py` (docs/benchmarks.md).
 """

@@ -74,6 +74,9 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     model_path = _policy(train, data_dir, progress)
     config_path = _write_run_config(train, run_dir, data_dir, model_path)
     progress.say(f"run dir {run_dir}")
+    if train.prepare_only:
+        print(f"mlerl train: prepared {config_path} (prepare_only: nothing started)")
+        return 0
     _wait_for_keys(train, run_dir, progress)
 
     supervisor = Supervisor(_children(train, run_dir, config_path), primary=_primary(train))
@@ -90,7 +93,7 @@ def run(train: TrainConfig, run_dir: Path) -> int:
         supervisor.stop()
         _reap_sandboxes(train)
     progress.tick()
-    if code == EXIT_INFRA_DOWN and supervisor.stopped_by.startswith("actor"):
+    if code == EXIT_INFRA_DOWN and supervisor.stopped_by != "learner":
         print(f"mlerl train: {supervisor.stopped_by}: the sandbox stayed down; run stopped "
               f"(see {run_dir / 'logs' / (supervisor.stopped_by + '.log')})", file=sys.stderr)
     if code == 124:
@@ -230,15 +233,16 @@ def _children(train: TrainConfig, run_dir: Path, config_path: Path) -> list[Chil
         specs.append(ChildSpec("learner", launcher + module, logs / "learner.log"))
     if train.role in ("all", "actors"):
         for i in range(train.num_actors):
+            name = f"{train.actor_prefix}-{i}"
             argv = [sys.executable, "-m", "mlerl.actors", "--config", str(config_path),
-                    "--actor-id", f"actor-{i}"]
-            specs.append(ChildSpec(f"actor-{i}", argv, logs / f"actor-{i}.log", restart=True,
+                    "--actor-id", name]
+            specs.append(ChildSpec(name, argv, logs / f"{name}.log", restart=True,
                                    fatal_exit_codes=(EXIT_INFRA_DOWN,)))
     return specs
 
 
 def _primary(train: TrainConfig) -> str:
-    return "actor-0" if train.role == "actors" else "learner"
+    return f"{train.actor_prefix}-0" if train.role == "actors" else "learner"
 
 
 def _reap_sandboxes(train: TrainConfig) -> None:
