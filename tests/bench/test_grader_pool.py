@@ -208,3 +208,19 @@ def test_children_exit_when_the_parent_is_killed(task, tmp_path):
     assert line["valid"] and line["pids"]
     assert _wait_gone(line["pids"], 5) == []
 
+
+
+def test_warm_starts_the_children_up_front_and_replaces_a_retired_one(task, tmp_path):
+    good = _submission(tmp_path, "good")
+    with GraderPool(size=2, max_requests=1) as pool:
+        assert pool.warm() == 2 and len(pool.pids) == 2
+        assert pool.warm() == 0  # already full
+        first = set(pool.pids)
+        t0 = time.monotonic()
+        report = pool.grade(task, good)
+        assert time.monotonic() - t0 < 30
+        _assert_same_as_in_process(report, task, good)
+        # the child retired after max_requests=1 and a fresh one took its place right away
+        assert len(pool.pids) == 2 and len(first & set(pool.pids)) == 1
+        pids = pool.pids
+    assert _wait_gone(pids, 5) == []

@@ -69,8 +69,10 @@ def real_pipeline(
 ) -> Pipeline:
     """The real adapters; ``lm_instrumenter`` (an ``LMInstrumenter``) switches to LM mode.
 
-    ``grade_workers`` grading processes at most (started on first use; give it the number of
-    executions at once, since each holds its slot while grading); ``Pipeline.close`` ends them.
+    ``grade_workers`` grading processes (started here, when the run starts, so that no grade
+    pays a child's interpreter start and pandas import, and replaced as soon as one retires or
+    dies; give it the number of executions at once, since each holds its slot while grading);
+    ``Pipeline.close`` ends them.
     """
     from mlerl.bench import GraderPool
     from mlerl.instrument import MarkerScanner, clean_output, compute_reward, instrument_ast, prepare_run
@@ -88,6 +90,7 @@ def real_pipeline(
         return Prepared(run.program, run.nonce)
 
     graders = GraderPool(size=grade_workers, timeout_s=grade_timeout_s)
+    graders.warm()
 
     def grade(task: Any, path: Path) -> Graded:
         report = graders.grade(task, path)

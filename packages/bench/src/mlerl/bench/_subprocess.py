@@ -231,7 +231,41 @@ class GraderPool:
         self._idle: list[_Worker] = []
         self._starting = 0
         self._closed = False
+        self._keep_warm = False
         self._finalizer = weakref.finalize(self, _kill_all, self._workers)
+
+    def warm(self) -> int:
+        """Start children up to ``size`` now (call it when the run starts), so no grade pays the
+        interpreter start and the pandas import; from then on a child that is retired, dies or
+        times out is replaced at once rather than at the next grade. Returns how many started.
+        Does not wait for them: a grade asked of a child still importing waits for its ready line."""
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("GraderPool is closed")
+            self._keep_warm = True
+            missing = max(self.size - len(self._workers) - self._starting, 0)
+            self._starting += missing  # reserved; each _spawn releases its own reservation
+        started = attempted = 0
+        try:
+            for _ in range(missing):
+                attempted += 1
+                worker = self._spawn()
+                started += 1
+                with self._cond:
+                    if not self._closed:
+                        self._idle.insert(0, worker)  # most recently used children are popped first
+                        self._cond.notify()
+                        continue
+                    self._workers.discard(worker)
+                worker.dispose(graceful=False)
+                break
+        except OSError:
+            pass  # the next grade reports the failure to start
+        finally:
+            with self._cond:
+                self._starting -= missing - attempted  # the unattempted reservations
+                self._cond.notify_all()
+        return started
 
     @property
     def pids(self) -> list[int]:
@@ -346,6 +380,11 @@ class GraderPool:
             self._cond.notify()
         if not keep:
             worker.dispose(graceful=healthy)
+            if self._keep_warm and not self._closed:
+                try:
+                    self.warm()
+                except RuntimeError:
+                    pass  # closed meanwhile
 
 
 # ---- the children --------------------------------------------------------------------------
