@@ -46,9 +46,11 @@ def _recording_python(tmp_path: Path) -> Path:
     """An interpreter stand-in that records its argv and node, one JSON line per call."""
     log = tmp_path / "calls.jsonl"
     py = tmp_path / "py"
-    py.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+    # the learner stand-in lingers a moment: its end stops the actor step, which must have run
+    py.write_text(f"#!{sys.executable}\nimport json, os, sys, time\n"
                   f"open({str(log)!r}, 'a').write(json.dumps({{'node': os.environ.get('SLURMD_NODENAME'), "
-                  f"'head': os.environ.get('HEAD'), 'argv': sys.argv[1:]}}) + '\\n')\n")
+                  f"'head': os.environ.get('HEAD'), 'argv': sys.argv[1:]}}) + '\\n')\n"
+                  "if 'torch.distributed.run' in sys.argv: time.sleep(3)\n")
     py.chmod(0o755)
     return py
 
