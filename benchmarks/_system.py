@@ -90,7 +90,7 @@ class ScriptedEngine:
         return out
 
     async def update_weights(self, update: Any) -> None:
-        from mlerl.actors import read_update_bytes
+        from mlerl.protocol import read_update_bytes
 
         await asyncio.to_thread(read_update_bytes, update)
         self._version = max(self._version, update.version)

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from mlerl.actors import make_update
+from mlerl.protocol import announce, encode_weights
 from mlerl.actors._state import ActorState
 from mlerl.protocol import SampleReceiver, WeightBroadcaster, generate_keys
 
@@ -68,7 +68,7 @@ async def test_kill_restart_exactly_once_and_weight_updates(tmp_path, tiny_model
         proc = _start(config_path, log)
         try:
             await _until(lambda: len(stored) >= before + 4, 180, proc, log)
-            broadcaster.publish(make_update(_perturbed(tiny_model_dir), version=1))
+            broadcaster.publish(announce(encode_weights(_perturbed(tiny_model_dir)), version=1))
             await _until(lambda: stored[-1].policy_version == 1, 180, proc, log)
         finally:
             proc.send_signal(signal.SIGTERM)

@@ -4,7 +4,8 @@ import hashlib
 import pytest
 import torch
 
-from mlerl.actors import HFEngine, WeightUpdateError, make_update
+from mlerl.actors import HFEngine
+from mlerl.protocol import WeightUpdateError, announce, encode_weights
 from mlerl.actors._sampling import process_logits
 from mlerl.protocol import ChatMessage, InferenceEngine, SamplingParams, WeightUpdate
 
@@ -86,12 +87,12 @@ async def test_weight_update_changes_outputs_and_version(tiny_model_dir, tmp_pat
     before = await engine.generate(CONVS[:1], params)
     assert engine.policy_version == 0
     state = {k: v + 0.05 * torch.randn_like(v) for k, v in engine.model.state_dict().items()}
-    await engine.update_weights(make_update(state, version=3, path=tmp_path / "w.safetensors"))
+    await engine.update_weights(announce(encode_weights(state), 3, tmp_path, inline_max_bytes=0))
     assert engine.policy_version == 3
     after = await engine.generate(CONVS[:1], params)
     assert after[0].logprobs != pytest.approx(before[0].logprobs, abs=1e-3)
     # an old or repeated broadcast is ignored
-    await engine.update_weights(make_update(engine.model.state_dict(), version=2))
+    await engine.update_weights(announce(encode_weights(engine.model.state_dict()), version=2))
     assert engine.policy_version == 3
 
 
@@ -99,12 +100,12 @@ async def test_bad_weight_updates_are_rejected_and_weights_kept(tiny_model_dir, 
     engine = HFEngine(tiny_model_dir)
     params = SamplingParams(max_new_tokens=6, temperature=0.7, seed=5)
     (before,) = await engine.generate(CONVS[:1], params)
-    good = make_update(engine.model.state_dict(), version=1)
+    good = announce(encode_weights(engine.model.state_dict()), version=1)
     bad_hash = WeightUpdate(version=1, uri="inline", size_bytes=good.size_bytes, sha256="0" * 64, payload=good.payload)
     junk = b"not safetensors"
     not_st = WeightUpdate(version=1, uri="inline", size_bytes=len(junk), sha256=hashlib.sha256(junk).hexdigest(), payload=junk)
-    wrong = make_update({"model.embed_tokens.weight": torch.zeros(3, 3)}, version=1)
-    extra = make_update({**engine.model.state_dict(), "bogus": torch.zeros(1)}, version=1)
+    wrong = announce(encode_weights({"model.embed_tokens.weight": torch.zeros(3, 3)}), version=1)
+    extra = announce(encode_weights({**engine.model.state_dict(), "bogus": torch.zeros(1)}), version=1)
     missing_file = WeightUpdate(version=1, uri=str(tmp_path / "nope"), size_bytes=1, sha256="0" * 64)
     for bad, fragment in [(bad_hash, "sha256"), (not_st, "safetensors"), (wrong, "missing"),
                           (extra, "unexpected"), (missing_file, "cannot read")]:

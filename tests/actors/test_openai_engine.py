@@ -89,11 +89,11 @@ async def test_connection_errors_exhaust_retries():
 
 
 async def test_weights_are_fixed():
-    from mlerl.actors import make_update
+    from mlerl.protocol import announce, encode_weights
 
     import torch
 
     engine = _engine(lambda r: httpx.Response(200, json=_answer()))
     with pytest.raises(EngineError, match="fixed"):
-        await engine.update_weights(make_update({"w": torch.zeros(1)}, version=1))
+        await engine.update_weights(announce(encode_weights({"w": torch.zeros(1)}), version=1))
     assert engine.policy_version == 0

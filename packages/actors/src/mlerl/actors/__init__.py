@@ -17,7 +17,6 @@ from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
 from mlerl.actors._improve import ImprovementBuffer, ImprovementConfig, Solution
 from mlerl.actors._prompts import PromptConfig, improve_prompt, scratch_prompt
 from mlerl.actors._parse import ParsedResponse, parse_response
-from mlerl.actors._weights import WeightUpdateError, make_update, read_update_bytes
 
 if TYPE_CHECKING:
     from mlerl.actors._hf import HFEngine
@@ -62,10 +61,7 @@ __all__ = [
     "improve_prompt",
     "scratch_prompt",
     "Verdict",
-    "WeightUpdateError",
     "parse_response",
     "best_node",
-    "make_update",
-    "read_update_bytes",
     "run_aide",
 ]

@@ -30,8 +30,7 @@ import torch
 
 from mlerl.actors._sampling import process_logits, sample_rows
 from mlerl.actors._prompts import chat_prompt_ids
-from mlerl.actors._weights import WeightUpdateError, read_update_bytes
-from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate
+from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate, load_into
 
 
 @dataclass
@@ -197,35 +196,9 @@ class HFEngine:
             self._version = update.version
 
     def _load(self, update: WeightUpdate) -> None:
-        from safetensors.torch import load
-
-        try:
-            state = load(read_update_bytes(update))
-        except WeightUpdateError:
-            raise
-        except Exception as exc:  # safetensors raises its own error types on bad bytes
-            raise WeightUpdateError(f"payload: not a safetensors blob: {exc}") from exc
-        check_state_dict(self.model, state)
-        with self._thread_lock, torch.no_grad():
-            self.model.load_state_dict(state, strict=False)
+        with self._thread_lock:  # verified against the model first; unchanged on any error
+            load_into(self.model, update)
 
     async def close(self) -> None:
         async with self._lock:
             self._pending.clear()
-
-
-def check_state_dict(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Names and shapes must match the model; only tied parameters may be missing."""
-    own = model.state_dict()
-    unexpected = sorted(set(state) - set(own))
-    if unexpected:
-        raise WeightUpdateError(f"payload: unexpected tensors {unexpected[:5]}")
-    tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
-    missing = sorted(set(own) - set(state) - tied)
-    if missing:
-        raise WeightUpdateError(f"payload: missing tensors {missing[:5]}")
-    for name, tensor in state.items():
-        if tuple(tensor.shape) != tuple(own[name].shape):
-            raise WeightUpdateError(
-                f"payload: {name} has shape {tuple(tensor.shape)}, model has {tuple(own[name].shape)}"
-            )

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mlerl.actors._gate import VersionGate
 from mlerl.actors._prompts import chat_prompt_ids
-from mlerl.actors._weights import read_update_bytes
+from mlerl.protocol import read_update_bytes
 from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate
 
 _EXTENSION = "mlerl.actors._vllm_worker.WeightSyncExtension"

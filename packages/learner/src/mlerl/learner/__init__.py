@@ -31,7 +31,7 @@ from mlerl.learner._learner import Learner
 from mlerl.learner._losses import aggregate, entropy_from_logits, kl_penalty, ppo_policy_loss, value_loss
 from mlerl.learner._models import ValueModel, make_critic, make_reference, shard
 from mlerl.learner._run import build_learner, run, train_step
-from mlerl.learner._publish import WeightUpdateError, full_state_dict, load_weight_update, publish_weights, update_bytes
+from mlerl.learner._publish import full_state_dict, load_weight_update, publish_weights
 from mlerl.learner._weights import duration_weights, slot_durations, update_running_mean, weight_stats
 
 __version__ = "0.1.0"
@@ -50,7 +50,6 @@ __all__ = [
     "RatioBase",
     "TokenBatch",
     "ValueModel",
-    "WeightUpdateError",
     "aggregate",
     "build_learner",
     "run",
@@ -79,7 +78,6 @@ __all__ = [
     "slot_durations",
     "terminal_rewards",
     "token_logprobs",
-    "update_bytes",
     "update_running_mean",
     "value_loss",
     "weight_stats",

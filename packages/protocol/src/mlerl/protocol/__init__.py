@@ -5,10 +5,12 @@
   in per-actor order) and weight announcements (``WeightBroadcaster`` -> ``WeightSubscriber``),
 - CURVE security of both streams (``generate_keys``, ``CurveKeys``) and the learner's content
   checks on samples (``check_sample``, ``SampleLimits``),
+- the weight-file contract every engine loads (``encode_weights``, ``announce``,
+  ``read_update_bytes``, ``load_into``, ``WeightUpdateError``),
 - metrics sinks (``MetricsSink``: W&B, JSON lines, console),
 - config helpers and the ``InferenceEngine`` interface.
 
-See ``docs/protocol.md``. Imports no torch.
+See ``docs/protocol.md``. Imports no torch (the weight-file functions import it when called).
 """
 
 from mlerl.protocol._config import ConfigError, check, load_section, load_yaml, to_object
@@ -40,6 +42,14 @@ from mlerl.protocol._metrics import (
 from mlerl.protocol._transport import SampleReceiver, SampleSender
 from mlerl.protocol._transport_config import TransportConfig
 from mlerl.protocol._validate import SampleLimits, check_sample
+from mlerl.protocol._weightfile import (
+    WeightUpdateError,
+    announce,
+    encode_weights,
+    load_into,
+    read_update_bytes,
+    tied_names,
+)
 from mlerl.protocol._weights import WeightBroadcaster, WeightSubscriber
 
 __version__ = "0.1.0"
@@ -83,4 +93,10 @@ __all__ = [
     "WeightBroadcaster",
     "WeightSubscriber",
     "WeightUpdate",
+    "WeightUpdateError",
+    "announce",
+    "encode_weights",
+    "load_into",
+    "read_update_bytes",
+    "tied_names",
 ]
