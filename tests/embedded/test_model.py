@@ -137,3 +137,22 @@ def test_sft_tokenizer_is_the_one_engines_load(tmp_path):
                     {"role": "user", "content": "Solve it.\ntrain = pd.read_csv('input/train.csv')"}]
 
     assert encode_example(tok, Ex) == encode_example(reloaded, Ex)
+
+
+def test_sft_seconds_is_not_in_the_key(built):
+    _, path, _ = built
+    manifest = read_manifest(path)
+    assert BootstrapConfig(**{**TINY, "sft_seconds": 5000}).key(manifest["corpus_hash"]) == path.name
+
+
+def test_a_time_capped_build_is_not_reused(built, data_dir, tmp_path):
+    cache, path, _ = built
+    capped = BootstrapConfig(**{**TINY, "sft_seconds": 0.0})  # the guard stops SFT before step 1
+    logs: list[str] = []
+    first = build_policy(tmp_path, capped, data_dir=data_dir, log=logs.append)
+    assert first.name == path.name and read_manifest(first)["steps"] == 0
+    assert any("WARNING" in line for line in logs)
+    logs.clear()
+    again = build_policy(tmp_path, BootstrapConfig(**TINY), data_dir=data_dir, log=logs.append)
+    assert not any("cache hit" in line for line in logs) and any("rebuilding" in line for line in logs)
+    assert read_manifest(again)["steps"] == 3

@@ -176,8 +176,11 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
     out = cache / key
     manifest = read_manifest(out)
     if manifest is not None and manifest.get("key") == key:
-        log(f"embedded policy: cache hit {out}")
-        return out
+        if manifest.get("steps", 0) >= cfg.sft_steps:
+            log(f"embedded policy: cache hit {out}")
+            return out
+        log(f"embedded policy: {out} was stopped by sft_seconds after {manifest.get('steps')} of "
+            f"{cfg.sft_steps} steps; rebuilding")
     prompts = sorted({c for ex in examples for _, c in ex.messages})
     answers = [ex.answer for ex in examples]
     phrases = phrase_tokens(answers, prompts, limit=cfg.phrase_tokens)
@@ -213,6 +216,10 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    if record["steps"] < cfg.sft_steps:
+        log(f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after {record['steps']} of "
+            f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but not "
+            f"reused: raise model.bootstrap.sft_seconds")
     log(f"embedded policy: {record['steps']} steps in {record['seconds']} s "
         f"({record['steps_per_s']} steps/s), final loss {record['loss_curve'][-1][2] if record['loss_curve'] else None}")
     return out
