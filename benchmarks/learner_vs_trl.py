@@ -30,10 +30,12 @@ micro-batch, clip, AdamW step and metric gathering. The first ``--warmup`` updat
 round are not timed. Tokens are counted once, from the batch, for both: prompt + response
 tokens (no padding) and response tokens alone, divided by the update's wall time.
 
-Known differences that remain: TRL projects the LM head only on completion positions (a
-fused, tiled log-prob head), mlerl computes logits on every position; TRL pads all prompts
-of the batch to the longest (left) and completions to the longest (right), mlerl pads each
-micro-batch to its own longest row; TRL's entropy bonus is a per-micro-batch mean. The JSON's
+Known differences that remain: TRL pads all prompts of the batch to the longest (left) and
+completions to the longest (right) and runs its LM head on every completion position (padding
+included); mlerl packs each micro-batch's rows end to end in one row (per-sequence causal
+attention, no padding) and runs a chunked LM head + log-softmax + entropy on response
+positions only, never materialising the (tokens x vocab) logits; TRL's entropy bonus is a
+per-micro-batch mean. The JSON's
 ``first_update_agreement`` compares the two parameter changes of the first update
 (cosine of the deltas), which tells whether the two did the same update.
 

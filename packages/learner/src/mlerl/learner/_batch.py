@@ -26,6 +26,7 @@ class TokenBatch:
     attention_mask: Tensor  # (B, L)
     mask: Tensor  # (B, L-1) response-token mask
     behaviour_logprobs: Tensor  # (B, L-1), 0 off the mask
+    temperature: Tensor | None = None  # (B,) each sample's sampling temperature; None: 1
 
     def rows(self, idx: Tensor | list[int]) -> TokenBatch:
         """The given rows, trimmed to their longest sequence."""
@@ -36,6 +37,7 @@ class TokenBatch:
             attention_mask=am[:, :length],
             mask=self.mask[idx][:, : length - 1],
             behaviour_logprobs=self.behaviour_logprobs[idx][:, : length - 1],
+            temperature=self.temperature[idx] if self.temperature is not None else None,
         )
 
 
@@ -58,7 +60,8 @@ def collate(samples: list[Sample], pad_id: int = 0, device: str | torch.device =
         mask[i, p - 1 : p - 1 + r] = 1.0
         behaviour[i, p - 1 : p - 1 + r] = torch.tensor(s.behaviour_logprobs, dtype=torch.float32)
     to = lambda t: t.to(device)  # noqa: E731
-    return TokenBatch(to(input_ids), to(attention_mask), to(mask), to(behaviour))
+    temperature = torch.tensor([s.temperature for s in samples], dtype=torch.float32)
+    return TokenBatch(to(input_ids), to(attention_mask), to(mask), to(behaviour), to(temperature))
 
 
 VARLEN_ATTENTION = "mlerl_sdpa_varlen"
@@ -213,15 +216,17 @@ def head_logprobs(
 
 
 def token_logprobs(
-    model: torch.nn.Module, batch: TokenBatch, with_entropy: bool = False, temperature: float = 1.0,
-    *, chunk: int | None = None, packed: Packed | None = None,
+    model: torch.nn.Module, batch: TokenBatch, with_entropy: bool = False,
+    temperature: float | None = None, *, chunk: int | None = None, packed: Packed | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """log p(token_{t+1} | prefix) on the response positions of ``batch``, (B, L-1) fp32 with 0
     elsewhere; entropy too if asked.
 
-    ``temperature`` divides the logits first: the actors' engines report behaviour log-probs
-    of the distribution they sampled from (logits / T), so the learner must score the same
-    distribution for the PPO ratio to start at exactly 1.
+    The logits are divided by each sample's sampling temperature first (``batch.temperature``,
+    from the samples; ``temperature`` overrides it for every row): the actors' engines report
+    behaviour log-probs of the distribution they sampled from (logits / T), so the learner must
+    score the same distribution for the PPO ratio to start at exactly 1. Rows sampled at
+    different temperatures are scored in one pass per temperature.
 
     Work done: when the model's attention takes packed rows (:func:`use_varlen_attention`), the
     rows are laid end to end in one row with restarting position ids and per-sequence causal
@@ -230,6 +235,12 @@ def token_logprobs(
     LM head, log-softmax and entropy run on those alone, in chunks (:func:`head_logprobs`), so
     the (tokens x vocab) logits are never materialised. Under torch.distributed (FSDP wraps the
     root module) the root forward is kept and returns the response positions' logits only."""
+    if temperature is None:
+        temps = batch.temperature
+        if temps is None or bool((temps == temps[0]).all()):
+            temperature = float(temps[0]) if temps is not None and temps.numel() else 1.0
+        else:
+            return _by_temperature(model, batch, with_entropy, chunk)
     pk = packed if packed is not None else pack(batch)
     grid = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
     can_pack = getattr(getattr(model, "config", None), "_attn_implementation", None) in PACKING_ATTENTION
@@ -261,4 +272,41 @@ def token_logprobs(
                                 with_entropy=with_entropy, chunk=chunk)
     logprobs = grid.index_put((pk.rows, pk.cols), lp)
     entropy = grid.index_put((pk.rows, pk.cols), ent) if ent is not None else None
+    return logprobs, entropy
+
+
+def token_values(critic: torch.nn.Module, batch: TokenBatch, *, packed: Packed | None = None) -> Tensor:
+    """V(prefix) on the response positions of ``batch`` (B, L-1) fp32, 0 elsewhere, from a
+    ``ValueModel`` (decoder + ``v_head``). Packed like :func:`token_logprobs` when the decoder's
+    attention takes packed rows and no process group wraps the module; otherwise the padded
+    forward of the whole module, masked."""
+    backbone, head = getattr(critic, "backbone", None), getattr(critic, "v_head", None)
+    impl = getattr(getattr(backbone, "config", None), "_attn_implementation", None)
+    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
+    if backbone is None or head is None or impl not in PACKING_ATTENTION or distributed:
+        return critic(batch.input_ids, batch.attention_mask)[:, :-1] * batch.mask
+    pk = packed if packed is not None else pack(batch)
+    hidden = backbone(input_ids=pk.input_ids, position_ids=pk.position_ids, use_cache=False,
+                      attention_mask={"full_attention": None, "sliding_attention": None},
+                      cu_seq_lens_q=pk.cu_seqlens, cu_seq_lens_k=pk.cu_seqlens,
+                      max_length_q=pk.max_len, max_length_k=pk.max_len).last_hidden_state[0, pk.src]
+    values = head(hidden.to(head.weight.dtype)).squeeze(-1).float()
+    grid = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
+    return grid.index_put((pk.rows, pk.cols), values)
+
+
+def _by_temperature(model: torch.nn.Module, batch: TokenBatch, with_entropy: bool,
+                    chunk: int | None) -> tuple[Tensor, Tensor | None]:
+    """:func:`token_logprobs` of a batch mixing temperatures: one pass per temperature."""
+    assert batch.temperature is not None
+    logprobs = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
+    entropy = torch.zeros_like(logprobs) if with_entropy else None
+    for t in torch.unique(batch.temperature).tolist():
+        idx = torch.nonzero(batch.temperature == t).flatten()
+        sub = batch.rows(idx)
+        lp, ent = token_logprobs(model, sub, with_entropy, float(t), chunk=chunk)
+        width = sub.mask.shape[1]
+        logprobs = logprobs.index_put((idx[:, None], torch.arange(width, device=idx.device)[None, :]), lp)
+        if entropy is not None and ent is not None:
+            entropy = entropy.index_put((idx[:, None], torch.arange(width, device=idx.device)[None, :]), ent)
     return logprobs, entropy

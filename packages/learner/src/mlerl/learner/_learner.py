@@ -29,7 +29,7 @@ import torch
 from mlerl.protocol import ExecStatus, Sample
 
 from mlerl.learner._advantages import gae, group_advantages, terminal_rewards, whiten
-from mlerl.learner._batch import TokenBatch, collate, token_logprobs, use_varlen_attention
+from mlerl.learner._batch import TokenBatch, collate, token_logprobs, token_values, use_varlen_attention
 from mlerl.learner._config import AdvantageEstimator, LearnerConfig, LossAgg, RatioBase
 from mlerl.learner._diagnostics import per_sample_stats, split_metrics
 from mlerl.learner._losses import aggregate, kl_penalty, ppo_policy_loss, value_loss
@@ -152,12 +152,12 @@ class Learner:
         mask = tb.mask
         is_weights = None
         if cfg.ratio_base is RatioBase.proximal:
-            old = self._per_token(lambda b: token_logprobs(self.policy, b, temperature=self.config.temperature)[0], tb)
+            old = self._per_token(lambda b: token_logprobs(self.policy, b)[0], tb)
             is_weights = torch.exp(old - tb.behaviour_logprobs).clamp(max=cfg.is_cap) * mask
         else:
             old = tb.behaviour_logprobs
-        ref = self._per_token(lambda b: token_logprobs(self.ref, b, temperature=self.config.temperature)[0], tb) if self.ref is not None else None
-        values = self._per_token(lambda b: self.critic(b.input_ids, b.attention_mask)[:, :-1], tb) if self.critic is not None else None
+        ref = self._per_token(lambda b: token_logprobs(self.ref, b)[0], tb) if self.ref is not None else None
+        values = self._per_token(lambda b: token_values(self.critic, b), tb) if self.critic is not None else None
         if seq_adv is None:
             advantages, returns = gae(terminal_rewards(rewards, mask), values, mask, cfg.gamma, cfg.lam)
         else:
@@ -189,7 +189,7 @@ class Learner:
     def _micro(self, prep: _Prepared, micro: Tensor, sub: TokenBatch, cut, norm: float) -> dict[str, float]:
         cfg, scale = self.config, float(self.world)  # FSDP averages grads over ranks; undo it
         with self._autocast():
-            logprobs, entropy = token_logprobs(self.policy, sub, with_entropy=cfg.entropy_coef > 0, temperature=cfg.temperature)
+            logprobs, entropy = token_logprobs(self.policy, sub, with_entropy=cfg.entropy_coef > 0)
         is_w = cut(prep.is_weights) if prep.is_weights is not None else None
         pg_loss, m = ppo_policy_loss(
             logprobs, cut(prep.old_logprobs), cut(prep.advantages), sub.mask, prep.weights[micro],
@@ -209,7 +209,7 @@ class Learner:
         (loss * scale).backward()
         if self.critic is not None:
             with self._autocast():
-                values = self.critic(sub.input_ids, sub.attention_mask)[:, :-1]
+                values = token_values(self.critic, sub)
             vf_loss, vm = value_loss(values, cut(prep.old_values), cut(prep.returns), sub.mask, clip=cfg.value_clip, agg=cfg.loss_agg, norm=norm)
             (vf_loss * cfg.value_coef * scale).backward()
             m.update({f"value/{k}": v for k, v in vm.items()})
