@@ -80,3 +80,18 @@ def test_summary_mean_se_over_seeds(tmp_path):
 
 def test_mean_se_single_value_has_no_se():
     assert bench.mean_se([2.0, None]) == {"mean": 2.0, "se": None, "n": 1}
+
+
+replay = importlib.import_module("embedded_rl_replay")
+
+
+def test_replay_pure_parts():
+    assert replay.split_samples([0, 1, 2, 3, 4]) == ([0, 2, 4], [1, 3])
+    assert replay.parse_variant("w:normalize_advantages=true,loss_agg=seq_mean,lr=1e-4") == (
+        "w", {"normalize_advantages": True, "loss_agg": "seq_mean", "lr": 1e-4})
+    before = {"logp": [-1.0, -2.0, -3.0], "entropy": [1.0, 1.0, 1.0]}
+    after = {"logp": [-0.5, -2.5, -3.5], "entropy": [1.2, 1.0, 1.4]}
+    d = replay.probe_deltas(before, after, [True, False, False])
+    assert d["dlogp_valid"] == 0.5 and d["dlogp_failed"] == -0.5
+    assert d["dlogp_valid_minus_failed"] == 1.0 and d["dentropy"] == pytest.approx(0.2)
+    assert replay.probe_deltas(before, after, [False] * 3)["dlogp_valid"] is None
