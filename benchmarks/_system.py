@@ -193,8 +193,6 @@ class LearnerSpec:
     batch_size: int
     updates: int
     torch_threads: int = 1
-    temperature: float = 0.7
-    """The actors' sampling temperature (ActorsConfig default)."""
 
 
 def _train_step(learner: Any, batch: list[Any], weights_dir: Path) -> dict[str, Any]:
@@ -218,7 +216,7 @@ async def _serve(spec: LearnerSpec) -> None:
 
     torch.set_num_threads(spec.torch_threads)
     run = Path(spec.run_dir)
-    config = LearnerConfig(model_path=spec.model_dir, run_dir=str(run), temperature=spec.temperature,
+    config = LearnerConfig(model_path=spec.model_dir, run_dir=str(run),
                            batch_size=spec.batch_size, micro_batch_size=min(spec.batch_size, 8), bf16=False,
                            gradient_checkpointing=False, checkpoint_every=0, max_updates=spec.updates)
     learner = build_learner(config, torch.device("cpu"))

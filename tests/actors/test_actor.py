@@ -47,6 +47,9 @@ async def test_sends_complete_samples_with_gapless_seqs(tmp_path, tasks):
         by_status.setdefault(s.parse_status, []).append(s)
         assert s.prompt_ids == [1, 2] and len(s.response_ids) == len(s.behaviour_logprobs) > 0
         assert s.policy_version == 0 and s.task_id in ("t1", "t2")
+        # the sampling parameters travel with the sample (the learner scores at them)
+        assert (s.temperature, s.top_p, s.top_k) == (actor.config.temperature, actor.config.top_p,
+                                                      actor.config.top_k)
     assert set(by_status) == {ParseStatus.OK, ParseStatus.NO_CODE, ParseStatus.SYNTAX_ERROR}
     for s in by_status[ParseStatus.OK]:
         assert s.exec_status is ExecStatus.OK and s.valid_submission and s.score == 0.8

@@ -104,3 +104,17 @@ def test_unknown_task_fails_at_start_naming_the_key(tmp_path):
     )
     assert done.returncode != 0
     assert "tasks.ids" in done.stderr and "no-such-task" in done.stderr
+
+
+def test_sampling_parameters_have_one_owner_the_actors_section(tmp_path):
+    """`actors.temperature` is the only temperature: the learner has none to disagree with (it
+    scores each sample at the temperature the sample carries), so `learner.temperature=...` is
+    refused instead of silently lost, and an `actors.temperature` override reaches the actors."""
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException, match="temperature"):
+        _compose(["learner.temperature=0.5"])
+    cfg = validate(_compose(["actors.temperature=0.5"]))
+    assert cfg.actors.temperature == pytest.approx(0.5)
+    assert cfg.actors.sampling(seed=0).temperature == pytest.approx(0.5)
+    assert not hasattr(cfg.learner, "temperature")

@@ -79,3 +79,44 @@ def test_varlen_attention_without_packing_is_sdpa(tiny_model, make_sample):
         a = plain(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
         b = varlen(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_each_sample_is_scored_at_the_temperature_it_was_sampled_with(tiny_model, make_sample, pack):
+    """The sampling temperature travels on the Sample: a batch mixing 0.5, 1.0 and 0.5 gives
+    each row the log-probs of its own logits / T, not of a learner-wide setting."""
+    import msgspec
+
+    rows = [make_sample(prompt_len=9, response_len=3), make_sample(prompt_len=5, response_len=6),
+            make_sample(prompt_len=7, response_len=4)]
+    rows = [msgspec.structs.replace(s, temperature=t) for s, t in zip(rows, (0.5, 1.0, 0.5))]
+    batch = collate(rows)
+    assert batch.temperature.tolist() == [0.5, 1.0, 0.5]
+    model = tiny_model().eval()
+    if pack:
+        use_varlen_attention(model)
+    with torch.no_grad():
+        lp, ent = token_logprobs(model, batch, with_entropy=True)
+        want = {t: _reference(model, batch, t) for t in (0.5, 1.0)}
+    mask = batch.mask.bool()
+    for i, t in enumerate((0.5, 1.0, 0.5)):
+        torch.testing.assert_close(lp[i][mask[i]], want[t][0][i][mask[i]], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(ent[i][mask[i]], want[t][1][i][mask[i]], rtol=1e-5, atol=1e-5)
+    # and they differ from scoring everything at one temperature
+    assert not torch.allclose(lp[0][mask[0]], want[1.0][0][0][mask[0]], atol=1e-3)
+    one = collate(rows[1:2])
+    with torch.no_grad():
+        alone, _ = token_logprobs(model, one)
+    torch.testing.assert_close(alone[0][one.mask[0].bool()], lp[1][mask[1]], rtol=1e-5, atol=1e-5)
+
+
+def test_gradients_flow_through_a_mixed_temperature_batch(tiny_model, make_sample):
+    import msgspec
+
+    rows = [msgspec.structs.replace(make_sample(prompt_len=4, response_len=3), temperature=t)
+            for t in (0.7, 1.3)]
+    model = tiny_model()
+    batch = collate(rows)
+    lp, _ = token_logprobs(model, batch)
+    (lp * batch.mask).sum().backward()
+    assert model.model.embed_tokens.weight.grad.abs().sum() > 0

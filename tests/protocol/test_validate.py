@@ -32,6 +32,8 @@ def test_a_sound_sample_passes():
         (dict(reward=-20.5), "reward"),
         (dict(duration_s=601.0), "duration_s"),
         (dict(t_graded=math.inf), "t_graded"),
+        (dict(top_p=0.9), "top_p"),  # truncated sampling: not the distribution the learner scores
+        (dict(top_k=50), "top_p"),
     ],
 )
 def test_poisons_are_refused_naming_the_field(overrides, field):
@@ -57,4 +59,17 @@ def test_without_a_vocabulary_only_negative_ids_are_refused():
     open_vocab = SampleLimits()
     assert check_sample(make_sample(response_ids=[4, 10**6]), open_vocab) is None
     assert check_sample(make_sample(response_ids=[4, -3]), open_vocab) == "response_ids: token id -3 is negative"
+
+
+def test_untruncated_sampling_at_any_temperature_passes():
+    for top_k in (-1, 0):
+        assert check_sample(make_sample(temperature=0.3, top_p=1.0, top_k=top_k), LIMITS) is None
+
+
+@pytest.mark.parametrize("temperature", [0.0, -1.0, math.nan, math.inf])
+def test_a_sample_needs_a_positive_finite_temperature(temperature):
+    from mlerl.protocol import ProtocolError
+
+    with pytest.raises(ProtocolError, match="temperature"):
+        make_sample(temperature=temperature)
 

@@ -173,7 +173,6 @@ def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_p
     learner.model_path = actors.model_path = model_path
     learner.run_dir = str(run_dir)
     learner.seed = actors.seed = train.seed
-    learner.temperature = actors.temperature
     actors.task_ids = list(train.tasks.ids)
     actors.data_dir = str(data_dir)
     actors.tasks_dir = train.tasks.tasks_dir

@@ -52,6 +52,7 @@ from mlerl.protocol import (
     ParseStatus,
     PromptKind,
     Sample,
+    SamplingParams,
     WeightUpdate,
 )
 
@@ -76,6 +77,7 @@ class _Action:
     parsed: ParsedResponse | None = None
     version: int = -1
     t_sampled: float = 0.0
+    params: SamplingParams | None = None
 
 
 @dataclass
@@ -227,6 +229,7 @@ class Actor:
         now = self.clock()
         for (aid, action), completion in zip(planned.items(), completions):
             action.completion, action.version, action.t_sampled = completion, version, now
+            action.params = params
             action.parsed = parse_response(completion.text, completion.finish_reason)
             self.actions[aid] = action
             self.admission.on_generated(aid, version, now)
@@ -381,8 +384,8 @@ class Actor:
         )  # fmt: skip
 
     def _sample(self, action: _Action, out: _Outcome, reward: float, parts: dict) -> Sample:
-        c, parsed = action.completion, action.parsed
-        assert c is not None and parsed is not None
+        c, parsed, p = action.completion, action.parsed, action.params
+        assert c is not None and parsed is not None and p is not None
         # Clamp against clock skew between the actor and the sandbox so the order holds.
         t0 = action.t_sampled
         t1 = None if out.t_started is None else max(out.t_started, t0)
@@ -395,6 +398,7 @@ class Actor:
             parent_id=action.parent.sample_id if action.parent else None,
             prompt_ids=list(c.prompt_ids), response_ids=list(c.token_ids),
             behaviour_logprobs=list(c.logprobs), policy_version=action.version,
+            temperature=p.temperature, top_p=p.top_p, top_k=p.top_k,
             t_sampled=t0, t_exec_started=t1, t_exec_finished=t2, t_graded=t3,
             duration_s=out.duration_s, parse_status=parsed.status, exec_status=out.status,
             markers=list(out.markers), score=out.graded.score, valid_submission=out.graded.valid,

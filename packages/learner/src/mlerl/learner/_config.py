@@ -85,10 +85,6 @@ class LearnerConfig:
     """Directory of the initial HF causal LM (and tokenizer) to train."""
     run_dir: str = "runs/default"
     """Where the journal, checkpoints and published weights live."""
-    temperature: float = 1.0
-    """The actors' sampling temperature: log-probs are scored on logits / T, the distribution
-    the behaviour log-probs come from, so the PPO ratio starts at 1 (``mlerl train`` copies
-    ``actors.temperature`` here). top-p/top-k are not modelled: keep them off (the paper's)."""
     seed: int = 0
     """Seeds minibatch shuffling (together with the step) and model init of the value head."""
     batch_size: int = 128
@@ -221,7 +217,6 @@ class LearnerConfig:
             except ValueError:
                 choices = ", ".join(e.value for e in enum_type)
                 raise ConfigError(name, f"unknown value {value!r}; choose one of {choices}") from None
-        check(self.temperature > 0, "temperature", "must be > 0")
         check(self.batch_size >= 1, "batch_size", "must be >= 1")
         check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
         check(self.sampling_multiplier >= 1, "sampling_multiplier", "must be >= 1")

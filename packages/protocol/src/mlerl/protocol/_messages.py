@@ -92,6 +92,11 @@ class Sample(_Message, tag="sample", kw_only=True):
     behaviour_logprobs: list[float]
     """Log-prob of each response token under the policy that generated it."""
     policy_version: int
+    temperature: float = 1.0
+    """Sampling parameters the response was drawn with: the learner scores the behaviour
+    log-probs' distribution (logits / temperature) from these, never from its own config."""
+    top_p: float = 1.0
+    top_k: int = -1
     t_sampled: float
     t_exec_started: float | None = None
     t_exec_finished: float | None = None
@@ -120,6 +125,8 @@ class Sample(_Message, tag="sample", kw_only=True):
                 f"behaviour_logprobs: length {len(self.behaviour_logprobs)} != "
                 f"response_ids length {len(self.response_ids)}"
             )
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise ProtocolError(f"temperature: must be finite and > 0, got {self.temperature}")
         if self.duration_s < 0 or not math.isfinite(self.duration_s):
             raise ProtocolError(f"duration_s: must be finite and >= 0, got {self.duration_s}")
         if not math.isfinite(self.reward):

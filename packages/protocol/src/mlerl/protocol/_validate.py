@@ -16,6 +16,8 @@ field                       accepted                                   else
 ``duration_s``              finite, ``0 <= d <= max_duration_s``       Δt weights of every other
                                                                        sample go to ~0
 ``t_*``                     finite                                     NaN breaks batch ordering
+``top_p``, ``top_k``        1 and -1/0 (no truncation)                 the learner would score a
+                                                                       distribution not sampled
 ==========================  =========================================  ===========================
 
 The reason returned names the field first (``"reward: ..."``), so refusals can be counted per
@@ -72,6 +74,9 @@ def _in_range(name: str, value: float, low: float, high: float) -> str | None:
 
 def check_sample(sample: Sample, limits: SampleLimits) -> str | None:
     """None when ``sample`` may be stored and trained on, else why not (field name first)."""
+    if sample.top_p < 1.0 or sample.top_k > 0:  # truncated sampling: behaviour log-probs
+        return (f"top_p: sampled with top_p={sample.top_p}, top_k={sample.top_k}; the learner "
+                "scores the untruncated distribution (use top_p=1, top_k=-1)")
     lps = sample.behaviour_logprobs  # one per response token: ``Sample`` (and decode) enforce it
     if not all(map(math.isfinite, lps)):
         bad = next(x for x in lps if not math.isfinite(x))
