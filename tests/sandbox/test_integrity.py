@@ -229,3 +229,18 @@ async def test_root_executor_runs_programs_as_the_sandbox_uid(env: Env, sandbox:
         "import os; print(os.getuid(), os.geteuid(), os.getgroups())"))
     assert result.status is ExecStatus.OK, result
     assert result.stdout.text().split()[:2] == ["65534", "65534"]
+
+
+async def test_program_runs_under_the_core_file_size_and_cpu_rlimits(env: Env, sandbox: Sandbox) -> None:
+    """RLIMIT_CORE 0, RLIMIT_FSIZE = disk_mb and RLIMIT_CPU (wall time + 10 s at 1 cpu), soft
+    and hard, whichever process sets them (the cgroup-joining shell or ``prlimit``)."""
+    if env.backend != "local":
+        pytest.skip("the rlimits are the local backend's layer (Docker has its own)")
+    result = await sandbox.run(env.request(prog("""
+        import resource
+        for name in ("RLIMIT_CORE", "RLIMIT_FSIZE", "RLIMIT_CPU"):
+            print(name, *resource.getrlimit(getattr(resource, name)))
+    """), disk_mb=16, wall_time_s=30))
+    assert result.status is ExecStatus.OK, result
+    got = {line.split()[0]: tuple(int(x) for x in line.split()[1:]) for line in result.stdout.text().splitlines()}
+    assert got == {"RLIMIT_CORE": (0, 0), "RLIMIT_FSIZE": (16 << 20, 16 << 20), "RLIMIT_CPU": (40, 40)}

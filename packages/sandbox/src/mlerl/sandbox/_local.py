@@ -57,6 +57,10 @@ from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_tag, stage_inp
 log = logging.getLogger("mlerl.sandbox")
 
 _JOIN = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
+# With cgroups, the shell that joins them also sets the rlimits (POSIX ulimit: -f in 512-byte
+# blocks, -t in seconds; soft and hard), saving the separate ``prlimit`` exec of every run.
+_LIMIT_AND_JOIN = ('ulimit -c 0 && ulimit -f "$1" && ulimit -t "$2" || exit 125; shift 2; '
+                   + _JOIN)
 _DRAIN_AFTER_EXIT_S = 2.0
 INSTALL_HINT = ("bash scripts/ci/setup_docker.sh (as root: installs bubblewrap, starts Docker), "
                 "or apt-get install -y bubblewrap")
@@ -175,15 +179,13 @@ class LocalSandbox:
         if entry[0] == "python":
             entry[0] = sys.executable
         argv: list[str] = []
+        cpu_s = math.ceil(lim.wall_time_s * max(1.0, lim.cpus)) + 10
         if cg is not None:
-            argv += ["/bin/sh", "-c", _JOIN, "sh", *cg.procs_files, "--"]
-        if self.prlimit:
-            cpu_s = math.ceil(lim.wall_time_s * max(1.0, lim.cpus)) + 10
+            argv += ["/bin/sh", "-c", _LIMIT_AND_JOIN, "sh", str(lim.disk_mb * 2048), str(cpu_s),
+                     *cg.procs_files, "--"]
+        elif self.prlimit:  # no cgroup: RLIMIT_NPROC stands in for pids.max
             argv += [self.prlimit, "--core=0", f"--fsize={lim.disk_mb * 1024 * 1024}",
-                     f"--cpu={cpu_s}"]
-            if cg is None:
-                argv.append(f"--nproc={lim.pids}")
-            argv.append("--")
+                     f"--cpu={cpu_s}", f"--nproc={lim.pids}", "--"]
         if self.bwrap:
             argv += [self.bwrap, *_namespace_args(self.config),
                      *_bwrap.mount_args(str(wd.path), input_host, self.roots),
