@@ -58,9 +58,12 @@ def worker(args: argparse.Namespace) -> None:
     model = Qwen2ForCausalLM(Qwen2Config(
         vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=4,
         num_key_value_heads=2, intermediate_size=args.hidden * 3, tie_word_embeddings=True))
-    cfg = LearnerConfig(batch_size=args.batch, micro_batch_size=args.batch, bf16=False,
+    cfg = LearnerConfig(batch_size=args.batch, micro_batch_size=args.batch, bf16=args.bf16,
                         gradient_checkpointing=False, lr=1e-4, critic_lr=1e-4)
-    learner = Learner(cfg, model)
+    device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu"
+    if device != "cpu":
+        torch.cuda.set_device(device)
+    learner = Learner(cfg, model, device=device)
     batch = _batch(args.batch, args.prompt, args.response, args.vocab)
     learner.update(batch)  # warm-up, and the update whose result is compared
     first = {k: v.clone() for k, v in full_state_dict(learner.policy).items()}  # later updates are in place
@@ -90,6 +93,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--bf16", action="store_true", help="FSDP2 mixed precision (GPU)")
+    parser.add_argument("--ranks", default="1,2", help="rank counts to compare")
+    parser.add_argument("--name", default="learner_ranks", help="results file stem")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -102,7 +108,7 @@ def main() -> None:
     result: dict = {"args": vars(args), "load_1min_before": os.getloadavg()[0], "runs": {}}
     firsts = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for ranks in (1, 2):
+        for ranks in [int(r) for r in args.ranks.split(",")]:
             out = Path(tmp) / str(ranks)
             out.mkdir()
             me = [str(Path(__file__).resolve()), *passthrough, "--worker", "--out", str(out)]
@@ -112,14 +118,18 @@ def main() -> None:
             times = json.loads((out / "times.json").read_text())
             result["runs"][ranks] = {"times_s": times, "median_s": statistics.median(times)}
             firsts[ranks] = torch.load(out / "first.pt", weights_only=True)
-    result["max_abs_weight_diff_after_first_update"] = max(
-        (firsts[1][k] - firsts[2][k]).abs().max().item() for k in firsts[1])
+    if 1 in firsts and len(firsts) > 1:
+        other = firsts[max(firsts)]
+        result["max_abs_weight_diff_after_first_update"] = max(
+            (firsts[1][k].float() - other[k].float()).abs().max().item() for k in firsts[1])
     result["load_1min_after"] = os.getloadavg()[0]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "learner_ranks.json").write_text(json.dumps(result, indent=2))
+    result["device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(result, indent=2))
     for ranks, run in result["runs"].items():
         print(f"{ranks} rank(s): median {run['median_s']:.3f} s per update over {len(run['times_s'])}")
-    print(f"max |w1 - w2| after the first update: {result['max_abs_weight_diff_after_first_update']:.2e}")
+    if "max_abs_weight_diff_after_first_update" in result:
+        print(f"max |w1 - wN| after the first update: {result['max_abs_weight_diff_after_first_update']:.2e}")
 
 
 if __name__ == "__main__":

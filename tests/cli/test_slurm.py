@@ -112,3 +112,27 @@ def test_each_node_runs_the_expected_command(tmp_path):
                     f"actors.keys_dir={run_dir / 'keys'}", *overrides} <= set(c["argv"]), c["argv"]
             host.mkdir(parents=True, exist_ok=True)
             (host / "config.yaml").write_text("role: actors\n")  # what the first run leaves
+
+
+@pytest.mark.slow
+def test_submitit_sweep_runs_one_job_per_point(tmp_path):
+    """A sweep through Hydra's Submitit launcher (`submitit_local`: the same launcher code as
+    `submitit_slurm`, jobs as local processes): each job prepares its own run dir and config,
+    with its own seed and its own loopback ports. Needs the optional `slurm` extra."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")  # prepare_only never loads it
+    done = subprocess.run(
+        [sys.executable, "-m", "mlerl.cli", "train", "-m", "hydra/launcher=submitit_local",
+         f"hydra.sweep.dir={tmp_path / 'multirun'}", "hydra.sweep.subdir=job${hydra.job.num}",
+         f"model.path={tmp_path / 'model'}", f"tasks.data_dir={tmp_path / 'data'}", "prepare_only=true",
+         "logging.console=false", "seed=0,1"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    from omegaconf import OmegaConf
+
+    configs = [OmegaConf.load(tmp_path / "multirun" / f"job{i}" / "config.yaml") for i in (0, 1)]
+    assert [c.seed for c in configs] == [0, 1]
+    assert configs[0].learner.receive_address != configs[1].learner.receive_address
+    assert all((tmp_path / "multirun" / f"job{i}" / "keys" / "learner.key").is_file() for i in (0, 1))
+    assert list((tmp_path / "multirun" / ".submitit").iterdir())  # the jobs went through submitit
