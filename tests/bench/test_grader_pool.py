@@ -121,7 +121,9 @@ def test_a_child_that_cannot_start_reports_its_last_stderr_line(task, tmp_path):
         assert pool.pids == []
     assert report.valid_submission is False and report.score is None
     assert report.error.startswith("grading process failed (exit ")
-    assert "Error" in report.error.split("): ", 1)[1]  # the child's traceback, last line
+    # the child's last stderr line: Python's MemoryError, or OpenBLAS's own "error" when its
+    # thread buffers fail first (which one depends on the host's OpenBLAS build and load)
+    assert "error" in report.error.split("): ", 1)[1].lower()
 
 
 @pytest.mark.parametrize("noticed", ["before asking", "when asked"])
