@@ -342,7 +342,7 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
     """Run one mode until the learner has consumed ``cfg.samples``; raw timings of everything."""
     from mlerl.actors import ActorsConfig, AdmissionConfig, ImprovementConfig, PromptConfig
     from mlerl.actors._actor import Actor
-    from mlerl.actors._pipeline import real_pipeline
+    from mlerl.actors import real_pipeline
     from mlerl.actors._state import ActorState
     from mlerl.protocol import SampleSender, WeightSubscriber
     from mlerl.sandbox import SandboxConfig, make_sandbox

@@ -25,3 +25,17 @@ def test_each_command_answers_help(command):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage" in (done.stdout + done.stderr).lower() or "== Config ==" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_the_cli_uses_only_the_packages_public_apis():
+    """`mlerl.cli` imports other packages through their ``__init__`` (their table of
+    contents), never their private modules."""
+    from pathlib import Path
+
+    import mlerl.cli
+
+    private = re.compile(r"(?:from|import)\s+mlerl\.(?!cli\b)(\w+)\._\w+")
+    offenders = [f"{path.name}: {m.group(0)}"
+                 for path in Path(mlerl.cli.__file__).parent.glob("*.py")
+                 for m in private.finditer(path.read_text())]
+    assert offenders == []

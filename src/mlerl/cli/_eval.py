@@ -61,8 +61,7 @@ def evaluate_policy(
 async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str,
                     sandbox_config: Any = None) -> dict[str, Any]:
     from mlerl.actors import evaluate
-    from mlerl.actors._engines import make_engine
-    from mlerl.actors._pipeline import real_pipeline
+    from mlerl.actors import make_engine, real_pipeline
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     engine = make_engine(config)
@@ -82,7 +81,7 @@ async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str,
 
 def mean_se(values: list[float | None]) -> tuple[float | None, float | None]:
     """Mean and standard error over seeds (bench's protocol); None where undefined (JSON)."""
-    from mlerl.bench._compare import mean_se as bench_mean_se
+    from mlerl.bench import mean_se as bench_mean_se
 
     mean, se = bench_mean_se([math.nan if v is None else float(v) for v in values])
     return (None if math.isnan(mean) else mean), (None if math.isnan(se) else se)

@@ -47,7 +47,7 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
 
 
 def _plots(run_dir: Path, progress: Progress) -> list[Path]:
-    from mlerl.bench._compare import compare_runs
+    from mlerl.bench import compare_runs
 
     from mlerl.cli._curves import plot_learning_curves
 

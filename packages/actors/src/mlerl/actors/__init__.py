@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 from mlerl.actors._admission import Admission, AdmissionConfig, Verdict
 from mlerl.actors._aide import AideConfig, Evaluation, best_node, run_aide
 from mlerl.actors._config import ActorsConfig
+from mlerl.actors._engines import make_engine
 from mlerl.actors._evaluate import evaluate, summarise
 from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
 from mlerl.actors._improve import ImprovementBuffer, ImprovementConfig, Solution
 from mlerl.actors._prompts import PromptConfig, improve_prompt, scratch_prompt
+from mlerl.actors._pipeline import real_pipeline
 from mlerl.actors._parse import ParsedResponse, parse_response
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ActorsConfig",
     "evaluate",
+    "make_engine",
+    "real_pipeline",
     "summarise",
     "AideConfig",
     "Evaluation",

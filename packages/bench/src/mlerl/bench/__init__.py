@@ -4,6 +4,7 @@ Graders reproduce MLE-bench's semantics (any exception = invalid, scores rounded
 NaN valid, Kaggle medal rules) and read/write MLE-bench's on-disk layout and report keys.
 """
 
+from mlerl.bench._compare import compare_runs, mean_se
 from mlerl.bench._grade import (
     REPORT_KEYS,
     GradeReport,
@@ -31,9 +32,11 @@ __all__ = [
     "TaskSpec",
     "Thresholds",
     "aggregate",
+    "compare_runs",
     "default_data_dir",
     "grade_in_subprocess",
     "grade_submission",
+    "mean_se",
     "medal_positions",
     "prepare",
     "rank_score",
