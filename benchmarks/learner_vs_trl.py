@@ -239,16 +239,17 @@ def mlerl_config(cfg: BenchConfig, model_dir: Path, run_dir: Path) -> LearnerCon
 def run_mlerl(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path) -> dict:
     """Warm-up + timed ``Learner.update`` calls; returns update times and the first update's weights."""
     learner = build_learner(mlerl_config(cfg, model_dir, work / "mlerl"), torch.device("cpu"))
-    times, first = [], None
+    times, cpu, first = [], [], None
     for i in range(cfg.warmup + cfg.reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         learner.update(samples)
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if i == 0:
             first = _params(learner.policy)
         if i >= cfg.warmup:
             times.append(dt)
-    return {"update_s": times, "updates_applied": learner.version, "first_update_params": first,
+            cpu.append(dc)
+    return {"update_s": times, "cpu_s": cpu, "updates_applied": learner.version, "first_update_params": first,
             "torch_threads": torch.get_num_threads()}
 
 
@@ -318,14 +319,16 @@ def run_trl(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path
     class StepTimer(TrainerCallback):
         def __init__(self) -> None:
             self.times: list[float] = []
+            self.cpu: list[float] = []
             self.first: dict[str, torch.Tensor] | None = None
 
         def on_step_begin(self, args, state, control, **kw):
             self.threads = torch.get_num_threads()  # accelerate may change it; recorded to be sure
-            self.t0 = time.perf_counter()
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
 
         def on_step_end(self, args, state, control, model=None, **kw):
             self.times.append(time.perf_counter() - self.t0)
+            self.cpu.append(time.process_time() - self.c0)
             if state.global_step == 1:
                 self.first = _params(model)
 
@@ -339,17 +342,23 @@ def run_trl(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path
     trainer.train()
     steps = trainer.state.global_step
     return {
-        "update_s": timer.times[cfg.warmup :], "updates_applied": steps,
+        "update_s": timer.times[cfg.warmup :], "cpu_s": timer.cpu[cfg.warmup :], "updates_applied": steps,
         "tokens_seen_per_update": trainer.state.num_input_tokens_seen / max(steps, 1),
         "first_update_params": timer.first, "torch_threads": timer.threads,
     }
 
 
 # ---------------------------------------------------------------------------- report
-def summarise(times: list[float], tokens: dict[str, int]) -> dict:
-    """Median and spread of update times, and throughput at the median."""
+def summarise(times: list[float], tokens: dict[str, int], cpu: list[float] | None = None) -> dict:
+    """Median and spread of update times, and throughput at the median; with ``cpu`` (this
+    process's CPU seconds per update), tokens per CPU second too: on a loaded host the wall time
+    includes waits for a core, the CPU time does not."""
     median = statistics.median(times)
-    return {
+    extra = {}
+    if cpu:
+        extra = {"cpu_s": [round(c, 4) for c in cpu], "median_cpu_s": statistics.median(cpu),
+                 "tokens_per_cpu_s": tokens["tokens"] / statistics.median(cpu)}
+    return extra | {
         "update_s": [round(t, 4) for t in times], "median_s": median, "min_s": min(times), "max_s": max(times),
         "stdev_s": statistics.stdev(times) if len(times) > 1 else 0.0,
         "tokens_per_s": tokens["tokens"] / median, "response_tokens_per_s": tokens["response_tokens"] / median,
@@ -389,23 +398,25 @@ def versions() -> dict:
 
 def table(results: dict, tokens: dict) -> str:
     lines = [f"{tokens['samples']} samples, {tokens['tokens']} tokens ({tokens['response_tokens']} response) per update",
-             f"{'':<22}{'median s':>10}{'min-max s':>16}{'tokens/s':>11}{'resp tok/s':>12}"]
+             f"{'':<22}{'median s':>10}{'min-max s':>16}{'tokens/s':>11}{'resp tok/s':>12}{'cpu s':>8}{'tok/cpu-s':>11}"]
     for name, r in results.items():
         lines.append(f"{name:<22}{r['median_s']:>10.3f}{r['min_s']:>8.3f}-{r['max_s']:<7.3f}"
-                     f"{r['tokens_per_s']:>11.0f}{r['response_tokens_per_s']:>12.0f}")
+                     f"{r['tokens_per_s']:>11.0f}{r['response_tokens_per_s']:>12.0f}"
+                     f"{r.get('median_cpu_s', float('nan')):>8.2f}{r.get('tokens_per_cpu_s', float('nan')):>11.0f}")
     return "\n".join(lines)
 
 
 def measure(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path) -> dict[str, dict]:
     """``rounds`` x (mlerl, then TRL), each built afresh; update times pooled per framework."""
     runners = {"mlerl": run_mlerl} | ({} if cfg.skip_trl else {"trl": run_trl})
-    raw: dict[str, dict] = {name: {"update_s": [], "load_avg": []} for name in runners}
+    raw: dict[str, dict] = {name: {"update_s": [], "cpu_s": [], "load_avg": []} for name in runners}
     for round_ in range(cfg.rounds):
         for name, run in runners.items():
             load = os.getloadavg()[0]
             r = run(cfg, model_dir, samples, work / f"round{round_}")
             acc = raw[name]
             acc["update_s"] += r.pop("update_s")
+            acc["cpu_s"] += r.pop("cpu_s")
             acc["load_avg"].append([load, os.getloadavg()[0]])  # 1-minute load before and after the block
             first = r.pop("first_update_params")
             acc.setdefault("first_update_params", first)  # round 0's
@@ -417,7 +428,7 @@ def build_report(cfg: BenchConfig, argv: list[str], raw: dict[str, dict], tokens
                  initial: dict[str, torch.Tensor], load_before: tuple[float, ...]) -> dict:
     """Everything the JSON holds: command, versions, machine, config, batch, results."""
     keep = ("updates_applied", "torch_threads", "load_avg", "tokens_seen_per_update")
-    results = {name: summarise(r["update_s"], tokens) | {k: r[k] for k in keep if k in r} for name, r in raw.items()}
+    results = {name: summarise(r["update_s"], tokens, r.get("cpu_s")) | {k: r[k] for k in keep if k in r} for name, r in raw.items()}
     report = {
         "benchmark": "learner_vs_trl",
         "command": shlex.join(["python", "benchmarks/learner_vs_trl.py", *argv]),
@@ -431,6 +442,7 @@ def build_report(cfg: BenchConfig, argv: list[str], raw: dict[str, dict], tokens
     }
     if "trl" in raw:
         report["mlerl_over_trl_tokens_per_s"] = results["mlerl"]["tokens_per_s"] / results["trl"]["tokens_per_s"]
+        report["mlerl_over_trl_tokens_per_cpu_s"] = results["mlerl"]["tokens_per_cpu_s"] / results["trl"]["tokens_per_cpu_s"]
         report["first_update_agreement"] = agreement(
             initial, raw["mlerl"]["first_update_params"], raw["trl"]["first_update_params"])
     return report

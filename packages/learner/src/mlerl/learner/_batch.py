@@ -160,8 +160,9 @@ class _HeadLogprobs(torch.autograd.Function):
                 z = _logits(hidden[a : a + chunk].to(cdt), w, b, temperature)
                 lse[a : a + chunk] = torch.logsumexp(z, -1)
                 lp[a : a + chunk] = z.gather(-1, targets[a : a + chunk, None]).squeeze(-1) - lse[a : a + chunk]
-                if with_entropy:  # H = lse - sum_j p_j z_j
-                    ent[a : a + chunk] = lse[a : a + chunk] - (torch.softmax(z, -1) * z).sum(-1)
+                if with_entropy:  # H = -sum_j p_j log p_j, in place on the chunk's logits
+                    logp = z.sub_(lse[a : a + chunk, None])
+                    ent[a : a + chunk] = -torch.linalg.vecdot(logp.exp(), logp)
         ctx.save_for_backward(hidden, weight, bias, targets, lse, ent)
         ctx.cdt, ctx.temperature, ctx.chunk = cdt, temperature, chunk
         return (lp, ent) if with_entropy else (lp, lp.new_zeros(0))
@@ -176,17 +177,20 @@ class _HeadLogprobs(torch.autograd.Function):
         grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if need_b else None
         with torch.autocast(hidden.device.type, enabled=False):
             w, b = weight.to(cdt), None if bias is None else bias.to(cdt)
+            # d/dz of (g_lp log p_y + g_H H) = g_lp (onehot_y - p) - g_H p (log p + H)
+            #   = p * (c - g_H log p) + g_lp onehot_y,  c = -g_lp - g_H H; all over T (z = logits / T)
+            g_lp = g_lp / temperature
+            g_h = g_ent / temperature if ent is not None and g_ent is not None and g_ent.numel() else None
             for a in range(0, hidden.shape[0], chunk):
                 h = hidden[a : a + chunk].to(cdt)
-                z = _logits(h, w, b, temperature)
-                logp = z - lse[a : a + chunk, None]
+                logp = _logits(h, w, b, temperature).sub_(lse[a : a + chunk, None])  # in place
                 p = logp.exp()
-                gz = p * -g_lp[a : a + chunk, None]
+                if g_h is not None:
+                    c = -g_lp[a : a + chunk] - g_h[a : a + chunk] * ent[a : a + chunk]
+                    gz = logp.mul_(-g_h[a : a + chunk, None]).add_(c[:, None]).mul_(p)
+                else:
+                    gz = p.mul_(-g_lp[a : a + chunk, None])
                 gz.scatter_add_(-1, targets[a : a + chunk, None], g_lp[a : a + chunk, None])
-                if ent is not None and g_ent is not None and g_ent.numel():
-                    gz -= g_ent[a : a + chunk, None] * p * (logp + ent[a : a + chunk, None])
-                if temperature != 1.0:
-                    gz /= temperature
                 gz = gz.to(cdt)
                 if need_h:
                     grad_h[a : a + chunk] = (gz @ w).to(hidden.dtype)
@@ -200,8 +204,8 @@ class _HeadLogprobs(torch.autograd.Function):
 
 
 def _logits(h: Tensor, w: Tensor, b: Tensor | None, temperature: float) -> Tensor:
-    z = torch.nn.functional.linear(h, w, b).float()
-    return z / temperature if temperature != 1.0 else z
+    z = torch.nn.functional.linear(h, w, b).float()  # a fresh tensor (fp32 already: no copy, still fresh)
+    return z.div_(temperature) if temperature != 1.0 else z
 
 
 def head_logprobs(
