@@ -80,8 +80,8 @@ class TrainConfig:
     learner_procs: int = 1
     """Learner processes (``torchrun --nproc_per_node``; FSDP2 shards across them). The paper: 8."""
     learner_restarts: int = 3
-    """With ``learner_procs > 1``: how often torchrun restarts the learner group after a rank
-    dies (``--max-restarts``); each restart resumes from the last checkpoint and the journal."""
+    """With ``learner_procs > 1``: how often the learner group (a new torchrun) is restarted after
+    a rank dies; each restart resumes from the last checkpoint and the journal."""
     role: str = "all"
     """``all`` runs learner and actors here; ``learner`` or ``actors`` runs one side, for
     multi-host runs (point ``actors.samples_address``/``weights_address`` at the learner host)."""

@@ -88,14 +88,16 @@ class Supervisor:
                 code = child.proc.poll()
                 if code is None:
                     continue
-                if child.spec.name == self._primary or code in child.spec.fatal_exit_codes:
-                    self.events.append(f"{child.spec.name} exited {code}")
-                    self.stopped_by = child.spec.name
-                    return code
-                if code != 0 and child.spec.restart and child.restarts < child.spec.max_restarts:
+                fatal = code in child.spec.fatal_exit_codes
+                if code != 0 and not fatal and child.spec.restart and child.restarts < child.spec.max_restarts:
                     child.restarts += 1
                     self.events.append(f"restarting {child.spec.name} (exit {code}, #{child.restarts})")
                     child.proc = self._spawn(child.spec)
+                    continue
+                if child.spec.name == self._primary or fatal:
+                    self.events.append(f"{child.spec.name} exited {code}")
+                    self.stopped_by = child.spec.name
+                    return code
             if deadline_s is not None and time.monotonic() - start > deadline_s:
                 return 124
             if on_tick is not None:

@@ -222,14 +222,15 @@ def _children(train: TrainConfig, run_dir: Path, config_path: Path) -> list[Chil
     if train.role in ("all", "learner"):
         module = ["-m", "mlerl.learner", "--config", str(config_path)]
         if train.learner_procs > 1:
-            # torchrun restarts the whole group when a rank dies; the new group resumes from
-            # the last checkpoint and the journal (nothing acked is lost)
+            # when a rank dies torchrun stops the group and exits; the supervisor starts a new
+            # torchrun (a fresh rendezvous: torchrun's in-place restart reused the dead rank's
+            # gloo address here) that resumes from the last checkpoint and the journal
             launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        f"--nproc_per_node={train.learner_procs}",
-                        f"--max-restarts={train.learner_restarts}"]
+                        f"--nproc_per_node={train.learner_procs}", "--max-restarts=0"]
         else:
             launcher = [sys.executable]
-        specs.append(ChildSpec("learner", launcher + module, logs / "learner.log"))
+        specs.append(ChildSpec("learner", launcher + module, logs / "learner.log",
+                               restart=train.learner_procs > 1, max_restarts=train.learner_restarts))
     if train.role in ("all", "actors"):
         for i in range(train.num_actors):
             name = f"{train.actor_prefix}-{i}"
