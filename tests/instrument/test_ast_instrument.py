@@ -148,3 +148,21 @@ def test_no_trailing_newline_and_semicolons() -> None:
 def test_unparsable_input_raises_syntax_error() -> None:
     with pytest.raises(SyntaxError):
         instrument_ast("def broken(:\n")
+
+
+def test_correlation_metrics_count_but_other_numpy_calls_do_not() -> None:
+    """Pearson via numpy's corrcoef (or scipy's pearsonr) is a metric computation; numpy's other
+    functions (a mean, a sum) are not, whatever the variable is called."""
+    code = (
+        "import numpy as np\n"
+        "from scipy.stats import pearsonr\n"
+        "train_r = np.corrcoef(y, pred)[0, 1]\n"
+        "x = 1\n"
+        "val_r, _ = pearsonr(y_val, pred_val)\n"
+        "y2 = 2\n"
+        "val_loss = np.mean(np.abs(y_val - pred_val))\n"
+    )
+    got = _after(instrument_ast(code))
+    assert ("training loss:", "train_r = np.corrcoef(y, pred)[0, 1]") in got
+    assert ("testing loss:", "val_r, _ = pearsonr(y_val, pred_val)") in got
+    assert not any(line.startswith("val_loss = np.mean") for _, line in got)

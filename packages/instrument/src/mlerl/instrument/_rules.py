@@ -60,7 +60,8 @@ _METRICS = frozenset(
     "root_mean_squared_error f1_score r2_score precision_score recall_score "
     "balanced_accuracy_score matthews_corrcoef cohen_kappa_score mean_squared_log_error "
     "median_absolute_error average_precision_score cross_val_score cross_validate "
-    "hamming_loss zero_one_loss hinge_loss brier_score_loss".split()
+    "hamming_loss zero_one_loss hinge_loss brier_score_loss "
+    "pearsonr spearmanr kendalltau".split()  # scipy's correlations (numpy's: _is_metric)
 )
 _PREDICTS = frozenset({"predict", "predict_proba", "predict_log_proba", "decision_function"})
 _FITS = frozenset({"fit", "partial_fit", "train_on_batch", "fit_generator"})
@@ -278,6 +279,9 @@ def _is_fit(call: ast.Call, ctx: Context) -> bool:
 
 def _is_metric(call: ast.Call, ctx: Context) -> bool:
     q = _lib_call(call, ctx)
+    np_q = _lib_call(call, ctx, frozenset({"numpy"})) if q is None else None
+    if np_q is not None:  # numpy is a data library; of its functions only corrcoef is a metric
+        return np_q.rsplit(".", 1)[-1] == "corrcoef"
     if q is not None:
         last = q.rsplit(".", 1)[-1]
         return last in _METRICS or bool(_LOSSY.search(last.lower()))
