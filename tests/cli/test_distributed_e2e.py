@@ -217,7 +217,7 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
     samples, weights = f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}"
     learner_argv = train_argv(learner_dir, "role=learner", "learner.receive_address=" + samples.replace("127.0.0.1", "0.0.0.0"),
                               "learner.publish_address=" + weights.replace("127.0.0.1", "0.0.0.0"),
-                              "learner.max_updates=4", "learner.checkpoint_every=1", "eval_samples=0")
+                              "learner.max_updates=6", "learner.checkpoint_every=1", "eval_samples=0")
     actors_argv = train_argv(actors_dir, "role=actors", "num_actors=1", f"actors.samples_address={samples}",
                              f"actors.weights_address={weights}", f"actors.keys_dir={learner_dir / 'keys'}")
 
@@ -245,8 +245,11 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
                   "an update after the learner's restart", learner)
         actors.send_signal(signal.SIGTERM)  # now the learner is up first: restart the actors
         actors.communicate(timeout=120)
+        before = max(s.seq for s in _journal(learner_dir))
         actors = start(train_argv(tmp_path / "ignored2", f"resume={actors_dir}"))
         procs.append(actors)
+        _wait_for(lambda: max(s.seq for s in _journal(learner_dir)) > before, 900,
+                  "a sample from the restarted actors", actors)
         out, _ = learner.communicate(timeout=900)
         assert learner.returncode == 0, out[-3000:]
         actors.send_signal(signal.SIGTERM)
@@ -254,8 +257,6 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
     finally:
         for p in procs:
             p.kill()
-    assert _steps(learner_dir)[-1] == 4
-    supervisor = (actors_dir / "supervisor.log").read_text()
-    assert supervisor.count("started actor-0") == 2
+    assert _steps(learner_dir)[-1] == 6
     _assert_exactly_once(learner_dir, [actors_dir / "actors"])
     assert processes(str(learner_dir)) == [] and processes(str(actors_dir)) == []
