@@ -107,7 +107,7 @@ def _on_policy(model: Any, samples: list[Any], temperature: float) -> list[Any]:
 
 
 def run_variant(model0: Any, cfg0: Any, overrides: dict[str, Any], train: list[Any], probe: list[Any],
-                updates: int, before: dict[str, list[float]]) -> dict[str, Any]:
+                updates: int, before: dict[str, list[float]], temperature: float | None = None) -> dict[str, Any]:
     import dataclasses
 
     from mlerl.learner import Learner
@@ -119,10 +119,10 @@ def run_variant(model0: Any, cfg0: Any, overrides: dict[str, Any], train: list[A
         batch = train[(u * b) % len(train):][:b]
         if len(batch) < b:
             break
-        m = learner.update(_on_policy(learner.policy, batch, cfg.temperature))
+        m = learner.update(_on_policy(learner.policy, batch, temperature))
         per_update.append({k: m.get(k) for k in ("split/all/pg_share_failed", "split/all/adv_std", "grad_norm/policy", "split/all/valid_frac")})
     learner.policy.eval()
-    after = _probe(learner.policy, probe, cfg.temperature)
+    after = _probe(learner.policy, probe, temperature)
     mean = lambda k: sum(x[k] for x in per_update if x[k] is not None) / max(1, sum(x[k] is not None for x in per_update))  # noqa: E731
     return {"overrides": overrides, "updates": len(per_update),
             **probe_deltas(before, after, [s.valid_submission for s in probe]),
@@ -153,11 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     train, probe = split_samples(samples)
     model0 = AutoModelForCausalLM.from_pretrained(cfg0.model_path, dtype=torch.float32)
     model0.eval()
-    before = _probe(model0, probe, cfg0.temperature)
+    temperature = getattr(cfg0, "temperature", None)  # None: each sample's own sampling temperature
+    before = _probe(model0, probe, temperature)
     variants = dict(parse_variant(v) for v in args.variant) if args.variant else DEFAULT_VARIANTS
     results = {}
     for name, overrides in variants.items():
-        results[name] = run_variant(model0, cfg0, overrides, train, probe, args.updates, before)
+        results[name] = run_variant(model0, cfg0, overrides, train, probe, args.updates, before, temperature)
         print(name, json.dumps(results[name]), flush=True)
     out = {"command": command_line(), "commit": git_commit(), "machine": machine_info(), "run_dir": str(args.run_dir),
            "samples": len(samples), "train": len(train), "probe": len(probe),
