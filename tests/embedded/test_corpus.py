@@ -70,7 +70,8 @@ def test_instrumentation_examples_round_trip(views):
         assert "\n".join(kept) + "\n" == e.code
         inserted = [ln[7:-2] for ln in instrumented.splitlines() if ln in marker_lines]
         assert inserted[0] == "imported packages" and "loaded data" in inserted
-        assert inserted[-1] == "predicted test labels" or "predicted test labels" in inserted
+        if "sklearn" in e.code:  # a library model: its prediction stage is claimed too
+            assert "predicted test labels" in inserted
 
 
 def test_bad_mistake_rate_is_rejected(views):
@@ -107,7 +108,9 @@ def test_lm_instrumenter_accepts_the_instrumentation_answers(views):
                                         finish_reason="stop"))
         assert done.path == "lm", (done.reason, done.detail)
         inserted = [ln for ln in e.answer.splitlines() if ln in {f'print("{m}")' for m in MARKERS}]
-        assert done.n_markers == len(inserted) >= 4
+        # a library-model program keeps its stage markers; a rule-based one (no library model:
+        # the tweets stand-in's families) keeps only imports and data loading
+        assert done.n_markers == len(inserted) >= (4 if "sklearn" in e.code else 2)
 
 
 def test_one_style_corpus_varies_only_what_changes_the_score(views):

@@ -122,3 +122,36 @@ def test_cancellation_propagates() -> None:
             await task
 
     asyncio.run(main())
+
+
+def test_drop_unjustified_keeps_only_what_judge_accepts():
+    """A rule-based program's answer loses the model stages it never ran through a library;
+    what is left is accepted as is."""
+    from mlerl.instrument import drop_unjustified, judge
+    from mlerl.protocol import Completion
+
+    code = ("import pandas as pd\n"
+            "df = pd.read_csv('input/train.csv')\n"
+            "def predict(x):\n"
+            "    return x\n"
+            "out = [predict(v) for v in df['a']]\n")
+    claimed = ("import pandas as pd\n"
+               "print(\"imported packages\")\n"
+               "df = pd.read_csv('input/train.csv')\n"
+               "print(\"loaded data\")\n"
+               "def predict(x):\n"
+               "    return x\n"
+               "print(\"defined model\")\n"
+               "out = [predict(v) for v in df['a']]\n"
+               "print(\"predicted test labels\")\n")
+
+    def verdict(text):
+        return judge(code, Completion(prompt_ids=[], token_ids=[], logprobs=[],
+                                      text=f"```python\n{text}```", finish_reason="stop"))
+
+    assert verdict(claimed).reason == "misplaced_marker"
+    kept = drop_unjustified(code, claimed)
+    assert kept == claimed.replace('print("defined model")\n', "").replace(
+        'print("predicted test labels")\n', "")
+    done = verdict(kept)
+    assert done.path == "lm" and done.n_markers == 2

@@ -120,7 +120,10 @@ def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bo
 
 
 def _instrument(view: TaskView, program: Program) -> Example:
-    answer = f"```python\n{program.instrumented}```"
+    from mlerl.instrument import drop_unjustified
+
+    # only the markers the verifier accepts (a rule-based program defines no library model)
+    answer = f"```python\n{drop_unjustified(program.code, program.instrumented)}```"
     return Example("instrument", view.id, _msgs(instrument_messages(program.code)), answer,
                    program.family, program.correct, program.mistake, program.code)
 

@@ -16,6 +16,7 @@ from mlerl.instrument._lm import (
     LMInstrumenter,
     LRUCache,
     extract_code,
+    drop_unjustified,
     judge,
 )
 from mlerl.instrument._markers import LOSS_MARKERS, MARKERS, marker_of
@@ -56,6 +57,7 @@ __all__ = [
     "extract_code",
     "finalize",
     "instrument_ast",
+    "drop_unjustified",
     "judge",
     "marker_of",
     "plan_markers",

@@ -181,6 +181,15 @@ def judge(code: str, completion: Completion) -> Instrumented:
     return Instrumented(result, "lm", n_markers=n)
 
 
+def drop_unjustified(code: str, instrumented: str) -> str:
+    """``instrumented`` (``code`` with marker statements, one per line) without the markers
+    :func:`judge` would refuse as misplaced: what an answer for ``code`` may claim."""
+    bad = {line for line, _ in misplaced_markers(parse(instrumented, "instrumented"),
+                                                  verification_context(parse(code, "original program")))}
+    return "".join(text for n, text in enumerate(instrumented.splitlines(keepends=True), 1)
+                   if n not in bad)
+
+
 def _fallback(code: str, reason: str, detail: str) -> Instrumented:
     try:
         out = instrument_ast(code)
