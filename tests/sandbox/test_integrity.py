@@ -244,3 +244,24 @@ async def test_program_runs_under_the_core_file_size_and_cpu_rlimits(env: Env, s
     assert result.status is ExecStatus.OK, result
     got = {line.split()[0]: tuple(int(x) for x in line.split()[1:]) for line in result.stdout.text().splitlines()}
     assert got == {"RLIMIT_CORE": (0, 0), "RLIMIT_FSIZE": (16 << 20, 16 << 20), "RLIMIT_CPU": (40, 40)}
+
+
+async def test_dev_shm_is_private_and_writable(env: Env, sandbox: Sandbox) -> None:
+    """joblib's n_jobs needs POSIX semaphores in /dev/shm: writable inside, private to the run
+    (nothing of it on the host or in the next run)."""
+    env.require("bwrap")
+    token = uuid.uuid4().hex
+    first = await sandbox.run(env.request(prog(f"""
+        import os, warnings
+        open("/dev/shm/{token}", "w").write("x")
+        from sklearn.ensemble import RandomForestClassifier
+        import numpy as np
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # joblib's "will operate in serial mode" would raise
+            RandomForestClassifier(n_estimators=4, n_jobs=2).fit(np.eye(4), [0, 1, 0, 1])
+        print("ok")
+    """)))
+    assert first.status is ExecStatus.OK, first
+    assert not os.path.exists(f"/dev/shm/{token}")
+    second = await sandbox.run(env.request(f"import os; print(os.path.exists('/dev/shm/{token}'))"))
+    assert second.stdout.text().strip() == "False"

@@ -3,7 +3,8 @@
 A program sees, and nothing else:
 - system directories read-only (``/usr`` and the ``/bin``, ``/lib*``, ``/sbin`` links or dirs),
   a handful of ``/etc`` files the dynamic loader and libc read, ``/dev`` minimal (null, zero,
-  random, urandom, tty, pts), a fresh ``/proc`` of its own pid namespace, a private ``/tmp``;
+  random, urandom, tty, pts, a private ``/dev/shm``), a fresh ``/proc`` of its own pid
+  namespace, a private ``/tmp``;
 - the Python environment it runs under read-only (the prefixes of this interpreter, e.g. the
   project venv and the base interpreter it links to), at their host paths (venvs record
   absolute paths);
@@ -62,8 +63,10 @@ def _parents(path: str) -> list[str]:
 def mount_args(work_host: str, input_host: str | None, roots: list[str]) -> list[str]:
     """bubblewrap arguments for the allowlisted view (see the module docstring)."""
     # /tmp first: a venv under /tmp (a CI clone) is bound on top of the private tmpfs
-    args = ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
-    made = {"/tmp", "/dev", "/proc"}
+    # a private writable /dev/shm: Python's multiprocessing (joblib's n_jobs) needs semaphores
+    args = ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
+            "--perms", "1777", "--tmpfs", "/tmp"]
+    made = {"/tmp", "/dev", "/dev/shm", "/proc"}
 
     def ensure_parents(dest: str) -> None:
         for parent in _parents(dest):
