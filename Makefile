@@ -16,7 +16,7 @@ $(VENV)/.installed: $(PYPROJECTS)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_SPEC)
-	$(BIN)/pip install -q -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev,bench]'
+	$(BIN)/pip install -q -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev,bench,slurm]'
 	touch $@
 
 # Services the `docker` and `vllm` tests need: a Docker engine + bubblewrap + the local sandbox
