@@ -195,7 +195,10 @@ def test_stalled_learner_bounds_the_actors_and_they_resume(tmp_path, train_argv,
     (tmp_path / "stall.json").write_text(json.dumps({"rss_kb": rss, "unacked": unacked}))
     beat = json.loads(beat_path.read_text())
     assert beat["backpressure_waits"] >= 1 and beat["backpressure_s"] >= 55 and beat["waiting"] == ""
-    assert _steps(run_dir)[-1] == 3 and not list(outbox.glob("*.msgpack"))
+    assert _steps(run_dir)[-1] == 3
+    # after the stall every sample but those sent after the learner's last commit is acked: the
+    # outbox holds at most what the actor was allowed to leave unacked, and nothing is lost
+    assert len(list(outbox.glob("*.msgpack"))) <= 4
     _assert_exactly_once(run_dir, [run_dir / "actors"])
     assert processes(str(run_dir)) == []
 

@@ -35,6 +35,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,16 +160,30 @@ _authenticators: dict[int, list] = {}  # id(context) -> [ThreadAuthenticator, us
 
 
 def _acquire_zap(context: zmq.Context, domain: str, allowed: frozenset[bytes]) -> None:
-    from zmq.auth.thread import ThreadAuthenticator
-
     with _lock:
         entry = _authenticators.get(id(context))
         if entry is None:
-            auth = ThreadAuthenticator(context, log=logging.getLogger("mlerl.protocol.zap"))
-            auth.start()
-            entry = _authenticators[id(context)] = [auth, 0]
+            entry = _authenticators[id(context)] = [_start_authenticator(context), 0]
         entry[0].configure_curve_callback(domain, _AllowKeys(allowed))
         entry[1] += 1
+
+
+def _start_authenticator(context: zmq.Context):  # type: ignore[no-untyped-def]
+    """A started ZAP authenticator. Its endpoint (``inproc://zeromq.zap.01``) is freed
+    asynchronously when a previous one stops, so a bind that finds it still taken is retried."""
+    from zmq.auth.thread import ThreadAuthenticator
+
+    for attempt in range(200):
+        auth = ThreadAuthenticator(context, log=logging.getLogger("mlerl.protocol.zap"))
+        try:
+            auth.start()
+            return auth
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EADDRINUSE or attempt == 199:
+                raise
+            auth.stop()
+            time.sleep(0.01)
+    raise AssertionError("unreachable")
 
 
 def _release_zap(context: zmq.Context) -> None:
