@@ -136,3 +136,18 @@ async def test_transport_config_keys_dir_secures_every_endpoint(tmp_path):
             await sender.send(make_sample(seq=0))
             await sender.flush(timeout=20)
     assert stored == [0]
+
+
+async def test_a_failed_bind_holds_no_zap_handler(tmp_path):
+    """Binding a secured socket to an address in use fails cleanly: the socket is closed and
+    the context's ZAP handler is released (the next server starts its own)."""
+    import zmq
+
+    from mlerl.protocol._curve import _authenticators
+
+    keys = generate_keys(tmp_path / "run")
+    async with WeightBroadcaster("tcp://127.0.0.1:*", republish_s=0.1, curve=keys) as pub:
+        held = {k: v[1] for k, v in _authenticators.items()}
+        with pytest.raises(zmq.ZMQError):
+            WeightBroadcaster(pub.endpoint, republish_s=0.1, curve=keys)
+        assert {k: v[1] for k, v in _authenticators.items()} == held

@@ -219,6 +219,24 @@ def release_server(sock: zmq.asyncio.Socket) -> None:
     _release_zap(sock.context)
 
 
+def bind_server(sock: zmq.asyncio.Socket, address: str, keys: CurveKeys | None) -> bool:
+    """Bind ``sock`` to ``address``, as a CURVE server when ``keys`` are given (see
+    :func:`secure_server`). Returns whether it holds its context's ZAP handler (then call
+    :func:`release_server` after closing it). On failure the socket is closed, nothing held."""
+    secured = False
+    try:
+        if keys is not None:
+            secure_server(sock, keys)
+            secured = True
+        sock.bind(address)
+    except BaseException:
+        sock.close(linger=0)
+        if secured:
+            release_server(sock)
+        raise
+    return secured
+
+
 def secure_client(sock: zmq.asyncio.Socket, keys: CurveKeys) -> None:
     """Make ``sock`` (before ``connect``) a CURVE client with the actors' key pair that talks
     only to a server holding the learner's secret key."""

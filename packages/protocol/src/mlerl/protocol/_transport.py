@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable, Iterable
 import zmq
 import zmq.asyncio
 
-from mlerl.protocol._curve import CurveKeys, release_server, secure_client, secure_server
+from mlerl.protocol._curve import CurveKeys, bind_server, release_server, secure_client
 from mlerl.protocol._messages import Ack, Heartbeat, ProtocolError, Sample, decode, encode
 from mlerl.protocol._seqtrack import SeqTracker, Verdict
 from mlerl.protocol._transport_config import TransportConfig
@@ -289,15 +289,7 @@ class SampleReceiver(Running):
         }
         self._sock = make_socket(zmq.ROUTER, hwm, 100, context)
         self._sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting actor takes over its id
-        self._curve = False  # True while this socket holds the context's ZAP handler
-        try:
-            if curve is not None:
-                secure_server(self._sock, curve)
-                self._curve = True
-            self._sock.bind(address)
-        except BaseException:
-            self.close()
-            raise
+        self._curve = bind_server(self._sock, address, curve)  # True: holds the ZAP handler
 
     @classmethod
     def from_config(

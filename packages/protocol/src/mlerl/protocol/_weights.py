@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 import zmq
 import zmq.asyncio
 
-from mlerl.protocol._curve import CurveKeys, release_server, secure_client, secure_server
+from mlerl.protocol._curve import CurveKeys, bind_server, release_server, secure_client
 from mlerl.protocol._messages import ProtocolError, WeightUpdate, decode, encode
 from mlerl.protocol._transport_config import TransportConfig
 from mlerl.protocol._zmq import Running, make_socket, try_send
@@ -53,15 +53,7 @@ class WeightBroadcaster(Running):
         self.latest: WeightUpdate | None = None
         self._encoded: bytes | None = None
         self._sock = make_socket(zmq.PUB, hwm, 100, context)
-        self._curve = False  # True while this socket holds the context's ZAP handler
-        try:
-            if curve is not None:
-                secure_server(self._sock, curve)
-                self._curve = True
-            self._sock.bind(address)
-        except BaseException:
-            self.close()
-            raise
+        self._curve = bind_server(self._sock, address, curve)  # True: holds the ZAP handler
 
     @classmethod
     def from_config(cls, config: TransportConfig) -> WeightBroadcaster:
