@@ -64,7 +64,8 @@ def test_whiten_uses_every_ranks_tokens():
 
 
 WORKER = """
-import json, torch, torch.distributed as dist
+import json, sys, torch, torch.distributed as dist
+from pathlib import Path
 from mlerl.learner import whiten
 dist.init_process_group("gloo")
 r = dist.get_rank()
@@ -73,7 +74,7 @@ def all_reduce(t):
     dist.all_reduce(t)
     return t
 out = whiten(torch.tensor(a), torch.tensor(m), all_reduce=all_reduce)
-print(f"rank{r}", json.dumps(out.flatten().tolist()), flush=True)
+Path(sys.argv[1], f"rank{r}.json").write_text(json.dumps(out.flatten().tolist()))
 dist.destroy_process_group()
 """
 
@@ -84,8 +85,10 @@ def test_whiten_over_a_real_two_rank_gloo_group(tmp_path):
     script = tmp_path / "whiten_worker.py"
     script.write_text(WORKER)
     torchrun = Path(sys.executable).with_name("torchrun")
-    proc = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", str(script)],
-                          capture_output=True, text=True, timeout=100, check=True)
-    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith("rank"))
-    assert json.loads(lines["rank0"]) == pytest.approx([-3 / S5, -1 / S5, 0.0], rel=1e-6)
-    assert json.loads(lines["rank1"]) == pytest.approx([1 / S5, 3 / S5], rel=1e-6)
+    # each rank writes its own file: two ranks printing to one pipe lost a line in CI
+    proc = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path)],
+                          capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert rank0 == pytest.approx([-3 / S5, -1 / S5, 0.0], rel=1e-6)
+    assert rank1 == pytest.approx([1 / S5, 3 / S5], rel=1e-6)
