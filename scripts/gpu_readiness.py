@@ -4,7 +4,7 @@
 
 1. vllm: the vLLM engine and its weight sync on the GPU (`pytest -m vllm` in `.venv-vllm`,
    created by scripts/ci/setup_vllm.sh): generate, reload published weights, match a fresh
-   engine; then `python -m mlerl.actors.bench_engines` if present (throughput figures).
+   engine (throughput figures, by hand: `.venv-vllm/bin/python benchmarks/engines.py --engines vllm`).
 2. fsdp: the FSDP2 learner with bf16 mixed precision over 1 and min(2, GPUs) ranks on the same
    batch (benchmarks/learner_ranks.py --bf16): time per update and the weight difference after
    one update -> benchmarks/results/gpu_learner_ranks.json.

@@ -1,4 +1,4 @@
-"""``mlerl-bench``: list, prepare, grade, grade-batch, validate, compare, calibrate, benchmark.
+"""``mlerl-bench``: list, prepare, grade, grade-batch, validate, compare, calibrate.
 
 Exit status: 0 on success (a graded-but-invalid submission is still a success for ``grade``;
 ``validate`` exits 1 when invalid), 2 on bad arguments or an unknown / unprepared task.
@@ -53,9 +53,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--work-dir", required=True)
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--resume", action="store_true", help="reuse existing leaderboard.csv files")
-    p = sub.add_parser("benchmark", help="prepare / grading latencies -> JSON")
-    p.add_argument("--out", default="benchmarks/results/bench.json")
-    p.add_argument("--repeats", type=int, default=3)
     return ap
 
 
@@ -133,17 +130,9 @@ def _cmd_calibrate(a: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_benchmark(a: argparse.Namespace) -> int:
-    from mlerl.bench._benchmark import run_benchmark
-
-    run_benchmark(Path(a.out), repeats=a.repeats)
-    print(a.out)
-    return 0
-
-
 COMMANDS = {"list": _cmd_list, "prepare": _cmd_prepare, "grade": _cmd_grade,
             "grade-batch": _cmd_grade_batch, "validate": _cmd_validate, "compare": _cmd_compare,
-            "calibrate": _cmd_calibrate, "benchmark": _cmd_benchmark}
+            "calibrate": _cmd_calibrate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,10 +1,11 @@
-"""``mlerl-sandbox``: run one program, reap leftovers, check the host, benchmark.
+"""``mlerl-sandbox``: run one program, reap leftovers, check the host.
 
     mlerl-sandbox run PROGRAM.py --backend local|docker --timeout S --memory-mb M
                       [--cpus N] [--data DIR] [--collect submission.csv]
     mlerl-sandbox reap [--backend docker] [--all]
     mlerl-sandbox doctor
-    mlerl-sandbox bench [--soak N]
+
+(The benchmark is ``python benchmarks/sandbox_overhead.py`` in the repository.)
 """
 
 from __future__ import annotations
@@ -41,10 +42,6 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--backend", choices=("local", "docker"), default="docker")
     rp.add_argument("--all", action="store_true", help="also those of live executors")
     sub.add_parser("doctor", help="print which isolation features work on this host")
-    b = sub.add_parser("bench", help="throughput, overhead and a leak soak; writes JSON")
-    b.add_argument("--soak", type=int, default=1000, help="executions in the soak")
-    b.add_argument("--backends", default="local,docker")
-    b.add_argument("--out", type=Path, default=Path("benchmarks/results/sandbox.json"))
     return p
 
 
@@ -73,15 +70,9 @@ def main(argv: list[str] | None = None) -> int:
             counts = asyncio.run(reap(SandboxConfig(backend=args.backend), args.all))
             print(json.dumps(counts))
             return 0
-        if args.cmd == "doctor":
-            from mlerl.sandbox._doctor import doctor
+        from mlerl.sandbox._doctor import doctor  # "doctor"
 
-            print(json.dumps(doctor(SandboxConfig()), indent=2))
-            return 0
-        from mlerl.sandbox._bench import bench
-
-        print(json.dumps(asyncio.run(bench(args.backends.split(","), args.soak, args.out)),
-                         indent=2))
+        print(json.dumps(doctor(SandboxConfig()), indent=2))
         return 0
     except UnicodeDecodeError as exc:
         print(f"mlerl-sandbox: error: {args.program} is not UTF-8 text ({exc.reason} at byte "

@@ -1,4 +1,4 @@
-"""Generation throughput of the engines on a tiny random Qwen2: ``python -m mlerl.actors.bench_engines``.
+"""Generation throughput of the engines on a tiny random Qwen2: ``python benchmarks/engines.py``.
 
 Writes (merges into) ``benchmarks/results/engines.json``, one entry per engine, so running it
 in the main venv (``--engines hf``) and in ``.venv-vllm`` (``--engines vllm,openai``; openai
@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mlerl.protocol import ChatMessage, InferenceEngine, SamplingParams
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 async def measure(engine: InferenceEngine, prompts: int, new_tokens: int, repeats: int) -> dict:
@@ -82,13 +84,13 @@ async def run(args: argparse.Namespace) -> dict:
     results: dict = {}
     engines = args.engines.split(",")
     if "hf" in engines:
-        from mlerl.actors._hf import HFEngine
+        from mlerl.actors import HFEngine
 
         hf = HFEngine(model_dir, max_batch_size=args.prompts)
         results["hf"] = await measure(hf, args.prompts, args.new_tokens, args.repeats)
         await hf.close()
     if "vllm" in engines:
-        from mlerl.actors._vllm import VLLMEngine
+        from mlerl.actors import VLLMEngine
 
         vl = VLLMEngine(model_dir, dtype="float32", max_model_len=1024)
         try:
@@ -96,7 +98,7 @@ async def run(args: argparse.Namespace) -> dict:
         finally:
             await vl.close()
     if "openai" in engines:
-        from mlerl.actors._openai import OpenAIEngine
+        from mlerl.actors import OpenAIEngine
 
         with _vllm_server(model_dir) as url:
             oa = OpenAIEngine(url, "tiny")
@@ -116,7 +118,7 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/engines.json"))
+    p.add_argument("--out", type=Path, default=RESULTS / "engines.json")
     args = p.parse_args()
     results = asyncio.run(run(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,6 @@
-"""``mlerl-bench benchmark``: prepare and grading latencies, written to a JSON file.
+"""Prepare and grading latencies of the stand-in tasks, written to a JSON file.
+
+``python benchmarks/grading.py [--out benchmarks/results/bench.json] [--repeats 3]``
 
 Measures wall-clock seconds (median of ``repeats``) for: preparing each stand-in (full and
 tiny), grading its sample submission in-process, and grading it in a subprocess (which adds
@@ -8,6 +10,7 @@ CPU count and load average next to them.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -15,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from mlerl.bench._grade import grade_submission
-from mlerl.bench._prepare import prepare
-from mlerl.bench._standins import BUILDERS
-from mlerl.bench._subprocess import grade_in_subprocess
+from mlerl.bench import grade_in_subprocess, grade_submission, prepare
+from mlerl.bench._standins import BUILDERS  # the stand-in task ids (private: no user needs them)
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _timed(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
@@ -46,3 +49,17 @@ def run_benchmark(out: Path, repeats: int = 3) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RESULTS / "bench.json")
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args(argv)
+    run_benchmark(args.out, repeats=args.repeats)
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,13 +1,19 @@
-"""The benchmark's update step on a hand-made frequency-biased batch (no sleeping)."""
+"""benchmarks/duration_bias.py: the update step on a hand-made frequency-biased batch (no sleeping)."""
 
+import importlib
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from mlerl.learner import DurationWeighting
-from mlerl.learner.bench_duration_bias import Run, bandit_update
 from mlerl.protocol import ExecStatus, PromptKind, Sample
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+_bench = importlib.import_module("duration_bias")
+Run, bandit_update = _bench.Run, _bench.bandit_update
 
 
 def _sample(seq: int, arm: int, duration: float, reward: float) -> Sample:

@@ -1,4 +1,4 @@
-"""Throughput of the sample stream: ``python -m mlerl.protocol.bench [--samples N] [--out PATH]``.
+"""Throughput of the sample stream: ``python benchmarks/protocol_throughput.py [--samples N] [--out PATH]``.
 
 One actor process (this one) sends N samples to a receiver in a second process (spawned), over
 ``tcp://127.0.0.1`` and over ``ipc://``; the clock runs from the first ``send`` to the end of
@@ -22,9 +22,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from mlerl.protocol._curve import CurveKeys, generate_keys
-from mlerl.protocol._messages import ExecStatus, PromptKind, Sample, encode
-from mlerl.protocol._transport import SampleReceiver, SampleSender
+from mlerl.protocol import (
+    CurveKeys,
+    ExecStatus,
+    PromptKind,
+    Sample,
+    SampleReceiver,
+    SampleSender,
+    encode,
+    generate_keys,
+)
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _sample(seq: int, prompt_tokens: int, response_tokens: int) -> Sample:
@@ -117,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--prompt-tokens", type=int, default=1024)
     parser.add_argument("--response-tokens", type=int, default=512)
     parser.add_argument("--repeat", type=int, default=3, help="runs per case; the median is reported")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/protocol.json"))
+    parser.add_argument("--out", type=Path, default=RESULTS / "protocol.json")
     parser.add_argument("--security", default="none,curve", help="comma list of none, curve")
     args = parser.parse_args(argv)
     securities = args.security.split(",")

@@ -1,4 +1,7 @@
-"""``mlerl-sandbox bench``: throughput, per-run overhead and a leak soak (not a test).
+"""Sandbox throughput, per-run overhead and a leak soak (not a test).
+
+``python benchmarks/sandbox_overhead.py [--soak 1000] [--backends local,docker] [--out PATH]``
+(default ``benchmarks/results/sandbox.json``)
 
 Measured in one process, in one run, on whatever host runs it: executions/s of a trivial
 program at concurrency 1, 2, 4 per backend; mean latency next to a bare ``python -c pass``
@@ -8,6 +11,7 @@ concurrency 4 and a count of what was left behind (processes, containers, cgroup
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -22,11 +26,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, make_sandbox
+# The leak count looks where the sandbox leaves things (its private layout), like `reap` does.
 from mlerl.sandbox import _cgroup
-from mlerl.sandbox._factory import make_sandbox
-from mlerl.sandbox._types import ExecutionRequest, Limits, SandboxConfig
 from mlerl.sandbox._workdir import owner_tag
 
+RESULTS = Path(__file__).resolve().parent / "results"
 TRIVIAL = "pass\n"
 
 
@@ -134,3 +139,17 @@ async def bench(backends: list[str], soak: int, out_path: Path) -> dict[str, Any
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(results, indent=2) + "\n")
     return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--soak", type=int, default=1000, help="executions in the soak")
+    p.add_argument("--backends", default="local,docker")
+    p.add_argument("--out", type=Path, default=RESULTS / "sandbox.json")
+    args = p.parse_args(argv)
+    print(json.dumps(asyncio.run(bench(args.backends.split(","), args.soak, args.out)), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The benchmarks that used to ship inside the packages (issue 16) start from benchmarks/ and
+answer ``--help`` (their figures are measured by running them, not here)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("script", ["protocol_throughput.py", "duration_bias.py", "engines.py",
+                                    "sandbox_overhead.py", "grading.py"])
+def test_benchmark_script_answers_help(script):
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--help"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage" in done.stdout.lower() and "--out" in done.stdout
