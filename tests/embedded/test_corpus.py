@@ -124,3 +124,39 @@ def test_one_style_corpus_varies_only_what_changes_the_score(views):
         assert len({e.family for e in drafts if e.task_id == view.id}) >= 3
     styled = [e for e in generate_corpus(views, seed=0, **SMALL) if e.kind == "draft"]
     assert any(any(s in e.code for s in other_styles) for e in styled)
+
+
+def test_with_real_outputs_rerenders_each_improve_prompt_with_its_parents_output(views):
+    from mlerl.embedded._corpus import with_real_outputs
+
+    ex = generate_corpus(views[:2], seed=0, **SMALL)
+    calls = []
+
+    def run(items):
+        calls.extend(items)
+        return [f"REAL-OUTPUT-{i}" for i in range(len(items))]
+
+    out = with_real_outputs(ex, views[:2], run)
+    improve = [i for i, e in enumerate(ex) if e.kind == "improve"]
+    assert len(calls) == len(improve) > 0
+    for n, i in enumerate(improve):
+        prompt = out[i].messages[-1][1]
+        assert f"REAL-OUTPUT-{n}\n```" in prompt
+        assert ex[i].parent[1].strip() in prompt and calls[n][1] == ex[i].parent[1]  # the parent ran
+        assert out[i].answer == ex[i].answer
+    assert all(out[i] == ex[i] for i in range(len(ex)) if i not in improve)
+    with pytest.raises(ValueError, match="outputs for"):
+        with_real_outputs(ex, views[:2], lambda items: [])
+
+
+def test_fix_share_sets_how_many_improve_examples_revise_a_bug(views):
+    def fixes(share):
+        ex = [e for e in generate_corpus(views, seed=0, drafts_per_task=1, improves_per_task=12,
+                                         instruments_per_task=0, fix_share=share) if e.kind == "improve"]
+        return sum(e.answer.startswith("The previous solution failed") or
+                   e.answer.startswith("The previous solution had a bug") for e in ex) / len(ex)
+
+    assert fixes(0.0) == 0.0
+    assert 0.0 < fixes(0.25) < fixes(0.75)
+    with pytest.raises(ValueError, match="fix_share"):
+        generate_corpus(views, fix_share=1.5)

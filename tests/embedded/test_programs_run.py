@@ -61,3 +61,17 @@ def test_run_program_reports_syntax_error_and_missing_code(views, registry):
     assert not bad.parsed and bad.error.startswith("SyntaxError")
     quiet = run_program("print('no submission')\n", task, 30)
     assert quiet.exit_code == 0 and not quiet.valid and quiet.error == "NoSubmission"
+
+
+def test_terminal_outputs_are_what_the_actors_show(views, registry):
+    """The improve examples' outputs come from the sandbox the way an RL action's do: plain
+    markers (with their values), the program's own prints, and the real traceback."""
+    from mlerl.embedded._evaluate import terminal_outputs
+
+    view = next(v for v in views if v.id == "standin-wine-logloss-tiny")
+    good = _cheap_programs(view, 1)[0]
+    bad = good.code.replace("import pandas as pd\n", "")
+    ok, crashed = terminal_outputs([(registry.get(view.id), good.code), (registry.get(view.id), bad)])
+    assert ok.startswith("imported packages\nloaded data\n") and "predicted test labels" in ok
+    assert ":key " not in ok and "Traceback" not in ok  # channel lines cleaned, nothing raised
+    assert "Traceback (most recent call last)" in crashed and "NameError: name 'pd' is not defined" in crashed

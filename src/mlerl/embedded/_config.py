@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
 
-BOOTSTRAP_VERSION = 5
+BOOTSTRAP_VERSION = 6
 """Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 
@@ -26,8 +26,18 @@ class BootstrapConfig:
     """Tasks the corpus covers; empty = every `-tiny` stand-in of `mlerl.bench`."""
     drafts_per_task: int = 32
     """C.1 draft examples per task (`mistake_rate` of them carry one bug)."""
-    improves_per_task: int = 12
-    """C.2 improve examples per task (half fix a bug, half switch to a stronger model)."""
+    improves_per_task: int = 24
+    """C.2 improve examples per task (`fix_share` fix a bug, the others switch to a stronger
+    model)."""
+    fix_share: float = 0.25
+    """Share of the improve examples that revise a buggy program. The actors revise only
+    programs that ran (`actors.improvement.include_failures=false`), so most examples show a
+    working program and a stronger one."""
+    real_outputs: bool = True
+    """Run each improve example's parent in the sandbox, the way the actors run programs, and
+    show its real terminal output in the prompt (markers with values, the program's prints,
+    warnings) instead of the simulated marker lines. Adds about a minute to a build; the cache
+    key covers it."""
     instruments_per_task: int = 6
     """C.3 instrumentation examples per task."""
     mistake_rate: float = 0.2
@@ -74,6 +84,7 @@ class BootstrapConfig:
 
     def __post_init__(self) -> None:
         check(0.0 <= self.mistake_rate <= 1.0, "mistake_rate", "must be in [0, 1]")
+        check(0.0 <= self.fix_share <= 1.0, "fix_share", "must be in [0, 1]")
         check(min(self.drafts_per_task, self.improves_per_task, self.instruments_per_task) >= 0,
               "drafts_per_task", "example counts must be >= 0")
         check(self.vocab_size >= 512, "vocab_size", "must be >= 512")

@@ -6,14 +6,20 @@ so the bootstrapped policy samples varied programs and RL has reward variance to
 Three example kinds, each a chat (messages) plus the assistant answer that SFT learns:
 - ``draft``: C.1 prompt (task description) -> plan + code; a `mistake_rate` fraction carry one
   realistic bug (`_mistakes.MISTAKES`) and are marked `correct=False`.
-- ``improve``: C.2 prompt (previous plan + code, and its terminal output when it crashed) ->
-  revised plan + code: either the bug fixed or a stronger / slower model.
+- ``improve``: C.2 prompt (previous plan + code and its terminal output) -> revised plan +
+  code: either the bug fixed (`fix_share` of them) or a stronger / slower model. The output
+  is simulated (the markers each chunk prints) until `with_real_outputs` replaces it with what
+  the program really prints when run the way the actors run it: the actors show that, with
+  the markers' values, the program's own prints and library warnings, and a policy trained
+  only on the clean simulated output wrote no valid program for any real improve prompt
+  (docs/embedded.md).
 - ``instrument``: C.3 prompt (a program) -> the same program with the marker prints inserted.
 Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a corpus.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import hashlib
@@ -54,6 +60,8 @@ class Example:
     mistake: str | None = None
     code: str = ""
     """The program inside `answer` (draft/improve) or the uninstrumented input (instrument)."""
+    parent: tuple[str, str] | None = None
+    """(plan, code) of the solution an improve prompt revises."""
 
     def chat(self) -> list[dict[str, str]]:
         return [{"role": r, "content": c} for r, c in self.messages]
@@ -85,10 +93,11 @@ def _draft(view: TaskView, program: Program, prompts: Any = None) -> Example:
                    program.mistake, program.code)
 
 
-def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bool = True) -> Example:
+def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bool = True,
+             fix_share: float = 0.5) -> Example:
     choices = sample_choices(view, rng, styles)
     good = generate_program(view, rng, choices)
-    if rng.random() < 0.5:
+    if rng.random() < fix_share:
         bad = inject(good, view, rng.choice(MISTAKES), rng)
         if bad is not None:
             fix = _FIX[bad.mistake].format(label=view.label_column)
@@ -98,7 +107,7 @@ def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bo
             return Example("improve", view.id,
                            _msgs(improve_messages(view.task, bad.plan, bad.code, output, prompts)),
                            format_answer(lead + fix + " " + good.plan, good.code), good.family, True,
-                           None, good.code)
+                           None, good.code, (bad.plan, bad.code))
     weak = replace(choices, budget=0)
     weak_prog = generate_program(view, rng, weak)
     allowed = [f for f in families_for(view.problem, view.modality) if f in _STRONG]
@@ -116,7 +125,26 @@ def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bo
     return Example("improve", view.id,
                    _msgs(improve_messages(view.task, weak_prog.plan, weak_prog.code, _output(weak_prog), prompts)),
                    format_answer(lead + better.plan, better.code), better.family, True, None,
-                   better.code)
+                   better.code, (weak_prog.plan, weak_prog.code))
+
+
+def with_real_outputs(examples: list[Example], views: list[TaskView],
+                      run: Callable[[list[tuple[Any, str]]], list[str]], prompts: Any = None) -> list[Example]:
+    """`examples` with every improve prompt showing its parent's real terminal output.
+
+    `run` takes (task, program) pairs and returns each program's terminal output as the actors
+    show it (`mlerl.embedded.terminal_outputs` runs them in the sandbox)."""
+    tasks = {v.id: v.task for v in views}
+    todo = [i for i, ex in enumerate(examples) if ex.kind == "improve" and ex.parent is not None]
+    outputs = run([(tasks[examples[i].task_id], examples[i].parent[1]) for i in todo])
+    if len(outputs) != len(todo):
+        raise ValueError(f"run returned {len(outputs)} outputs for {len(todo)} programs")
+    out = list(examples)
+    for i, output in zip(todo, outputs, strict=True):
+        ex = examples[i]
+        plan, code = ex.parent
+        out[i] = replace(ex, messages=_msgs(improve_messages(tasks[ex.task_id], plan, code, output, prompts)))
+    return out
 
 
 def _instrument(view: TaskView, program: Program) -> Example:
@@ -130,14 +158,17 @@ def _instrument(view: TaskView, program: Program) -> Example:
 
 def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int = 48,
                     improves_per_task: int = 16, instruments_per_task: int = 8,
-                    mistake_rate: float = 0.2, prompts: Any = None, styles: bool = True) -> list[Example]:
+                    mistake_rate: float = 0.2, prompts: Any = None, styles: bool = True,
+                    fix_share: float = 0.5) -> list[Example]:
     """Deterministic corpus for `views`; duplicate answers are dropped.
 
     `prompts` (a `mlerl.actors.PromptConfig`, default when None) must be the one the actors
     use during RL, so SFT trains on exactly the prompts the policy will see. `styles=False`
-    writes every program in one coding style (see `_programs.sample_choices`)."""
-    if not 0.0 <= mistake_rate <= 1.0:
-        raise ValueError(f"mistake_rate must be in [0, 1], got {mistake_rate}")
+    writes every program in one coding style (see `_programs.sample_choices`). `fix_share` of
+    the improve examples revise a buggy program, the others a weak one."""
+    for name, value in (("mistake_rate", mistake_rate), ("fix_share", fix_share)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {value}")
     examples: list[Example] = []
     for view in views:
         rng = random.Random(f"{seed}:{view.id}")
@@ -146,7 +177,7 @@ def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int =
             examples.append(_draft(view, generate_program(view, rng, mistake=mistake, styles=styles),
                                    prompts))
         for _ in range(improves_per_task):
-            examples.append(_improve(view, rng, prompts, styles))
+            examples.append(_improve(view, rng, prompts, styles, fix_share))
         for _ in range(instruments_per_task):
             examples.append(_instrument(view, generate_program(view, rng, styles=styles)))
     seen: set[str] = set()

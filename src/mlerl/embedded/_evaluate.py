@@ -112,6 +112,39 @@ async def _run_one(sandbox, code: str, task, timeout_s: float) -> RunOutcome:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def terminal_outputs(items: list[tuple[object, str]], timeout_s: float = 120.0, workers: int = 2,
+                     tail_chars: int = 8000) -> list[str]:
+    """The terminal output of each (task, program) as an actor's improve prompt shows it.
+
+    The same path as an RL action: AST instrumentation, the secure marker channel, the local
+    sandbox on the task's public data, stdout then stderr, channel lines turned back into plain
+    markers (`mlerl.instrument.clean_output`), the last `tail_chars` characters."""
+    return asyncio.run(_terminal_outputs(items, timeout_s, workers, tail_chars))
+
+
+async def _terminal_outputs(items, timeout_s: float, workers: int, tail_chars: int) -> list[str]:
+    from mlerl.instrument import clean_output, instrument_ast, prepare_run
+    from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, make_sandbox
+
+    sandbox = make_sandbox(SandboxConfig(max_concurrency=workers))
+
+    async def one(task, code: str) -> str:
+        run = prepare_run(instrument_ast(code), "secure")
+        result = await sandbox.run(ExecutionRequest(program=run.program, data_dir=task.public_dir,
+                                                    limits=Limits(wall_time_s=timeout_s)))
+        for path in {p.parent for p in result.files.values()}:
+            shutil.rmtree(path, ignore_errors=True)
+        out, err = result.stdout.text(), result.stderr.text()
+        joined = out + ("\n" if out and err and not out.endswith("\n") else "") + err
+        text = clean_output(joined, run.nonce)
+        return text[len(text) - tail_chars:] if tail_chars else ""
+
+    try:
+        return list(await asyncio.gather(*(one(task, code) for task, code in items)))
+    finally:
+        await sandbox.close()
+
+
 def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | Path, *,
                     samples: int = 32, temperature: float = 0.8, max_new_tokens: int = 768,
                     timeout_s: float = 120.0, workers: int = 2, seed: int = 0) -> list[TaskEval]:

@@ -22,7 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from mlerl.embedded._config import BootstrapConfig
-from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus
+from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus, with_real_outputs
+from mlerl.embedded._evaluate import terminal_outputs
 from mlerl.embedded._tasks import task_views
 from mlerl.embedded._tokenizer import IM_END, phrase_tokens, stdlib_texts, train_tokenizer
 
@@ -135,9 +136,11 @@ def sft(model, tok, examples: list[Example], cfg: BootstrapConfig, log=None) -> 
 
 
 def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
+    """The corpus with simulated improve outputs (pure and fast: it keys the cache)."""
     views = task_views(data_dir, list(cfg.task_ids) or None)
     return generate_corpus(views, cfg.seed, cfg.drafts_per_task, cfg.improves_per_task,
-                           cfg.instruments_per_task, cfg.mistake_rate, cfg.prompts, cfg.styles)
+                           cfg.instruments_per_task, cfg.mistake_rate, cfg.prompts, cfg.styles,
+                           cfg.fix_share)
 
 
 def read_manifest(model_dir: Path) -> dict | None:
@@ -181,6 +184,12 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
             return out
         log(f"embedded policy: {out} was stopped by sft_seconds after {manifest.get('steps')} of "
             f"{cfg.sft_steps} steps; rebuilding")
+    if cfg.real_outputs:
+        t_run = time.monotonic()
+        examples = with_real_outputs(examples, task_views(data, list(cfg.task_ids) or None),
+                                     terminal_outputs, cfg.prompts)
+        log(f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve parents "
+            f"for their terminal output in {time.monotonic() - t_run:.0f} s")
     prompts = sorted({c for ex in examples for _, c in ex.messages})
     answers = [ex.answer for ex in examples]
     phrases = phrase_tokens(answers, prompts, limit=cfg.phrase_tokens)
