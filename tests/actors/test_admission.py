@@ -1,6 +1,7 @@
 import pytest
 
-from mlerl.actors import Admission, AdmissionConfig, Verdict
+from mlerl.actors import AdmissionConfig
+from mlerl.actors._admission import Admission, Verdict
 from mlerl.protocol import ConfigError
 
 E, S, D = Verdict.EXECUTE, Verdict.SEND, Verdict.DROP

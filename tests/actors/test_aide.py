@@ -3,8 +3,7 @@ import re
 
 import pytest
 
-from mlerl.actors import AideConfig, Evaluation, best_node, run_aide
-from mlerl.actors._aide import Node, next_step
+from mlerl.actors._aide import AideConfig, Evaluation, Node, best_node, next_step, run_aide
 from mlerl.actors._fakes import FakeTask
 from mlerl.protocol import Completion, ConfigError
 

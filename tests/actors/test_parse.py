@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlerl.actors import ParsedResponse, parse_response
+from mlerl.actors._parse import ParsedResponse, parse_response
 from mlerl.protocol import ParseStatus
 
 GOOD = "I will fit a linear model.\n\n```python\nimport pandas as pd\nprint('hi')\n```\n"

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mlerl.actors import ImprovementBuffer, ImprovementConfig, PromptConfig, Solution
+from mlerl.actors import ImprovementConfig, PromptConfig
+from mlerl.actors._improve import ImprovementBuffer, Solution
 from mlerl.actors import improve_prompt, scratch_prompt
 from mlerl.actors._prompts import SYSTEM, data_snippet
 from mlerl.protocol import ConfigError, ExecStatus, ParseStatus, PromptKind

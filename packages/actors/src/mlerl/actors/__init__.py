@@ -1,24 +1,32 @@
-"""mlerl.actors: inference engines, response parsing, prompts and the asyncio actor loop.
+"""mlerl.actors: inference engines, prompts and the asyncio actor process.
 
-Engines (``HFEngine``, ``VLLMEngine``, ``OpenAIEngine``) implement
-:class:`mlerl.protocol.InferenceEngine`. Heavy dependencies (torch, transformers, vLLM, httpx)
-are imported when an engine is first used, so importing this package stays light.
+- configuration: ``ActorsConfig`` (one actor process) and the sections it nests
+  (``AdmissionConfig``, ``ImprovementConfig``, ``PromptConfig``, ``InfraConfig``);
+- engines: ``make_engine`` builds the configured one; ``HFEngine``, ``VLLMEngine`` and
+  ``OpenAIEngine`` implement :class:`mlerl.protocol.InferenceEngine`. Heavy dependencies (torch,
+  transformers, vLLM, httpx) are imported when an engine is first used, so importing this
+  package stays light;
+- the paper's prompts: ``scratch_prompt``, ``improve_prompt``;
+- one program's path generate -> parse -> instrument -> execute -> grade -> reward:
+  ``real_pipeline``; best-of-K evaluation of a policy: ``evaluate``;
+- ``EXIT_INFRA_DOWN``: the actor process's exit status when its execution backend stays down.
+
+The process entry point is ``python -m mlerl.actors``. Everything else (the actor loop,
+admission, response parsing, the AIDE baseline) is private; see docs/actors.md.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mlerl.actors._admission import Admission, AdmissionConfig, Verdict
-from mlerl.actors._aide import AideConfig, Evaluation, best_node, run_aide
+from mlerl.actors._admission import AdmissionConfig
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._engines import make_engine
-from mlerl.actors._evaluate import evaluate, summarise
+from mlerl.actors._evaluate import evaluate
 from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
-from mlerl.actors._improve import ImprovementBuffer, ImprovementConfig, Solution
-from mlerl.actors._prompts import PromptConfig, improve_prompt, scratch_prompt
+from mlerl.actors._improve import ImprovementConfig
 from mlerl.actors._pipeline import real_pipeline
-from mlerl.actors._parse import ParsedResponse, parse_response
+from mlerl.actors._prompts import PromptConfig, improve_prompt, scratch_prompt
 
 if TYPE_CHECKING:
     from mlerl.actors._hf import HFEngine
@@ -44,28 +52,17 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ActorsConfig",
-    "evaluate",
-    "make_engine",
-    "real_pipeline",
-    "summarise",
-    "AideConfig",
-    "Evaluation",
-    "Admission",
     "AdmissionConfig",
-    "EXIT_INFRA_DOWN",
+    "ImprovementConfig",
     "InfraConfig",
+    "PromptConfig",
+    "make_engine",
     "HFEngine",
     "OpenAIEngine",
     "VLLMEngine",
-    "ImprovementBuffer",
-    "ImprovementConfig",
-    "ParsedResponse",
-    "PromptConfig",
-    "Solution",
-    "improve_prompt",
     "scratch_prompt",
-    "Verdict",
-    "parse_response",
-    "best_node",
-    "run_aide",
+    "improve_prompt",
+    "real_pipeline",
+    "evaluate",
+    "EXIT_INFRA_DOWN",
 ]
