@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from mlerl.bench import REPORT_KEYS
+from mlerl.bench._grade import REPORT_KEYS
 from mlerl.bench._cli import main
 
 TASK = "standin-cancer-auc-tiny"

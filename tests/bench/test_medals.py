@@ -5,7 +5,8 @@ import math
 import pandas as pd
 import pytest
 
-from mlerl.bench import medal_positions, rank_score, thresholds_from_leaderboard, thresholds_from_scores
+from mlerl.bench import rank_score
+from mlerl.bench._medals import medal_positions, thresholds_from_leaderboard, thresholds_from_scores
 
 
 @pytest.mark.parametrize(("n", "want"), [

@@ -2,46 +2,38 @@
 
 Graders reproduce MLE-bench's semantics (any exception = invalid, scores rounded to 5 places,
 NaN valid, Kaggle medal rules) and read/write MLE-bench's on-disk layout and report keys.
+
+- tasks: ``Registry`` (built-in and ``--tasks-dir`` tasks), ``TaskSpec``, ``TaskError``,
+  ``prepare`` (build a task's data in MLE-bench's layout), ``default_data_dir``;
+- grading: ``grade_submission``, ``validate_submission``, ``grade_in_subprocess`` and the warm
+  ``GraderPool`` (separate processes), ``GRADERS`` (the grader names a task.yaml may use);
+- comparisons: ``compare_runs`` (tables and plots), ``mean_se``, ``rank_score``.
+
+The command is ``mlerl-bench``; see docs/bench.md.
 """
 
 from mlerl.bench._compare import compare_runs, mean_se
-from mlerl.bench._grade import (
-    REPORT_KEYS,
-    GradeReport,
-    aggregate,
-    grade_submission,
-    read_batch,
-    validate_submission,
-)
-from mlerl.bench._graders import GRADERS, InvalidSubmission
-from mlerl.bench._medals import medal_positions, rank_score, thresholds_from_leaderboard, thresholds_from_scores
+from mlerl.bench._grade import grade_submission, validate_submission
+from mlerl.bench._graders import GRADERS
+from mlerl.bench._medals import rank_score
 from mlerl.bench._prepare import prepare
 from mlerl.bench._subprocess import GraderPool, grade_in_subprocess
-from mlerl.bench._task import Registry, TaskError, TaskSpec, Thresholds, default_data_dir
+from mlerl.bench._task import Registry, TaskError, TaskSpec, default_data_dir
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "GRADERS",
-    "REPORT_KEYS",
-    "GradeReport",
-    "GraderPool",
-    "InvalidSubmission",
     "Registry",
-    "TaskError",
     "TaskSpec",
-    "Thresholds",
-    "aggregate",
-    "compare_runs",
-    "default_data_dir",
-    "grade_in_subprocess",
-    "grade_submission",
-    "mean_se",
-    "medal_positions",
+    "TaskError",
     "prepare",
-    "rank_score",
-    "read_batch",
-    "thresholds_from_leaderboard",
-    "thresholds_from_scores",
+    "default_data_dir",
+    "grade_submission",
     "validate_submission",
+    "grade_in_subprocess",
+    "GraderPool",
+    "GRADERS",
+    "compare_runs",
+    "mean_se",
+    "rank_score",
 ]
