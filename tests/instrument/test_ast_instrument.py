@@ -6,7 +6,9 @@ import ast
 
 import pytest
 
-from mlerl.instrument import finalize, instrument_ast, marker_of
+from mlerl.instrument import instrument_ast
+from mlerl.instrument._markers import marker_of
+from mlerl.instrument._verify import finalize
 
 PIZZA = """\
 import pandas as pd

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlerl.instrument import (
-    EMIT_LIMIT,
     MARKERS,
     MarkerScanner,
     clean_output,
@@ -18,6 +17,7 @@ from mlerl.instrument import (
     prepare_run,
     scan_text,
 )
+from mlerl.instrument._run import EMIT_LIMIT
 from mlerl.protocol import ExecStatus
 
 FORGER = "".join(f"print({m!r})\n" for m in MARKERS) + "raise SystemExit(1)\n"

@@ -6,7 +6,7 @@ import ast
 import json
 from pathlib import Path
 
-from mlerl.instrument import marker_of
+from mlerl.instrument._markers import marker_of
 from mlerl.instrument._cli import main
 
 PROG = "import pandas as pd\ndf = pd.read_csv('input/x.csv')\n"

@@ -6,13 +6,9 @@ import asyncio
 
 import pytest
 
-from mlerl.instrument import (
-    REASONS,
-    LMInstrumentConfig,
-    LMInstrumenter,
-    instrument_ast,
-    marker_of,
-)
+from mlerl.instrument import LMInstrumentConfig, LMInstrumenter, instrument_ast
+from mlerl.instrument._lm import REASONS
+from mlerl.instrument._markers import marker_of
 
 from .conftest import FakeEngine
 

@@ -6,7 +6,8 @@ import ast
 
 import pytest
 
-from mlerl.instrument import Rejected, finalize, marker_of
+from mlerl.instrument._markers import marker_of
+from mlerl.instrument._verify import Rejected, finalize
 
 ORIG = """\
 import pandas as pd

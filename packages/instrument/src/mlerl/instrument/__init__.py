@@ -2,65 +2,48 @@
 
 Pipeline (paper section 3.2): ``instrument_ast`` or ``LMInstrumenter`` inserts marker prints ->
 ``prepare_run`` turns them into an unforgeable nonce channel (or leaves plain prints in paper
-mode) -> the sandbox runs the program and streams stdout into ``MarkerScanner`` ->
+mode) -> the sandbox runs the program and streams stdout into ``MarkerScanner`` (``scan_text``
+for a complete output; ``clean_output``: the output with plain markers, for prompts) ->
 ``compute_reward`` turns (markers, status, grade, direction) into the reward.
+
+- markers: ``MARKERS`` (the paper's seven);
+- the LM instrumenter: ``LMInstrumenter``, ``LMInstrumentConfig``, its prompt
+  ``INSTRUMENT_PROMPT``, ``judge`` (accept an answer or fall back to the AST) and
+  ``drop_unjustified`` (the markers ``judge`` would refuse, removed);
+- the reward: ``compute_reward``, ``RewardConfig``, ``RewardKind``, ``Reference``.
+
+See docs/instrument.md.
 """
 
-from mlerl.instrument._ast_instrument import instrument_ast, plan_markers
+from mlerl.instrument._ast_instrument import instrument_ast
 from mlerl.instrument._lm import (
     INSTRUMENT_PROMPT,
-    REASONS,
-    Instrumented,
-    InstrumentStats,
     LMInstrumentConfig,
     LMInstrumenter,
-    LRUCache,
-    extract_code,
     drop_unjustified,
     judge,
 )
-from mlerl.instrument._markers import LOSS_MARKERS, MARKERS, marker_of
-from mlerl.instrument._reward import (
-    Reference,
-    RewardConfig,
-    RewardKind,
-    RewardResult,
-    compute_reward,
-)
-from mlerl.instrument._run import EMIT_LIMIT, MarkerMode, PreparedRun, clean_output, prepare_run
+from mlerl.instrument._markers import MARKERS
+from mlerl.instrument._reward import Reference, RewardConfig, RewardKind, compute_reward
+from mlerl.instrument._run import clean_output, prepare_run
 from mlerl.instrument._scanner import MarkerScanner, scan_text
-from mlerl.instrument._verify import Rejected, finalize
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "EMIT_LIMIT",
-    "INSTRUMENT_PROMPT",
-    "LOSS_MARKERS",
     "MARKERS",
-    "REASONS",
-    "InstrumentStats",
-    "Instrumented",
-    "LMInstrumentConfig",
+    "instrument_ast",
     "LMInstrumenter",
-    "LRUCache",
-    "MarkerMode",
+    "LMInstrumentConfig",
+    "INSTRUMENT_PROMPT",
+    "judge",
+    "drop_unjustified",
+    "prepare_run",
     "MarkerScanner",
-    "PreparedRun",
-    "Reference",
-    "Rejected",
-    "RewardConfig",
-    "RewardKind",
-    "RewardResult",
+    "scan_text",
     "clean_output",
     "compute_reward",
-    "extract_code",
-    "finalize",
-    "instrument_ast",
-    "drop_unjustified",
-    "judge",
-    "marker_of",
-    "plan_markers",
-    "prepare_run",
-    "scan_text",
+    "RewardConfig",
+    "RewardKind",
+    "Reference",
 ]
