@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from mlerl.actors._state import ActorState
-from mlerl.learner import read_journal
+from mlerl.learner._buffer import read_journal
 from mlerl.protocol import decode
 
 pytestmark = pytest.mark.slow

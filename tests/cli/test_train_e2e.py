@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mlerl.actors._state import ActorState
-from mlerl.learner import read_journal
+from mlerl.learner._buffer import read_journal
 from mlerl.protocol import ExecStatus, decode
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from mlerl.learner import Learner, LearnerConfig, latest_checkpoint, publish_weights, save_checkpoint
+from mlerl.learner import Learner, LearnerConfig, publish_weights
+from mlerl.learner._checkpoint import latest_checkpoint, save_checkpoint
 from mlerl.protocol import ExecStatus, PromptKind, Sample
 
 TINY = dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,

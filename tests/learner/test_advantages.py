@@ -3,7 +3,9 @@
 import pytest
 import torch
 
-from mlerl.learner import AdvantageEstimator, gae, group_advantages, terminal_rewards
+from mlerl.learner import gae, group_advantages
+from mlerl.learner._advantages import terminal_rewards
+from mlerl.learner._config import AdvantageEstimator
 
 
 def test_terminal_reward_on_last_response_token():

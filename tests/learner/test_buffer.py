@@ -2,7 +2,9 @@
 
 import pytest
 
-from mlerl.learner import BatchPolicy, ExperienceBuffer, JournalError
+from mlerl.learner import ExperienceBuffer
+from mlerl.learner._buffer import JournalError
+from mlerl.learner._config import BatchPolicy
 from mlerl.protocol import ExecStatus
 
 

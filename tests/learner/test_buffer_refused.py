@@ -7,7 +7,8 @@ import json
 
 import msgspec
 
-from mlerl.learner import ExperienceBuffer, read_journal
+from mlerl.learner import ExperienceBuffer
+from mlerl.learner._buffer import read_journal
 from mlerl.protocol import SampleLimits, check_sample
 
 LIMITS = SampleLimits(vocab_size=512, reward_min=-10.0, reward_max=10.0)

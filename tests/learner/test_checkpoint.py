@@ -9,7 +9,13 @@ import textwrap
 import pytest
 import torch
 
-from mlerl.learner import ExperienceBuffer, Learner, LearnerConfig, complete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
+from mlerl.learner import ExperienceBuffer, Learner, LearnerConfig
+from mlerl.learner._checkpoint import (
+    complete_checkpoints,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 CFG = dict(batch_size=4, micro_batch_size=2, bf16=False, gradient_checkpointing=False, lr=1e-3, critic_lr=1e-3)
 
@@ -56,7 +62,8 @@ _CRASHER = textwrap.dedent(
     import sys, time, torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
     import mlerl.learner._checkpoint as ck
-    from mlerl.learner import Learner, LearnerConfig, save_checkpoint
+    from mlerl.learner import Learner, LearnerConfig
+    from mlerl.learner._checkpoint import save_checkpoint
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(**{tiny!r}))
     learner = Learner(LearnerConfig(**{cfg!r}), model)

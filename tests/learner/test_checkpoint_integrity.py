@@ -12,7 +12,8 @@ import sys
 import pytest
 import torch
 
-from mlerl.learner import CheckpointError, Learner, LearnerConfig, load_checkpoint, restore_checkpoint, save_checkpoint
+from mlerl.learner import Learner, LearnerConfig
+from mlerl.learner._checkpoint import CheckpointError, load_checkpoint, restore_checkpoint, save_checkpoint
 
 CFG = dict(batch_size=4, micro_batch_size=2, bf16=False, gradient_checkpointing=False, lr=1e-3, critic_lr=1e-3)
 

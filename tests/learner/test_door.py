@@ -16,7 +16,9 @@ import msgspec
 import pytest
 import yaml
 
-from mlerl.learner import ExperienceBuffer, load_weight_update, read_journal
+from mlerl.learner import ExperienceBuffer
+from mlerl.learner._buffer import read_journal
+from mlerl.learner._publish import load_weight_update
 from mlerl.protocol import CurveKeys, SampleSender, WeightSubscriber, generate_keys
 
 from .test_run import _port

@@ -4,7 +4,8 @@ import msgspec
 import pytest
 import torch
 
-from mlerl.learner import Learner, LearnerConfig, LossAgg, RatioBase
+from mlerl.learner import Learner, LearnerConfig
+from mlerl.learner._config import LossAgg, RatioBase
 from mlerl.protocol import ConfigError, ExecStatus, to_object
 
 

@@ -5,7 +5,9 @@ import math
 import pytest
 import torch
 
-from mlerl.learner import KLEstimator, LossAgg, aggregate, entropy_from_logits, kl_penalty, ppo_policy_loss, value_loss
+from mlerl.learner import ppo_policy_loss, value_loss
+from mlerl.learner._config import KLEstimator, LossAgg
+from mlerl.learner._losses import aggregate, entropy_from_logits, kl_penalty
 
 # Two samples; row 0 has 2 response tokens (third position is padding), row 1 has 3.
 # old log-probs are 0, so the ratio r = exp(logp).

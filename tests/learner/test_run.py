@@ -10,7 +10,8 @@ import msgspec
 import pytest
 import yaml
 
-from mlerl.learner import load_weight_update, read_journal
+from mlerl.learner._buffer import read_journal
+from mlerl.learner._publish import load_weight_update
 from mlerl.protocol import CurveKeys, ExecStatus, SampleSender, WeightSubscriber
 
 

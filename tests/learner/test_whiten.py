@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mlerl.learner import whiten
+from mlerl.learner._advantages import whiten
 
 # Two "ranks": rank 0 holds tokens [1, 3] (and one pad), rank 1 holds [5, 7].
 A0, M0 = torch.tensor([[1.0, 3.0, 99.0]]), torch.tensor([[1.0, 1.0, 0.0]])
@@ -66,7 +66,7 @@ def test_whiten_uses_every_ranks_tokens():
 WORKER = """
 import json, sys, torch, torch.distributed as dist
 from pathlib import Path
-from mlerl.learner import whiten
+from mlerl.learner._advantages import whiten
 dist.init_process_group("gloo")
 r = dist.get_rank()
 a, m = ([[1.0, 3.0, 99.0]], [[1.0, 1.0, 0.0]]) if r == 0 else ([[5.0, 7.0]], [[1.0, 1.0]])

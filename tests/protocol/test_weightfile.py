@@ -32,7 +32,8 @@ def tiny(tied: bool, seed: int):
 @pytest.mark.parametrize("tied", [True, False])
 @pytest.mark.parametrize("inline", [True, False])
 def test_learner_publication_loads_into_the_hf_engine_exactly(tmp_path, tied, inline):
-    from mlerl.learner import load_weight_update, publish_weights
+    from mlerl.learner import publish_weights
+    from mlerl.learner._publish import load_weight_update
 
     source, target = tiny(tied, 0), tiny(tied, 1)
     update = publish_weights(source, version=7, out_dir=tmp_path,

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import torch
 
-from mlerl.protocol import WeightUpdate, announce, encode_weights, load_into
-from mlerl.protocol._weightfile import tied_names
+from mlerl.protocol import WeightUpdate, announce, encode_weights, load_into, tied_names
 
 from mlerl.learner._models import is_distributed
 
