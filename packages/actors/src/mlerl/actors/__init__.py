@@ -8,11 +8,12 @@
   package stays light;
 - the paper's prompts: ``scratch_prompt``, ``improve_prompt``;
 - one program's path generate -> parse -> instrument -> execute -> grade -> reward:
-  ``real_pipeline``; best-of-K evaluation of a policy: ``evaluate``;
+  ``real_pipeline``; best-of-K evaluation of a policy: ``evaluate``; the AIDE baseline driven
+  by a policy at the same number of executions: ``evaluate_aide``;
 - ``EXIT_INFRA_DOWN``: the actor process's exit status when its execution backend stays down.
 
 The process entry point is ``python -m mlerl.actors``. Everything else (the actor loop,
-admission, response parsing, the AIDE baseline) is private; see docs/actors.md.
+admission, response parsing, the AIDE search itself) is private; see docs/actors.md.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mlerl.actors._admission import AdmissionConfig
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._engines import make_engine
-from mlerl.actors._evaluate import evaluate
+from mlerl.actors._evaluate import evaluate, evaluate_aide
 from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
 from mlerl.actors._improve import ImprovementConfig
 from mlerl.actors._pipeline import real_pipeline
@@ -64,5 +65,6 @@ __all__ = [
     "improve_prompt",
     "real_pipeline",
     "evaluate",
+    "evaluate_aide",
     "EXIT_INFRA_DOWN",
 ]

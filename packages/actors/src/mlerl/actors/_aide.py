@@ -4,18 +4,23 @@ Greedy tree search, as AIDE does it (notes/mlebench.md): draft root solutions un
 ``num_drafts`` exist; then each step, with probability ``debug_prob`` debug a random buggy leaf
 whose debug chain is shorter than ``max_debug_depth``, otherwise improve the best working node.
 Every step is one LLM call (plan + one code block, parsed by :func:`parse_response`) and one
-evaluation. The best node is the working node with the best metric.
+evaluation; a response with no runnable program costs its LLM call and becomes a buggy node
+without running anything (it is still one step). The best node is the working node with the
+best metric.
 
 What the search optimises is the caller's ``evaluate``: AIDE itself reads a hold-out metric that
-the program prints; pass an ``evaluate`` that does the same (or, for a quick baseline, grades
-the submission). Dropped from AIDE: its LLM-based output review and its memory summary of
-earlier nodes (each prompt shows only the node being revised). The ``aideml`` package is not
-used (it pins old numpy/pandas/scikit-learn).
+the program prints; :func:`mlerl.actors._evaluate.evaluate_aide` passes one that runs the
+program the way an RL action runs and grades its submission (the test score the RL reward
+uses). Each step samples with its own seed drawn from ``seed``, so drafts of the same prompt
+differ. Dropped from AIDE: its LLM-based output review and its memory summary of earlier nodes
+(each prompt shows only the node being revised). The ``aideml`` package is not used (it pins
+old numpy/pandas/scikit-learn).
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +38,10 @@ class Evaluation:
     """The number the search maximises or minimises (None when buggy)."""
     output: str
     """Terminal output shown when the node is debugged or improved."""
+    duration_s: float = 0.0
+    """The program's execution time (0 when nothing ran)."""
+    status: str = ""
+    """How the execution ended (an ``ExecStatus`` value; ``not_run`` when nothing ran)."""
 
 
 @dataclass
@@ -64,6 +73,8 @@ class Node:
     evaluation: Evaluation
     debug_depth: int = 0
     children: list[int] = field(default_factory=list)
+    wall_s: float = 0.0
+    """Wall-clock seconds of the step: generation, parsing, execution and grading."""
 
 
 def debug_prompt(task: Any, node: Node, config: PromptConfig) -> list[ChatMessage]:
@@ -107,12 +118,17 @@ async def run_aide(
     prompts: PromptConfig | None = None,
     seed: int = 0,
 ) -> list[Node]:
-    """Run the search on ``task`` (needs ``description``, ``public_dir``, ``lower_is_better``)."""
+    """Run the search on ``task`` (needs ``description``, ``public_dir``, ``lower_is_better``).
+
+    ``params.seed`` is replaced per step by a seed drawn from ``seed`` (reproducible, and two
+    drafts of the same prompt are different samples)."""
     config, prompts = config or AideConfig(), prompts or PromptConfig()
     params = params or SamplingParams()
     rng = random.Random(seed)
+    sampling_rng = random.Random(f"{seed}:sampling")
     nodes: list[Node] = []
     for step in range(config.steps):
+        t0 = time.monotonic()
         action, target = next_step(nodes, config, task.lower_is_better, rng)
         if target is None:
             messages = scratch_prompt(task, prompts)
@@ -121,16 +137,22 @@ async def run_aide(
         else:
             e = target.evaluation
             messages = improve_prompt(task, target.plan, target.code, e.output, prompts)
-        (completion,) = await engine.generate([messages], params)
+        step_params = SamplingParams(
+            max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
+            top_k=params.top_k, seed=sampling_rng.randrange(2**31),
+        )  # fmt: skip
+        (completion,) = await engine.generate([messages], step_params)
         parsed = parse_response(completion.text, completion.finish_reason)
         if parsed.status is ParseStatus.OK:
             evaluation = await evaluate(parsed.code)
         else:
-            evaluation = Evaluation(True, None, f"the response was not runnable: {parsed.detail}")
+            evaluation = Evaluation(True, None, f"the response was not runnable: {parsed.detail}",
+                                    status="not_run")
         node = Node(
             id=step, action=action, parent=target.id if target else None, plan=parsed.plan,
             code=parsed.code, evaluation=evaluation,
             debug_depth=target.debug_depth + 1 if (target and action == "debug") else 0,
+            wall_s=time.monotonic() - t0,
         )  # fmt: skip
         if target is not None:
             target.children.append(node.id)

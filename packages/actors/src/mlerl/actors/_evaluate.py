@@ -7,21 +7,31 @@ policy never changes, ``k`` samples are drawn per task, a fraction ``improve_pro
 improving earlier ones once any exist, and each task's samples are summarised by
 :func:`summarise` (best and mean score, valid fraction). Nothing is sent over the network: a
 local collector stands in for the learner.
+
+:func:`evaluate_aide` is the baseline at an equal number of program executions: AIDE's tree
+search (:mod:`._aide`) driven by the same fixed policy, ``k`` steps per task, every program run
+by :func:`sandbox_evaluator` exactly as an RL action runs (same instrumentation, sandbox,
+limits and grader), summarised with the same keys.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mlerl.actors._actor import Actor
+from mlerl.actors._aide import AideConfig, Evaluation, Node, run_aide
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._state import ActorState
-from mlerl.protocol import InferenceEngine, Sample
+from mlerl.protocol import ExecStatus, InferenceEngine, Sample
+
+log = logging.getLogger(__name__)
 
 
 class _Collector:
@@ -37,10 +47,34 @@ class _Collector:
             self.acked_seq = sample.seq
 
 
-def summarise(samples: list[Sample], lower_is_better: bool) -> dict[str, Any]:
-    """Best-of-K and mean over the K samples of one task (invalid samples have no score)."""
+def _valid_score(score: float | None, valid: bool) -> float | None:
+    return score if valid and score is not None and not math.isnan(score) else None
+
+
+def best_so_far(scores: list[float | None], lower_is_better: bool) -> list[float | None]:
+    """The best score after each execution (None until the first valid one; None = invalid)."""
+    out: list[float | None] = []
+    best: float | None = None
+    for s in scores:
+        if s is not None and (best is None or (s < best if lower_is_better else s > best)):
+            best = s
+        out.append(best)
+    return out
+
+
+def _finished(s: Sample) -> float:
+    return next(t for t in (s.t_graded, s.t_exec_finished, s.t_sampled) if t is not None)
+
+
+def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = None) -> dict[str, Any]:
+    """Best-of-K and mean over the K samples of one task (invalid samples have no score).
+
+    Every sample is one of the K, a ``not_run`` one (no program in the response) included.
+    ``best_vs_executions`` is the best score after each sample in the order they finished;
+    with ``t0`` (when the evaluation began), ``elapsed_s`` is when each finished."""
     scores = [s.score for s in samples if s.valid_submission and s.score is not None and not math.isnan(s.score)]
     best = (min(scores) if lower_is_better else max(scores)) if scores else None
+    ordered = sorted(samples, key=_finished)
     return {
         "k": len(samples),
         "best_score": best,
@@ -50,6 +84,9 @@ def summarise(samples: list[Sample], lower_is_better: bool) -> dict[str, Any]:
         "mean_duration_s": sum(s.duration_s for s in samples) / len(samples) if samples else None,
         "improve_frac": sum(s.prompt_kind.value == "improve" for s in samples) / len(samples) if samples else 0.0,
         "lower_is_better": lower_is_better,
+        "best_vs_executions": best_so_far([_valid_score(s.score, s.valid_submission) for s in ordered],
+                                          lower_is_better),
+        "elapsed_s": [max(_finished(s) - t0, 0.0) for s in ordered] if t0 is not None else None,
     }
 
 
@@ -74,6 +111,108 @@ async def evaluate(
                 f"eval-{task_id}", task_config, engine=engine, sandbox=sandbox, sender=collector,
                 tasks={task_id: task}, pipeline=pipeline, state=ActorState(root / task_id),
             )  # fmt: skip
+            t0 = time.time()
             await actor.run()
-            results[task_id] = summarise(collector.samples[:k], bool(task.lower_is_better))
+            results[task_id] = summarise(collector.samples[:k], bool(task.lower_is_better), t0)
+    return results
+
+
+def sandbox_evaluator(
+    config: ActorsConfig,
+    task_id: str,
+    task: Any,
+    *,
+    engine: InferenceEngine,
+    sandbox: Any,
+    pipeline: Any,
+    state_dir: Path,
+) -> Callable[[str], Awaitable[Evaluation]]:
+    """``evaluate(code) -> Evaluation`` for :func:`run_aide`: the program runs exactly as an RL
+    action's does (the actor's own execution path: instrumentation by ``pipeline.prepare``, the
+    task's public data and the actor's limits, ``sandbox.run`` with INFRA_ERROR retries, the
+    submission graded outside the sandbox by ``pipeline.grade``, stdout + stderr cleaned by
+    ``pipeline.clean`` and cut to ``output_tail_chars`` as the terminal output).
+
+    The search's metric is the graded test score, so AIDE gets the same feedback as the RL
+    reward (AIDE proper reads a hold-out metric that the program prints; our programs print
+    none reliably). ``buggy`` = no valid submission. An execution that still fails for the
+    harness's reasons after the retries is buggy with status ``infra_error`` (the RL side
+    drops such an action; here it still counts as one of the K)."""
+    runner = Actor(
+        f"aide-{task_id}", dataclasses.replace(config, task_ids=[task_id]), engine=engine,
+        sandbox=sandbox, sender=_Collector(),
+        tasks={task_id: task}, pipeline=pipeline, state=ActorState(state_dir),
+    )  # fmt: skip
+
+    async def evaluate_code(code: str) -> Evaluation:
+        try:
+            outcome = await runner._run_with_retries(code, task)
+        except Exception:
+            log.exception("aide %s: execution pipeline failed", task_id)
+            outcome = None
+        if outcome is None or outcome.status is ExecStatus.INFRA_ERROR:
+            return Evaluation(True, None, "The program could not be run (the sandbox failed).",
+                              status=ExecStatus.INFRA_ERROR.value)
+        score = _valid_score(outcome.graded.score, outcome.graded.valid)
+        return Evaluation(score is None, score, outcome.output, outcome.duration_s, outcome.status.value)
+
+    return evaluate_code
+
+
+def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
+    """:func:`summarise`'s keys for one AIDE search: each node (step) is one of the K
+    executions, a node whose response held no program (``not_run``: it cost an LLM call and
+    ran nothing, duration 0) included, as a ``not_run`` sample is on the RL side. Plus the
+    best score after each step (``best_vs_executions``), each step's wall-clock seconds
+    (``wall_s``: generation, execution, grading; the steps run one after the other, so
+    ``elapsed_s`` is their running sum) and the count of each action and status."""
+    scores = [n.evaluation.metric if not n.evaluation.buggy else None for n in nodes]
+    valid = [s for s in scores if s is not None]
+    elapsed, total = [], 0.0
+    for n in nodes:
+        total += n.wall_s
+        elapsed.append(total)
+    count = lambda xs: {x: xs.count(x) for x in sorted(set(xs))}  # noqa: E731
+    return {
+        "k": len(nodes),
+        "best_score": (min(valid) if lower_is_better else max(valid)) if valid else None,
+        "mean_score": sum(valid) / len(valid) if valid else None,
+        "valid_frac": len(valid) / len(nodes) if nodes else 0.0,
+        "mean_duration_s": sum(n.evaluation.duration_s for n in nodes) / len(nodes) if nodes else None,
+        "lower_is_better": lower_is_better,
+        "best_vs_executions": best_so_far(scores, lower_is_better),
+        "wall_s": [n.wall_s for n in nodes],
+        "elapsed_s": elapsed,
+        "actions": count([n.action for n in nodes]),
+        "statuses": count([n.evaluation.status for n in nodes]),
+    }
+
+
+async def evaluate_aide(
+    config: ActorsConfig,
+    tasks: Mapping[str, Any],
+    *,
+    k: int,
+    engine: InferenceEngine,
+    sandbox: Any,
+    pipeline: Any,
+    seed: int = 0,
+    aide: AideConfig | None = None,
+    state_dir: Path | None = None,
+) -> dict[str, dict[str, Any]]:
+    """AIDE driven by the fixed ``engine``, ``k`` steps (= program executions) per task, one
+    task after the other; return each task's :func:`summarise_aide`.
+
+    Same prompts (``config.prompts``) and sampling settings (``config.sampling``) as
+    :func:`evaluate`, same seed; ``aide`` sets the search (its ``steps`` is replaced by ``k``)."""
+    aide = dataclasses.replace(aide or AideConfig(), steps=k)
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="mlerl-aide-") as tmp:
+        root = Path(state_dir) if state_dir else Path(tmp)
+        for task_id, task in tasks.items():
+            evaluate_code = sandbox_evaluator(config, task_id, task, engine=engine, sandbox=sandbox,
+                                              pipeline=pipeline, state_dir=root / f"aide-{task_id}")
+            nodes = await run_aide(engine, task, evaluate_code, aide, params=config.sampling(),
+                                   prompts=config.prompts, seed=seed)
+            results[task_id] = summarise_aide(nodes, bool(task.lower_is_better))
     return results
