@@ -1,6 +1,7 @@
 """`mlerl eval`: best-of-K of a policy on tasks, with the paper's test-time protocol.
 
     mlerl eval --model RUN_DIR/policy --run RUN_DIR --k 16 --seeds 3
+    mlerl eval --model INITIAL_POLICY_DIR --run RUN_DIR --k 16 --aide
 
 ``--run`` reuses the run's actor settings (prompt sizes, temperature, response length, task
 data), so the policy is evaluated on the prompts it was trained with.
@@ -10,6 +11,12 @@ earlier sample once one exists: generate from scratch, improve, take the best), 
 sandbox, graded outside it and summarised. The output JSON holds per-seed summaries, the mean
 +- s.e. over seeds of best-of-K and mean-of-K (the paper's protocol), and for the best
 submission score the MLE-bench medal flags from the task's thresholds.
+
+``--aide`` runs the AIDE-style baseline instead (``mlerl.actors.evaluate_aide``): a greedy tree
+search (draft, debug, improve) driven by the same fixed policy, K steps = K program executions
+per task and seed, each run, graded and summarised like an RL sample; the search optimises the
+graded score. Each task's summary adds the best score after each execution
+(``best_vs_executions``) and the wall-clock seconds of each step.
 """
 
 from __future__ import annotations
@@ -33,12 +40,16 @@ def evaluate_policy(
     base: Any = None,
     sandbox_backend: str = "local",
     sandbox_config: Any = None,
+    method: str = "best_of_k",
 ) -> dict[str, Any]:
     """Evaluate ``model_path`` and return the JSON-ready result (see the module docstring).
 
     ``base`` is an ``ActorsConfig`` whose prompts, sampling and task data are reused (a run's
     ``actors`` section); only the model, tasks and seed are replaced. ``sandbox_config`` (a
-    run's ``sandbox`` section) overrides ``sandbox_backend``."""
+    run's ``sandbox`` section) overrides ``sandbox_backend``. ``method``: ``best_of_k`` (the
+    paper's test-time protocol) or ``aide`` (the baseline, K executions per task)."""
+    if method not in ("best_of_k", "aide"):
+        raise ValueError(f"method must be 'best_of_k' or 'aide', not {method!r}")
     from mlerl.actors import ActorsConfig
     from mlerl.bench import Registry
 
@@ -48,9 +59,11 @@ def evaluate_policy(
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
         config = dataclasses.replace(base, engine="hf", model_path=model_path, task_ids=task_ids, seed=seed)
-        per_seed.append({"seed": seed, "tasks": asyncio.run(_one_seed(config, tasks, k, sandbox_backend, sandbox_config))})
+        result = asyncio.run(_one_seed(config, tasks, k, sandbox_backend, sandbox_config, method))
+        per_seed.append({"seed": seed, "tasks": result})
     return {
         "model": model_path,
+        "method": method,
         "k": k,
         "seeds": seeds,
         "per_seed": per_seed,
@@ -59,8 +72,8 @@ def evaluate_policy(
 
 
 async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str,
-                    sandbox_config: Any = None) -> dict[str, Any]:
-    from mlerl.actors import evaluate
+                    sandbox_config: Any = None, method: str = "best_of_k") -> dict[str, Any]:
+    from mlerl.actors import evaluate, evaluate_aide
     from mlerl.actors import make_engine, real_pipeline
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
@@ -72,6 +85,9 @@ async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str,
     pipeline = real_pipeline(grade_timeout_s=config.grade_timeout_s,
                              grade_workers=config.admission.max_in_flight)
     try:
+        if method == "aide":
+            return await evaluate_aide(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline,
+                                       seed=config.seed)
         return await evaluate(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline)
     finally:
         await sandbox.close()
@@ -116,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     parser.add_argument("--data-dir", default="", help="prepared task data (default: the run's, else MLE-bench's cache)")
     parser.add_argument("--backend", default="local", choices=["local", "docker"])
+    parser.add_argument("--aide", action="store_true",
+                        help="run the AIDE baseline with the policy (K executions per task) instead of best-of-K")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args(argv)
     if args.k < 1 or args.seeds < 1:
@@ -133,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         base.data_dir = args.data_dir
     tasks = [t for t in args.tasks.split(",") if t] or list(base.task_ids)
     result = evaluate_policy(args.model, tasks, k=args.k, seeds=list(range(args.seeds)), base=base,
-                             sandbox_backend=args.backend)
+                             sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k")
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text)

@@ -1,0 +1,76 @@
+"""The closing report: the AIDE section, the RL-vs-AIDE plot and the three evaluations it runs
+(evaluate_policy is replaced by a stub: the real path is tests/actors/test_aide_real.py and the
+end-to-end train test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mlerl.cli import _report
+from mlerl.cli._config import TrainConfig
+from mlerl.cli._progress import Progress
+
+AUC, LOSS = "auc-task", "loss-task"
+
+
+def _summary(best, lower, curve, elapsed=None):
+    return {"k": len(curve), "best_score": best, "mean_score": best, "valid_frac": 0.5,
+            "lower_is_better": lower, "best_vs_executions": curve, "elapsed_s": elapsed}
+
+
+def _result(auc_best, loss_best, method="best_of_k"):
+    tasks = {AUC: _summary(auc_best, False, [None, auc_best], [1.0, 2.0]),
+             LOSS: _summary(loss_best, True, [loss_best, loss_best], [0.5, 3.0])}
+    return {"method": method, "k": 2, "per_seed": [{"seed": 0, "tasks": tasks}], "tasks": {}}
+
+
+def _report_dict():
+    return {"k": 2, "seed": 0, "initial": _result(0.8, 0.3), "trained": _result(0.9, 0.25),
+            "aide": _result(0.95, 0.2, "aide")}
+
+
+def test_markdown_has_the_aide_section():
+    text = _report.render_markdown(_report_dict(), [AUC, LOSS])
+    assert text.startswith("# Trained vs initial policy")
+    assert "## AIDE with the initial policy (2 program executions per task)" in text
+    # trained 0.9 < AIDE 0.95 (AUC: worse); trained 0.25 > AIDE 0.2 (loss, lower better: worse)
+    assert f"| {AUC} | 0.9500 | 0.9500 | 0.50 | 0.9000 | no |" in text
+    assert f"| {LOSS} | 0.2000 | 0.2000 | 0.50 | 0.2500 | no |" in text
+    no_aide = {k: v for k, v in _report_dict().items() if k != "aide"}
+    assert "AIDE" not in _report.render_markdown(no_aide, [AUC, LOSS])
+
+
+def test_better():
+    assert _report.better(0.9, 0.8, False) and _report.better(0.1, 0.2, True)
+    assert _report.better(0.1, None, False) and not _report.better(None, 0.1, False)
+    assert not _report.better(0.5, 0.5, True)
+
+
+def test_plot_rl_vs_aide(tmp_path):
+    path = _report.plot_rl_vs_aide(_report_dict(), [AUC, LOSS], tmp_path / "plots" / "rl_vs_aide.png")
+    assert path is not None and path.stat().st_size > 0
+    assert _report.plot_rl_vs_aide({"k": 2}, [AUC], tmp_path / "none.png") is None
+
+
+def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    (run_dir / "policy").mkdir(parents=True)
+    (run_dir / "policy" / "config.json").write_text("{}")
+    calls = []
+
+    def fake_evaluate_policy(model, task_ids, *, method="best_of_k", **kwargs):
+        calls.append((Path(model).name, method, kwargs["k"], kwargs["seeds"]))
+        return {"initial": _result(0.8, 0.3), "policy": _result(0.9, 0.25)}[Path(model).name] if method != "aide" \
+            else _result(0.95, 0.2, "aide")
+
+    monkeypatch.setattr(_report, "evaluate_policy", fake_evaluate_policy)
+    train = TrainConfig(eval_samples=2, seed=5)
+    train.tasks.ids = [AUC, LOSS]
+    _report.write_report(train, run_dir, tmp_path / "initial", Progress(run_dir, enabled=False))
+    # the same K and seed for all three; AIDE is driven by the initial policy
+    assert calls == [("initial", "best_of_k", 2, [5]), ("policy", "best_of_k", 2, [5]), ("initial", "aide", 2, [5])]
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["aide"]["method"] == "aide" and report["k"] == 2
+    assert any(p.endswith("rl_vs_aide.png") for p in report["plots"])
+    assert "## AIDE with the initial policy" in (run_dir / "report.md").read_text()
