@@ -13,15 +13,18 @@ Per run (pure functions of its files, tested on a synthetic run dir):
   quarter versions >= 3U/4. Per quarter: valid fraction, mean reward, and (last quarter) the
   valid fraction of scratch and of improve samples;
 - ``report.json`` (the closing evaluation, best-of-K of the initial and the trained policy per
-  task, same K and seed): per task initial/trained best and mean score and valid fraction.
-  AIDE columns are ``null``: the AIDE baseline is not wired to the sandbox yet (docs/benchmarks.md);
+  task, same K and seed, and AIDE driven by the initial policy at K program executions per
+  task): per task initial/trained/AIDE best and mean score and valid fraction (AIDE ``null``
+  for a report written before AIDE was part of it);
 - the targets of issue #14 per seed: ``valid_gain_ok`` (last >= first + 0.20 and reward last >
   first), ``improve_ok`` (improve valid >= half the scratch valid, last quarter),
-  ``trained_beats_initial`` (trained best-of-K strictly better than the initial on every task).
+  ``trained_beats_initial`` (trained best-of-K strictly better than the initial on every task),
+  ``trained_beats_aide`` (strictly better than AIDE's best on every task; ``null`` without AIDE).
 
 Across seeds: mean and standard error (sample std / sqrt(n); none for one seed).
 Writes ``embedded_rl.json`` and ``embedded_rl.png`` (valid fraction and mean reward per
-policy version, and best score vs wall-clock per task, one line per seed) to ``--out``.
+policy version, and best score vs wall-clock per task, one line per seed, AIDE's best as a
+dashed line) to ``--out``.
 """
 
 from __future__ import annotations
@@ -99,14 +102,20 @@ def _better(a: float | None, b: float | None, lower: bool) -> bool:
 def per_task(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out = {}
     init, trained = report["initial"]["per_seed"][0]["tasks"], report["trained"]["per_seed"][0]["tasks"]
+    aide = report["aide"]["per_seed"][0]["tasks"] if "aide" in report else {}
     for task, a in trained.items():
-        b = init[task]
+        b, c = init[task], aide.get(task)
+        lower = a["lower_is_better"]
         out[task] = {
-            "lower_is_better": a["lower_is_better"],
-            "initial_best": b["best_score"], "trained_best": a["best_score"], "aide_best": None,
-            "initial_mean": b["mean_score"], "trained_mean": a["mean_score"], "aide_mean": None,
+            "lower_is_better": lower,
+            "initial_best": b["best_score"], "trained_best": a["best_score"],
+            "aide_best": c["best_score"] if c else None,
+            "initial_mean": b["mean_score"], "trained_mean": a["mean_score"],
+            "aide_mean": c["mean_score"] if c else None,
             "initial_valid": b["valid_frac"], "trained_valid": a["valid_frac"],
-            "trained_beats_initial": _better(a["best_score"], b["best_score"], a["lower_is_better"]),
+            "aide_valid": c["valid_frac"] if c else None,
+            "trained_beats_initial": _better(a["best_score"], b["best_score"], lower),
+            "trained_beats_aide": _better(a["best_score"], c["best_score"], lower) if c else None,
         }
     return out
 
@@ -131,6 +140,8 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     sv, iv = q["scratch_valid_last_quarter"], q["improve_valid_last_quarter"]
     out["improve_ok"] = None if sv is None or iv is None else bool(iv >= 0.5 * sv)
     out["trained_beats_initial"] = bool(tasks) and all(t["trained_beats_initial"] for t in tasks.values())
+    vs_aide = [t["trained_beats_aide"] for t in tasks.values()]
+    out["trained_beats_aide"] = None if not vs_aide or None in vs_aide else all(vs_aide)
     timing = run_dir / "wall_clock_s"
     out["wall_clock_minutes"] = float(timing.read_text()) / 60 if timing.is_file() else None
     return out
@@ -155,7 +166,10 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "valid_gain_ok_every_seed": bool(runs) and all(r["valid_gain_ok"] for r in runs),
         "improve_ok_every_seed": bool(runs) and all(r["improve_ok"] for r in runs),
         "trained_beats_initial_all_tasks": bool(runs) and all(r["trained_beats_initial"] for r in runs),
-        "trained_beats_aide_equal_executions": None,  # not measured: AIDE is not wired to the sandbox
+        # None when a run has no AIDE evaluation (a report.json from before it was added)
+        "trained_beats_aide_equal_executions": (
+            None if not runs or any(r["trained_beats_aide"] is None for r in runs)
+            else all(r["trained_beats_aide"] for r in runs)),
         "wall_clock_minutes_max": max(walls) if walls else None,
     }
 
@@ -193,6 +207,9 @@ def plot(runs: list[dict[str, Any]], out: Path) -> Path:
                 xs.append(t / 60)
                 ys.append(best)
             ax.step(xs, ys, where="post", color=f"C{i}")
+            aide_best = r["tasks"].get(task, {}).get("aide_best")
+            if aide_best is not None:  # AIDE (initial policy, K executions): dashed
+                ax.axhline(aide_best, ls="--", lw=0.8, color=f"C{i}")
             ax.set_title(f"{task}: best so far ({'lower' if lower else 'higher'} better)", fontsize=8)
             ax.set_xlabel("wall-clock (min)", fontsize=8)
     ax_valid.set_title("valid fraction per policy version", fontsize=9)

@@ -20,7 +20,7 @@ def _sample(v, kind, valid, reward, task=AUC, score=None, t=1.0):
             "score": score, "t": t, "status": "ok" if valid else "not_run"}
 
 
-def _run_dir(tmp_path: Path, samples, seed=0, updates=8) -> Path:
+def _run_dir(tmp_path: Path, samples, seed=0, updates=8, aide=None) -> Path:
     d = tmp_path / f"seed{seed}"
     d.mkdir()
     (d / "config.yaml").write_text(f"seed: {seed}\nlearner:\n  max_updates: {updates}\n")
@@ -28,6 +28,9 @@ def _run_dir(tmp_path: Path, samples, seed=0, updates=8) -> Path:
     task = lambda best, mean, valid, lower: {"best_score": best, "mean_score": mean, "valid_frac": valid, "lower_is_better": lower}  # noqa: E731
     report = {"initial": {"per_seed": [{"tasks": {AUC: task(0.9, 0.8, 0.5, False), LOSS: task(0.2, 0.4, 0.5, True)}}]},
               "trained": {"per_seed": [{"tasks": {AUC: task(0.95, 0.9, 0.6, False), LOSS: task(0.3, 0.3, 0.7, True)}}]}}
+    if aide is not None:  # (AUC best, loss best) of AIDE with the initial policy
+        report["aide"] = {"per_seed": [{"tasks": {AUC: task(aide[0], 0.7, 0.4, False),
+                                                  LOSS: task(aide[1], 0.5, 0.4, True)}}]}
     (d / "report.json").write_text(json.dumps(report))
     (d / "wall_clock_s").write_text("600")
     return d
@@ -61,8 +64,23 @@ def test_summarise_run_targets(tmp_path):
     assert r["tasks"][AUC]["trained_beats_initial"] is True
     assert r["tasks"][LOSS]["trained_beats_initial"] is False
     assert r["trained_beats_initial"] is False
-    assert r["tasks"][LOSS]["aide_best"] is None
+    assert r["tasks"][LOSS]["aide_best"] is None and r["trained_beats_aide"] is None  # no AIDE section
     assert r["wall_clock_minutes"] == 10.0
+
+
+def test_aide_columns_from_report(tmp_path):
+    # trained: AUC 0.95, loss 0.3; AIDE: AUC 0.92, loss 0.4 -> trained beats AIDE on both
+    r = bench.summarise_run(_run_dir(tmp_path, SAMPLES, seed=0, aide=(0.92, 0.4)))
+    assert r["tasks"][AUC]["aide_best"] == 0.92 and r["tasks"][AUC]["aide_mean"] == 0.7
+    assert r["tasks"][LOSS]["aide_best"] == 0.4 and r["tasks"][LOSS]["aide_valid"] == 0.4
+    assert r["tasks"][AUC]["trained_beats_aide"] is True and r["tasks"][LOSS]["trained_beats_aide"] is True
+    assert r["trained_beats_aide"] is True
+    # AIDE's loss 0.25 beats the trained 0.3 (lower is better)
+    worse = bench.summarise_run(_run_dir(tmp_path, SAMPLES, seed=1, aide=(0.92, 0.25)))
+    assert worse["tasks"][LOSS]["trained_beats_aide"] is False and worse["trained_beats_aide"] is False
+    assert bench.summarise([r])["trained_beats_aide_equal_executions"] is True
+    assert bench.summarise([r, worse])["trained_beats_aide_equal_executions"] is False
+    assert bench.plot([r, worse], tmp_path / "out").stat().st_size > 0
 
 
 def test_summary_mean_se_over_seeds(tmp_path):
