@@ -216,10 +216,9 @@ async def _serve(spec: LearnerSpec) -> None:
 
     torch.set_num_threads(spec.torch_threads)
     run = Path(spec.run_dir)
-    config = LearnerConfig(model_path=spec.model_dir, run_dir=str(run),
-                           batch_size=spec.batch_size, micro_batch_size=min(spec.batch_size, 8), bf16=False,
+    config = LearnerConfig(batch_size=spec.batch_size, micro_batch_size=min(spec.batch_size, 8), bf16=False,
                            gradient_checkpointing=False, checkpoint_every=0, max_updates=spec.updates)
-    learner = build_learner(config, torch.device("cpu"))
+    learner = build_learner(config, torch.device("cpu"), spec.model_dir)
     buffer = ExperienceBuffer(run / "buffer")
     arrived = asyncio.Event()
     samples: dict[str, dict[str, Any]] = {}
@@ -364,7 +363,7 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
     rounds: list[dict[str, float]] = []
 
     def actor(sender: Any, max_samples: int, admission: Any, weights: Any = None) -> Any:
-        config = ActorsConfig(task_ids=[TASK_ID], exec_time_limit_s=cfg.exec_time_limit_s, exec_memory_mb=1024,
+        config = ActorsConfig(exec_time_limit_s=cfg.exec_time_limit_s, exec_memory_mb=1024,
                               improvement=ImprovementConfig(improve_prob=0.0), prompts=prompts,
                               admission=admission, max_samples=max_samples, heartbeat_s=1.0)
         return Actor("a0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK_ID: task},

@@ -225,10 +225,10 @@ def batch_tokens(samples: list[Sample]) -> dict[str, int]:
 
 
 # ---------------------------------------------------------------------------- mlerl
-def mlerl_config(cfg: BenchConfig, model_dir: Path, run_dir: Path) -> LearnerConfig:
+def mlerl_config(cfg: BenchConfig) -> LearnerConfig:
     """The learner configured for TRL's GRPO update (see the module docstring)."""
     return LearnerConfig(
-        model_path=str(model_dir), run_dir=str(run_dir), seed=cfg.seed, batch_size=cfg.batch_size,
+        batch_size=cfg.batch_size,
         ppo_epochs=1, minibatches=1, micro_batch_size=cfg.micro_batch_size, lr=cfg.lr, weight_decay=0.0,
         grad_clip=1.0, clip_ratio=0.2, entropy_coef=cfg.entropy_coef, kl_coef=cfg.kl_coef, kl_estimator="k3",
         advantage="grpo", grpo_std=False, critic="none", loss_agg="token_mean", duration_weighting="none",
@@ -238,7 +238,7 @@ def mlerl_config(cfg: BenchConfig, model_dir: Path, run_dir: Path) -> LearnerCon
 
 def run_mlerl(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path) -> dict:
     """Warm-up + timed ``Learner.update`` calls; returns update times and the first update's weights."""
-    learner = build_learner(mlerl_config(cfg, model_dir, work / "mlerl"), torch.device("cpu"))
+    learner = build_learner(mlerl_config(cfg), torch.device("cpu"), str(model_dir), cfg.seed)
     times, cpu, first = [], [], None
     for i in range(cfg.warmup + cfg.reps):
         t0, c0 = time.perf_counter(), time.process_time()

@@ -21,7 +21,7 @@ def tasks(tmp_path):
 
 def make_actor(tmp_path, tasks, *, engine=None, sandbox=None, sender=None, weights=None, **cfg):
     cfg.setdefault("admission", AdmissionConfig(max_in_flight=2, oversample=1.5))
-    config = ActorsConfig(task_ids=list(tasks), heartbeat_s=0.05, **cfg)
+    config = ActorsConfig(heartbeat_s=0.05, **cfg)
     return Actor(
         "a0", config, engine=engine or FakeEngine([OK_RESPONSE]), sandbox=sandbox or FakeSandbox(),
         sender=sender or FakeSender(), tasks=tasks, pipeline=fake_pipeline(),
@@ -178,8 +178,7 @@ async def test_restart_resends_outbox_and_continues_seqs(tmp_path, tasks):
     assert not list(actor2.state.outbox.glob("*.msgpack"))
 
 
-def test_unknown_task_is_rejected(tmp_path, tasks):
-    with pytest.raises(KeyError, match="nope"):
-        make_actor(tmp_path, tasks, task_ids=["nope"]) if False else Actor(
-            "a0", ActorsConfig(task_ids=["nope"]), engine=FakeEngine([OK_RESPONSE]), sandbox=FakeSandbox(),
-            sender=FakeSender(), tasks=tasks, pipeline=fake_pipeline(), state=ActorState(tmp_path / "s"))
+def test_no_task_is_rejected(tmp_path):
+    with pytest.raises(KeyError, match="no task"):
+        Actor("a0", ActorsConfig(), engine=FakeEngine([OK_RESPONSE]), sandbox=FakeSandbox(),
+              sender=FakeSender(), tasks={}, pipeline=fake_pipeline(), state=ActorState(tmp_path / "s"))

@@ -52,7 +52,7 @@ async def sandbox(tmp_path):
 
 
 def _actor(tmp_path, task, engine, sandbox, sender, **cfg):
-    config = ActorsConfig(task_ids=[TASK], exec_time_limit_s=120, exec_memory_mb=2048,
+    config = ActorsConfig(exec_time_limit_s=120, exec_memory_mb=2048,
                           improvement=ImprovementConfig(improve_prob=0.0), **cfg)
     return Actor("r0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK: task},
                  pipeline=real_pipeline("secure"), state=ActorState(tmp_path / "state"))

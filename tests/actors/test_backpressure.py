@@ -29,7 +29,7 @@ def _actor(tmp_path, sender, engine, **cfg):
     pub = tmp_path / "public"
     pub.mkdir(exist_ok=True)
     (pub / "train.csv").write_text("id,x,y\n1,2,0\n")
-    config = ActorsConfig(task_ids=["t1"], heartbeat_s=0.05,
+    config = ActorsConfig(heartbeat_s=0.05,
                           admission=AdmissionConfig(max_in_flight=1, oversample=1.0), **cfg)
     return Actor("a0", config, engine=engine, sandbox=FakeSandbox(), sender=sender,
                  tasks={"t1": FakeTask("t1", pub)}, pipeline=fake_pipeline(),

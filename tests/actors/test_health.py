@@ -58,7 +58,7 @@ def tasks(tmp_path):
 
 def actor_with(tmp_path, tasks, sandbox, sender, engine=None, **cfg):
     config = ActorsConfig(
-        task_ids=list(tasks), heartbeat_s=0.05, infra_retries=0,
+        heartbeat_s=0.05, infra_retries=0,
         admission=AdmissionConfig(max_in_flight=2, oversample=1.0),
         infra=InfraConfig(window=4, min_outcomes=2, pause_rate=0.5, probe_s=0.05, **cfg))
     return Actor("a0", config, engine=engine or FakeEngine([OK_RESPONSE, NO_CODE]),

@@ -49,7 +49,7 @@ def test_corrupt_outbox_entry_is_loud(tmp_path):
 
 @pytest.mark.parametrize("kw,key", [
     ({"engine": "tgi"}, "engine"), ({"engine": "openai"}, "base_url"), ({"dtype": "int8"}, "dtype"),
-    ({"task_ids": []}, "task_ids"), ({"temperature": -1.0}, "temperature"), ({"top_p": 0.0}, "top_p"),
+    ({"temperature": -1.0}, "temperature"), ({"top_p": 0.0}, "top_p"),
     ({"top_k": 0}, "top_k"), ({"max_new_tokens": 0}, "max_new_tokens"), ({"infra_retries": -1}, "infra_retries"),
     ({"max_samples": -1}, "max_samples"), ({"heartbeat_s": 0.0}, "heartbeat_s"),
 ])
@@ -77,8 +77,8 @@ def test_entry_point_reports_config_errors(tmp_path, capsys):
 
 
 def test_make_engine_needs_a_model_path():
-    with pytest.raises(ConfigError, match="model_path"):
-        make_engine(ActorsConfig(engine="hf"))
+    with pytest.raises(ConfigError, match="model.path"):
+        make_engine(ActorsConfig(engine="hf"), "")
 
 
 async def test_gate_updates_wait_for_generations_and_block_new_ones():

@@ -88,11 +88,12 @@ def _one_rank_update_matches(run_dir: Path) -> None:
     step-1 checkpoint says were consumed) and compare with the 2-rank checkpoint's policy."""
     from mlerl.learner import ExperienceBuffer, LearnerConfig
     from mlerl.learner._run import build_learner
-    from mlerl.protocol import load_section
+    from mlerl.protocol import load_section, load_value
 
     after = torch.load(run_dir / "checkpoints" / "step_00000001" / "state.pt", weights_only=True)
-    config = load_section(LearnerConfig, run_dir / "config.yaml", "learner")
-    learner = build_learner(config, torch.device("cpu"))
+    path = run_dir / "config.yaml"
+    config = load_section(LearnerConfig, path, "learner")
+    learner = build_learner(config, torch.device("cpu"), load_value(path, "model.path", str), load_value(path, "seed", int))
     initial = {k: v.clone() for k, v in learner.policy.state_dict().items()}
     consumed = {(a, s) for a, seqs in after["extra"]["buffer"]["consumed"].items() for s in seqs}
     assert len(consumed) == config.batch_size
@@ -218,11 +219,11 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
     or duplicated."""
     learner_dir, actors_dir = tmp_path / "learner", tmp_path / "actors"
     samples, weights = f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}"
-    learner_argv = train_argv(learner_dir, "role=learner", "learner.receive_address=" + samples.replace("127.0.0.1", "0.0.0.0"),
-                              "learner.publish_address=" + weights.replace("127.0.0.1", "0.0.0.0"),
+    learner_argv = train_argv(learner_dir, "role=learner", "transport.samples_address=" + samples.replace("127.0.0.1", "0.0.0.0"),
+                              "transport.weights_address=" + weights.replace("127.0.0.1", "0.0.0.0"),
                               "learner.max_updates=6", "learner.checkpoint_every=1", "eval_samples=0")
-    actors_argv = train_argv(actors_dir, "role=actors", "num_actors=1", f"actors.samples_address={samples}",
-                             f"actors.weights_address={weights}", f"actors.keys_dir={learner_dir / 'keys'}")
+    actors_argv = train_argv(actors_dir, "role=actors", "num_actors=1", f"transport.samples_address={samples}",
+                             f"transport.weights_address={weights}", f"transport.keys_dir={learner_dir / 'keys'}")
 
     def start(argv):
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)

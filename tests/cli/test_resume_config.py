@@ -31,11 +31,11 @@ def test_run_config_generates_private_keys_before_any_process_starts(tmp_path):
     assert keys.server_public() != keys.client_public()
     assert stat.S_IMODE(os.stat(tmp_path / "keys" / "learner.key_secret").st_mode) == 0o600
     saved = OmegaConf.load(path)
-    assert saved.learner.curve is True and saved.actors.curve is True
+    assert saved.transport.curve is True  # one key, read by the learner and the actors
 
     off = TrainConfig()
-    off.actors.curve = False  # turning it off on one side turns it off on both, no keys needed
+    off.transport.curve = False  # no keys needed
     other = tmp_path / "off"
     other.mkdir()
     saved = OmegaConf.load(_write_run_config(off, other, tmp_path / "data", "model"))
-    assert saved.learner.curve is False and not (other / "keys").exists()
+    assert saved.transport.curve is False and not (other / "keys").exists()

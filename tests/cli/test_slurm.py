@@ -94,8 +94,8 @@ def test_each_node_runs_the_expected_command(tmp_path):
         prepare = [c for c in calls if "prepare_only=true" in c["argv"]]
         assert [c["node"] for c in prepare] == ["a"]
         assert prepare[0]["argv"][:4] == ["-m", "mlerl.cli", "train", "role=learner"]
-        assert {f"hydra.run.dir={run_dir}", "learner_procs=8", "learner.receive_address=tcp://0.0.0.0:6000",
-                "learner.publish_address=tcp://0.0.0.0:6001", *overrides} <= set(prepare[0]["argv"])
+        assert {f"hydra.run.dir={run_dir}", "learner_procs=8", "transport.samples_address=tcp://0.0.0.0:6000",
+                "transport.weights_address=tcp://0.0.0.0:6001", *overrides} <= set(prepare[0]["argv"])
         learners = [c for c in calls if "torch.distributed.run" in c["argv"]]
         assert sorted(c["node"] for c in learners) == ["a", "b"]
         for c in learners:
@@ -108,8 +108,8 @@ def test_each_node_runs_the_expected_command(tmp_path):
             host = run_dir / "hosts" / c["node"]
             expect_resume = f"resume={host}" if attempt == 2 else "resume="
             assert {f"hydra.run.dir={host}", expect_resume, f"actor_prefix={c['node']}", "num_actors=3",
-                    "actors.samples_address=tcp://a:6000", "actors.weights_address=tcp://a:6001",
-                    f"actors.keys_dir={run_dir / 'keys'}", *overrides} <= set(c["argv"]), c["argv"]
+                    "transport.samples_address=tcp://a:6000", "transport.weights_address=tcp://a:6001",
+                    f"transport.keys_dir={run_dir / 'keys'}", *overrides} <= set(c["argv"]), c["argv"]
             host.mkdir(parents=True, exist_ok=True)
             (host / "config.yaml").write_text("role: actors\n")  # what the first run leaves
 
@@ -133,6 +133,6 @@ def test_submitit_sweep_runs_one_job_per_point(tmp_path):
 
     configs = [OmegaConf.load(tmp_path / "multirun" / f"job{i}" / "config.yaml") for i in (0, 1)]
     assert [c.seed for c in configs] == [0, 1]
-    assert configs[0].learner.receive_address != configs[1].learner.receive_address
+    assert configs[0].transport.samples_address != configs[1].transport.samples_address
     assert all((tmp_path / "multirun" / f"job{i}" / "keys" / "learner.key").is_file() for i in (0, 1))
     assert list((tmp_path / "multirun" / ".submitit").iterdir())  # the jobs went through submitit

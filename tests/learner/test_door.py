@@ -25,14 +25,15 @@ from .test_run import _port
 
 
 def _config(tmp_path, model_dir, max_updates, ports):
+    """A run config in ``tmp_path/run`` (the learner's run dir is the config file's dir)."""
     learner = dict(
-        model_path=str(model_dir), run_dir=str(tmp_path / "run"), batch_size=4, micro_batch_size=2,
-        bf16=False, gradient_checkpointing=False, lr=1e-3, critic_lr=1e-3, checkpoint_every=1,
-        max_updates=max_updates, receive_address=f"tcp://127.0.0.1:{ports[0]}",
-        publish_address=f"tcp://127.0.0.1:{ports[1]}", torch_threads=1,
+        batch_size=4, micro_batch_size=2, bf16=False, gradient_checkpointing=False, lr=1e-3,
+        critic_lr=1e-3, checkpoint_every=1, max_updates=max_updates, torch_threads=1,
     )
-    path = tmp_path / f"config_{max_updates}.yaml"
-    path.write_text(yaml.safe_dump({"learner": learner}))
+    transport = dict(samples_address=f"tcp://127.0.0.1:{ports[0]}", weights_address=f"tcp://127.0.0.1:{ports[1]}")
+    path = tmp_path / "run" / f"config_{max_updates}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"learner": learner, "transport": transport, "model": {"path": str(model_dir)}, "seed": 0}))
     return path
 
 

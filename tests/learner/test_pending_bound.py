@@ -27,8 +27,8 @@ def test_pending_bytes_follow_add_take_replay_and_restore(tmp_path, make_sample)
     replayed.close()
 
 
-def test_pending_bound_defaults_to_twice_the_samples_in_flight_and_is_at_least_a_batch():
-    assert LearnerConfig(batch_size=8, sampling_multiplier=2).pending_bound == 32
+def test_pending_bound_defaults_to_four_batches_and_is_at_least_a_batch():
+    assert LearnerConfig(batch_size=8).pending_bound == 32
     assert LearnerConfig(batch_size=8, max_pending_samples=8).pending_bound == 8
     with pytest.raises(ConfigError, match="max_pending_samples"):
         LearnerConfig(batch_size=8, max_pending_samples=7)

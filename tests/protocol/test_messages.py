@@ -7,16 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from mlerl.protocol import (
-    SCHEMA_VERSION,
-    Ack,
-    Heartbeat,
-    PromptKind,
-    ProtocolError,
-    WeightUpdate,
-    decode,
-    encode,
-)
+from mlerl.protocol import PromptKind, ProtocolError, WeightUpdate, decode, encode
+from mlerl.protocol._messages import SCHEMA_VERSION, Ack, Heartbeat
 
 from .conftest import make_sample
 

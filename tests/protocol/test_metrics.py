@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mlerl.protocol import ConsoleSink, JsonlSink, MetricsConfig, MetricsSink, MultiSink, WandbSink, make_sink
+from mlerl.protocol import MetricsConfig, make_sink
+from mlerl.protocol._metrics import ConsoleSink, JsonlSink, MetricsSink, MultiSink, WandbSink
 
 
 def test_jsonl_rows(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ import pytest
 import zmq
 import zmq.asyncio
 
-from mlerl.protocol import Ack, Heartbeat, Sample, SampleReceiver, SampleSender, decode, encode
+from mlerl.protocol import Sample, SampleReceiver, SampleSender, decode, encode
+from mlerl.protocol._messages import Ack, Heartbeat
 
 from .conftest import make_sample
 

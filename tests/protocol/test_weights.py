@@ -9,7 +9,8 @@ import pytest
 import zmq
 import zmq.asyncio
 
-from mlerl.protocol import Ack, WeightBroadcaster, WeightSubscriber, WeightUpdate, encode
+from mlerl.protocol import WeightBroadcaster, WeightSubscriber, WeightUpdate, encode
+from mlerl.protocol._messages import Ack
 
 
 def _update(version: int) -> WeightUpdate:

@@ -3,7 +3,14 @@
 Each section is the owning package's own dataclass (``learner`` is
 :class:`mlerl.learner.LearnerConfig`, ``sandbox`` is :class:`mlerl.sandbox.SandboxConfig`, ...),
 so a field is documented once, where it is used. This module only adds the sections that belong
-to the whole run (model, tasks, logging) and ties them together. YAML groups live in
+to the whole run (model, tasks, logging) and ties them together.
+
+Every fact has one owner key, and every process reads it there (nothing is copied between
+sections at start-up): the learner and the actors both read ``seed``, ``model.path`` and the
+``transport`` section; the actors read ``tasks``. Start-up only resolves what it decides into
+the owning key (the embedded policy's path into ``model.path``, the default data root into
+``tasks.data_dir``, free loopback ports into ``transport`` with ``role=all``) before writing
+``RUN_DIR/config.yaml``. An unknown key is refused by the schema while composing. YAML groups live in
 ``conf/`` beside this file; ``conf/train.yaml`` is the primary config.
 
 Validation happens twice, both at start-up: OmegaConf checks types while composing (a string
@@ -22,15 +29,16 @@ from mlerl.actors import ActorsConfig
 from mlerl.embedded import BootstrapConfig
 from mlerl.instrument import RewardConfig
 from mlerl.learner import LearnerConfig
-from mlerl.protocol import MetricsConfig, check, to_object
+from mlerl.protocol import MetricsConfig, RunTransportConfig, check, to_object
 from mlerl.sandbox import SandboxConfig
 
 
 @dataclass
 class ModelConfig:
     path: str = ""
-    """HF model directory of the policy. Empty: the embedded tiny policy, built offline and
-    cached under ``embedded_cache`` on first use."""
+    """HF model directory of the policy, read by the learner and the actors. Empty: the
+    embedded tiny policy, built offline and cached under ``embedded_cache`` on first use (the
+    run's ``config.yaml`` then holds its path)."""
     embedded_cache: str = "~/.cache/mlerl/embedded"
     """Where the embedded policy (tokenizer + bootstrapped model) is cached."""
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
@@ -41,9 +49,10 @@ class ModelConfig:
 @dataclass
 class TasksConfig:
     ids: list[str] = field(default_factory=lambda: ["standin-cancer-auc-tiny"])
-    """Task ids trained on (see ``mlerl tasks list``)."""
+    """Task ids trained on (see ``mlerl tasks list``), drawn uniformly per action by the actors."""
     data_dir: str = ""
-    """Prepared data root (MLE-bench layout). Empty: MLE-bench's cache dir."""
+    """Prepared data root (MLE-bench layout). Empty: MLE-bench's cache dir (the run's
+    ``config.yaml`` holds the resolved path)."""
     tasks_dir: str = ""
     """Extra task-spec directories (user tasks) besides the built-in ones."""
     prepare: bool = True
@@ -71,8 +80,10 @@ class InstrumentConfig:
 @dataclass
 class TrainConfig:
     seed: int = 0
-    """Seeds sampling, batching and tasks. The embedded bootstrap has its own
-    ``model.bootstrap.seed``, so a sweep over ``seed`` starts every run from the same policy."""
+    """Seeds sampling, batching and tasks (the learner's minibatches and value head, each
+    actor's task and prompt choice and sampling, combined with its id). The embedded bootstrap
+    has its own ``model.bootstrap.seed``, so a sweep over ``seed`` starts every run from the
+    same policy."""
     resume: str = ""
     """A run directory to continue; empty starts a new run in Hydra's output dir."""
     num_actors: int = 1
@@ -84,7 +95,7 @@ class TrainConfig:
     a rank dies; each restart resumes from the last checkpoint and the journal."""
     role: str = "all"
     """``all`` runs learner and actors here; ``learner`` or ``actors`` runs one side, for
-    multi-host runs (point ``actors.samples_address``/``weights_address`` at the learner host)."""
+    multi-host runs (set ``transport.samples_address``/``weights_address`` on both hosts)."""
     actor_prefix: str = "actor"
     """Actor ids are ``<actor_prefix>-<i>``; give each actor host its own prefix (its node
     name under `mlerl slurm`) so ids stay unique across hosts and stable across restarts."""
@@ -93,7 +104,7 @@ class TrainConfig:
     without starting a process: what a cluster job runs before launching torchrun itself."""
     keys_wait_s: float = 600.0
     """``role=actors``: how long to wait for the learner's keys (``learner.key`` and
-    ``actors.key_secret`` in ``actors.keys_dir``) before giving up; the learner side creates
+    ``actors.key_secret`` in ``transport.keys_dir``) before giving up; the learner side creates
     them, so the two invocations may start in either order."""
     time_limit_s: float = 0.0
     """Stop training after this many seconds (0: only ``learner.max_updates`` stops it)."""
@@ -101,6 +112,7 @@ class TrainConfig:
     """K for the closing best-of-K report (trained vs bootstrapped policy); 0 skips it."""
     model: ModelConfig = field(default_factory=ModelConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
+    transport: RunTransportConfig = field(default_factory=RunTransportConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     instrument: InstrumentConfig = field(default_factory=InstrumentConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)

@@ -38,28 +38,31 @@ def evaluate_policy(
     k: int,
     seeds: list[int],
     base: Any = None,
+    data_dir: str = "",
+    tasks_dir: str = "",
     sandbox_backend: str = "local",
     sandbox_config: Any = None,
     method: str = "best_of_k",
 ) -> dict[str, Any]:
     """Evaluate ``model_path`` and return the JSON-ready result (see the module docstring).
 
-    ``base`` is an ``ActorsConfig`` whose prompts, sampling and task data are reused (a run's
-    ``actors`` section); only the model, tasks and seed are replaced. ``sandbox_config`` (a
-    run's ``sandbox`` section) overrides ``sandbox_backend``. ``method``: ``best_of_k`` (the
-    paper's test-time protocol) or ``aide`` (the baseline, K executions per task)."""
+    ``base`` is an ``ActorsConfig`` whose prompts and sampling are reused (a run's ``actors``
+    section; the engine is always ``hf``); ``data_dir``/``tasks_dir`` are a run's ``tasks``
+    keys. ``sandbox_config`` (a run's ``sandbox`` section) overrides ``sandbox_backend``.
+    ``method``: ``best_of_k`` (the paper's test-time protocol) or ``aide`` (the baseline, K
+    executions per task)."""
     if method not in ("best_of_k", "aide"):
         raise ValueError(f"method must be 'best_of_k' or 'aide', not {method!r}")
     from mlerl.actors import ActorsConfig
     from mlerl.bench import Registry
 
-    base = base or ActorsConfig()
-    registry = Registry.load(base.tasks_dir or None, base.data_dir or None)
+    config = dataclasses.replace(base or ActorsConfig(), engine="hf")
+    registry = Registry.load(tasks_dir or None, data_dir or None)
     tasks = {t: registry.get(t) for t in task_ids}
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
-        config = dataclasses.replace(base, engine="hf", model_path=model_path, task_ids=task_ids, seed=seed)
-        result = asyncio.run(_one_seed(config, tasks, k, sandbox_backend, sandbox_config, method))
+        result = asyncio.run(_one_seed(config, model_path, seed, tasks, k, sandbox_backend, sandbox_config,
+                                       method))
         per_seed.append({"seed": seed, "tasks": result})
     return {
         "model": model_path,
@@ -71,13 +74,13 @@ def evaluate_policy(
     }
 
 
-async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str,
+async def _one_seed(config: Any, model_path: str, seed: int, tasks: dict[str, Any], k: int, backend: str,
                     sandbox_config: Any = None, method: str = "best_of_k") -> dict[str, Any]:
     from mlerl.actors import evaluate, evaluate_aide
     from mlerl.actors import make_engine, real_pipeline
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
-    engine = make_engine(config)
+    engine = make_engine(config, model_path, seed)
     slots = config.admission.max_in_flight
     sandbox = make_sandbox(dataclasses.replace(sandbox_config, max_concurrency=slots)
                            if sandbox_config is not None else
@@ -85,10 +88,8 @@ async def _one_seed(config: Any, tasks: dict[str, Any], k: int, backend: str,
     pipeline = real_pipeline(grade_timeout_s=config.grade_timeout_s,
                              grade_workers=config.admission.max_in_flight)
     try:
-        if method == "aide":
-            return await evaluate_aide(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline,
-                                       seed=config.seed)
-        return await evaluate(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline)
+        run = evaluate_aide if method == "aide" else evaluate
+        return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed)
     finally:
         await sandbox.close()
         pipeline.close()
@@ -141,16 +142,23 @@ def main(argv: list[str] | None = None) -> int:
     if not (Path(args.model) / "config.json").is_file():
         parser.error(f"--model {args.model} is not a Hugging Face model directory")
     from mlerl.actors import ActorsConfig
-    from mlerl.protocol import ConfigError, load_section
+    from mlerl.protocol import ConfigError, load_section, load_value
 
-    try:
-        base = load_section(ActorsConfig, args.run / "config.yaml", "actors") if args.run else ActorsConfig()
-    except (ConfigError, OSError) as exc:
-        parser.error(f"--run {args.run}: {exc}")
-    if args.data_dir:
-        base.data_dir = args.data_dir
-    tasks = [t for t in args.tasks.split(",") if t] or list(base.task_ids)
+    base, run_tasks, data_dir, tasks_dir = ActorsConfig(), [], "", ""
+    if args.run:
+        path = args.run / "config.yaml"
+        try:
+            base = load_section(ActorsConfig, path, "actors")
+            run_tasks = load_value(path, "tasks.ids", list)
+            data_dir = load_value(path, "tasks.data_dir", str)
+            tasks_dir = load_value(path, "tasks.tasks_dir", str)
+        except (ConfigError, OSError) as exc:
+            parser.error(f"--run {args.run}: {exc}")
+    from mlerl.cli._config import TasksConfig
+
+    tasks = [t for t in args.tasks.split(",") if t] or run_tasks or TasksConfig().ids
     result = evaluate_policy(args.model, tasks, k=args.k, seeds=list(range(args.seeds)), base=base,
+                             data_dir=args.data_dir or data_dir, tasks_dir=tasks_dir,
                              sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k")
     text = json.dumps(result, indent=1)
     if args.out:

@@ -34,6 +34,7 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
         progress.say(f"no trained policy in {trained_model}; skipping the comparison")
         return run_dir
     kwargs: dict[str, Any] = dict(k=train.eval_samples, seeds=[train.seed], base=train.actors,
+                                  data_dir=train.tasks.data_dir, tasks_dir=train.tasks.tasks_dir,
                                   sandbox_config=train.sandbox)
     progress.say(f"evaluating the initial policy: best of {train.eval_samples} per task")
     before = evaluate_policy(str(initial_model), list(train.tasks.ids), **kwargs)

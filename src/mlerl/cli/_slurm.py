@@ -4,9 +4,9 @@ The job is built from the existing engines only: Slurm allocates the nodes and s
 per node (``srun``), torchrun runs the FSDP2 learner across the learner nodes (c10d rendezvous
 on the first learner node, ``--max-restarts`` for a dead rank), and every actor node runs
 ``mlerl train role=actors`` (its own supervisor restarts dead actors). Addresses and ports reach
-the processes through the config: the head node's name is substituted at run time into
-``learner.receive_address``/``publish_address`` (bind on all interfaces) and
-``actors.samples_address``/``weights_address`` (connect to the head).
+the processes through the config's ``transport`` section, which each host composes for itself:
+the learner's ``transport.samples_address``/``weights_address`` bind on all interfaces, the
+actor nodes' connect to the head node (its name substituted at run time).
 
 Steps of the generated script (``RUN_DIR`` on a filesystem every node sees):
 
@@ -84,8 +84,8 @@ def script(job: SlurmJob) -> str:
         '[ -f "$dir/config.yaml" ] && resume="$dir"; '
         'exec "$PY" -m mlerl.cli train role=actors hydra.run.dir="$dir" resume="$resume" '
         f'actor_prefix="$SLURMD_NODENAME" num_actors={job.actors_per_node} '
-        f'actors.samples_address="tcp://$HEAD:{port["s"]}" actors.weights_address="tcp://$HEAD:{port["w"]}" '
-        'actors.keys_dir="$RUN_DIR/keys" "$@"'
+        f'transport.samples_address="tcp://$HEAD:{port["s"]}" transport.weights_address="tcp://$HEAD:{port["w"]}" '
+        'transport.keys_dir="$RUN_DIR/keys" "$@"'
     )
     lines = [
         *header,
@@ -103,7 +103,7 @@ def script(job: SlurmJob) -> str:
         "# 1. tasks, policy, keys and RUN_DIR/config.yaml, on the head node; nothing starts",
         'srun --nodes=1 --ntasks=1 --nodelist="$HEAD" "$PY" -m mlerl.cli train role=learner prepare_only=true \\',
         f'  hydra.run.dir="$RUN_DIR" learner_procs={L * G} learner_restarts={job.learner_restarts} \\',
-        f'  learner.receive_address=tcp://0.0.0.0:{port["s"]} learner.publish_address=tcp://0.0.0.0:{port["w"]} \\',
+        f'  transport.samples_address=tcp://0.0.0.0:{port["s"]} transport.weights_address=tcp://0.0.0.0:{port["w"]} \\',
         '  "${OVERRIDES[@]}"',
         "",
         f"# 2. the learner: {L} node(s) x {G} rank(s), torchrun's c10d rendezvous on the head node",

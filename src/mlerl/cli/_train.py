@@ -156,10 +156,15 @@ def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
         if not (path / "config.json").is_file():
             raise ConfigError("model.path", f"{path} is not a Hugging Face model directory")
         return str(path)
+    from mlerl.actors import PromptConfig
     from mlerl.embedded import build_policy, default_task_ids
 
     bootstrap = train.model.bootstrap
-    bootstrap.prompts = train.actors.prompts  # SFT must see the prompts RL will send
+    # SFT must see the prompts RL will send: the actors' prompts own the fact
+    if bootstrap.prompts not in (PromptConfig(), train.actors.prompts):
+        raise ConfigError("model.bootstrap.prompts", "set actors.prompts instead (the bootstrap "
+                          "uses the actors' prompts, so SFT and RL see the same ones)")
+    bootstrap.prompts = train.actors.prompts
     if not bootstrap.task_ids:  # bootstrap on the stand-ins being trained, when they are ones
         standins = set(default_task_ids(data_dir))
         bootstrap.task_ids = [t for t in train.tasks.ids if t in standins]
@@ -168,24 +173,22 @@ def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
 
 
 def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_path: str) -> Path:
-    """Fill the fields shared between sections and save what every process reads."""
-    learner, actors = train.learner, train.actors
-    learner.model_path = actors.model_path = model_path
-    learner.run_dir = str(run_dir)
-    learner.seed = actors.seed = train.seed
-    actors.task_ids = list(train.tasks.ids)
-    actors.data_dir = str(data_dir)
-    actors.tasks_dir = train.tasks.tasks_dir
-    actors.state_dir = str(run_dir / "actors")
-    learner.curve = actors.curve = learner.curve and actors.curve  # both sides, or neither
-    if learner.curve and train.role in ("all", "learner"):
-        # before any child starts: the actors read the keys the learner serves with
-        generate_keys(learner.keys_dir or run_dir / "keys")
-        actors.keys_dir = actors.keys_dir or learner.keys_dir
+    """Resolve what start-up decides into the keys that own it, and save what every process
+    reads (each reads every fact from its owner section: nothing is copied between sections)."""
+    train.model.path = model_path
+    train.tasks.data_dir = str(data_dir)
+    transport = train.transport
     if train.role == "all":
-        # One host: fresh loopback ports, so parallel sweep jobs never collide.
-        learner.receive_address = actors.samples_address = f"tcp://127.0.0.1:{_free_port()}"
-        learner.publish_address = actors.weights_address = f"tcp://127.0.0.1:{_free_port()}"
+        # One host: fresh loopback ports unless given, so parallel sweep jobs never collide.
+        transport.samples_address = transport.samples_address or f"tcp://127.0.0.1:{_free_port()}"
+        transport.weights_address = transport.weights_address or f"tcp://127.0.0.1:{_free_port()}"
+    for key in ("samples_address", "weights_address"):
+        if not getattr(transport, key):
+            raise ConfigError(f"transport.{key}", f"required with role={train.role} (the learner "
+                              "binds it, the actors connect to it; see docs/protocol.md)")
+    if transport.curve and train.role in ("all", "learner"):
+        # before any child starts: the actors read the keys the learner serves with
+        generate_keys(transport.keys_dir or run_dir / "keys")
     path = run_dir / CONFIG_NAME
     OmegaConf.save(OmegaConf.structured(train), path)
     return path
@@ -193,12 +196,12 @@ def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_p
 
 def _wait_for_keys(train: TrainConfig, run_dir: Path, progress: Progress) -> None:
     """``role=actors``: the learner side creates the run's keys; wait (``keys_wait_s``) until
-    the ones the actors need are in ``actors.keys_dir``, so the two sides start in any order."""
-    if train.role != "actors" or not train.actors.curve:
+    the ones the actors need are in ``transport.keys_dir``, so the two sides start in any order."""
+    if train.role != "actors" or not train.transport.curve:
         return
     from mlerl.protocol import CurveKeys
 
-    keys = CurveKeys(train.actors.keys_dir or run_dir / "keys")
+    keys = CurveKeys(train.transport.keys_dir or run_dir / "keys")
     deadline = time.monotonic() + train.keys_wait_s
     said = False
     while True:

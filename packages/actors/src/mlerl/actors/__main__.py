@@ -1,6 +1,7 @@
 """``python -m mlerl.actors --config RUN_DIR/config.yaml --actor-id ID``: one actor process.
 
-Reads top to bottom: load config -> load tasks -> build engine (and, for LM instrumentation,
+Reads top to bottom: load config (its own ``actors`` section; from the sections that own them
+``model.path``, ``seed``, ``tasks``, ``transport``, ``sandbox``, ``instrument``) -> load tasks -> build engine (and, for LM instrumentation,
 a frozen copy), sandbox, pipeline, durable
 state -> connect the sample stream and the weight subscription -> run the actor until it has
 sent ``max_samples`` or gets SIGTERM/SIGINT -> flush unacked samples (bounded) -> close.
@@ -23,7 +24,7 @@ from mlerl.actors._engines import make_engine, make_frozen_engine
 from mlerl.actors._health import EXIT_INFRA_DOWN
 from mlerl.actors._pipeline import real_pipeline
 from mlerl.actors._state import ActorState
-from mlerl.protocol import ConfigError, CurveError, load_section
+from mlerl.protocol import ConfigError, CurveError, RunTransportConfig, load_section, load_value
 from mlerl.sandbox import SandboxUnavailable
 
 log = logging.getLogger("mlerl.actors")
@@ -54,22 +55,27 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     """Run one actor until stopped; returns '' or why it gave up (the sandbox stayed down)."""
     from mlerl.bench import Registry
     from mlerl.instrument import RewardConfig
-    from mlerl.protocol import CurveKeys, SampleSender, WeightSubscriber
+    from mlerl.protocol import SampleSender, WeightSubscriber
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     config = load_section(ActorsConfig, config_path, "actors")
     sandbox_config = _optional_section(SandboxConfig, config_path, "sandbox")
     reward_config = _optional_section(RewardConfig, config_path, "instrument.reward")
-    registry = Registry.load(config.tasks_dir or None, config.data_dir or None)
-    tasks = {task_id: registry.get(task_id) for task_id in config.task_ids}
-    state_root = Path(config.state_dir) if config.state_dir else config_path.parent / "actors"
+    model_path = load_value(config_path, "model.path", str)
+    seed = load_value(config_path, "seed", int)
+    run_dir = config_path.resolve().parent
+    transport = load_section(RunTransportConfig, config_path, "transport").resolve(run_dir)
+    registry = Registry.load(load_value(config_path, "tasks.tasks_dir", str) or None,
+                             load_value(config_path, "tasks.data_dir", str) or None)
+    tasks = {task_id: registry.get(task_id) for task_id in load_value(config_path, "tasks.ids", list)}
+    state_root = Path(config.state_dir) if config.state_dir else run_dir / "actors"
     state = ActorState(state_root / actor_id)
-    keys = CurveKeys(config.keys_dir or config_path.parent / "keys") if config.curve else None
+    keys = transport.curve_keys()
     if keys is not None:
         keys.client_keypair()  # missing keys: a clear error now, not a silent hang later
         keys.server_public()
     mode, markers = _instrument_modes(config_path)
-    frozen = make_frozen_engine(config) if mode in ("lm", "paper") else None
+    frozen = make_frozen_engine(config, model_path) if mode in ("lm", "paper") else None
     instrumenter = None
     if frozen is not None:
         from mlerl.instrument import LMInstrumenter
@@ -77,14 +83,14 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
         instrumenter = LMInstrumenter(frozen)
     pipeline = real_pipeline(markers, reward_config, config.grade_timeout_s, instrumenter,
                              grade_workers=config.admission.max_in_flight)
-    engine = make_engine(config)
+    engine = make_engine(config, model_path, seed)
     sandbox = make_sandbox(sandbox_config)
     try:
-        async with SampleSender(config.samples_address, actor_id, curve=keys) as sender:
-            sub = WeightSubscriber(config.weights_address, version=engine.policy_version, curve=keys)
+        async with SampleSender(transport.samples_address, actor_id, curve=keys) as sender:
+            sub = WeightSubscriber(transport.weights_address, version=engine.policy_version, curve=keys)
             actor = Actor(
                 actor_id, config, engine=engine, sandbox=sandbox, sender=sender, tasks=tasks,
-                pipeline=pipeline, state=state, weights=aiter(sub),
+                pipeline=pipeline, state=state, weights=aiter(sub), seed=seed,
             )  # fmt: skip
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

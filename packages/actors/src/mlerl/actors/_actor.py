@@ -105,18 +105,19 @@ class Actor:
         pipeline: Pipeline,
         state: ActorState,
         weights: AsyncIterator[WeightUpdate] | None = None,
+        seed: int = 0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.actor_id, self.config = actor_id, config
         self.engine, self.sandbox, self.sender = engine, sandbox, sender
         self.tasks, self.pipeline, self.state = tasks, pipeline, state
         self.weights, self.clock = weights, clock
-        missing = [t for t in config.task_ids if t not in tasks]
-        if missing:
-            raise KeyError(f"task_ids: unknown tasks {missing}")
+        self.task_ids = list(tasks)
+        if not self.task_ids:
+            raise KeyError("tasks: no task to act on")
         self.admission = Admission(config.admission, version=engine.policy_version)
         self.buffer = ImprovementBuffer(config.improvement)
-        self.rng = random.Random(f"{config.seed}:{actor_id}")
+        self.rng = random.Random(f"{seed}:{actor_id}")
         self.gate = VersionGate()
         self.actions: dict[int, _Action] = {}
         self.stats = {"generated": 0, "sent": 0, "dropped": 0, "infra_failed": 0, "engine_errors": 0,
@@ -203,7 +204,7 @@ class Actor:
 
     # ---- generation -----------------------------------------------------------------------
     def _plan(self) -> _Action:
-        task_id = self.rng.choice(self.config.task_ids)
+        task_id = self.rng.choice(self.task_ids)
         task = self.tasks[task_id]
         kind, parent = self.buffer.choose(task_id, self.rng)
         if parent is None:

@@ -1,9 +1,9 @@
 """``ActorsConfig``: everything one actor process needs, one documented field at a time.
 
-The run config's ``actors`` section. The ``mlerl`` meta-package fills the fields shared with
-other sections (model path, task ids, addresses) by interpolation in ``conf/actors/*.yaml``;
-the sandbox and reward settings are read from the run config's ``sandbox`` and
-``instrument`` sections (their owners' dataclasses).
+The run config's ``actors`` section. Facts the actors share with other processes are read
+from the sections that own them, never copied here: ``model.path``, ``seed``, ``tasks.ids``/
+``data_dir``/``tasks_dir``, ``transport`` (addresses, CURVE keys), ``sandbox`` and
+``instrument`` (see ``python -m mlerl.actors``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ class ActorsConfig:
     engine: str = "hf"
     """Policy engine: ``hf`` (transformers), ``vllm`` (in-process AsyncLLM; its own venv) or
     ``openai`` (an OpenAI-compatible server; fixed weights, for baselines/evaluation)."""
-    model_path: str = ""
-    """HF model directory of the initial policy (``hf``/``vllm``); set from ``model.path``."""
     device: str = "cpu"
     """``hf``: torch device (``cpu``, ``cuda``, ``cuda:1``)."""
     dtype: str = "float32"
@@ -44,27 +42,11 @@ class ActorsConfig:
     """``openai``: the ``model`` field of requests."""
     instrument_model_path: str = ""
     """``instrument.mode=lm|paper``: HF directory of the frozen instrumentation LM (loaded as a
-    separate HFEngine that never receives weight updates); empty: ``model_path``."""
+    separate HFEngine that never receives weight updates); empty: the policy's ``model.path``."""
     instrument_base_url: str = ""
     """``instrument.mode=lm|paper``: use an OpenAI-compatible server for the frozen LM instead."""
     instrument_served_model: str = ""
     """The ``model`` field of requests to ``instrument_base_url``."""
-    task_ids: list[str] = field(default_factory=lambda: ["standin-cancer-auc-tiny"])
-    """Tasks to act on, drawn uniformly per action."""
-    data_dir: str = ""
-    """Prepared task data root (MLE-bench layout); empty: mlerl.bench's default."""
-    tasks_dir: str = ""
-    """Extra task-spec directories; empty: only the built-in ones."""
-    samples_address: str = "tcp://127.0.0.1:5555"
-    """Where samples go (the learner's receiver)."""
-    weights_address: str = "tcp://127.0.0.1:5556"
-    """Where weight updates come from (the learner's publisher)."""
-    curve: bool = True
-    """Use the run's CURVE keys on both streams (must match ``learner.curve``)."""
-    keys_dir: str = ""
-    """The run's CURVE keys (``learner.key`` and ``actors.key_secret`` are read); empty:
-    ``<run dir>/keys`` where the run dir holds the config file. On an actor host, copy them from
-    the learner host's run dir (docs/protocol.md)."""
     state_dir: str = ""
     """Durable per-actor state (seq, outbox, heartbeat) goes to ``state_dir/<actor id>``;
     empty: ``<run dir>/actors`` where the run dir holds the config file."""
@@ -106,8 +88,6 @@ class ActorsConfig:
     acknowledged the actor starts no new generation until acks come (in-flight work finishes
     and is sent). The learner's own bound (``learner.max_pending_samples``/``_bytes``) pauses
     the actors the same way while it answers (docs/protocol.md "Backpressure")."""
-    seed: int = 0
-    """Seeds task and prompt choice and sampling (combined with the actor id)."""
 
     def __post_init__(self) -> None:
         check(self.engine in ("hf", "vllm", "openai"), "engine", "must be 'hf', 'vllm' or 'openai'")
@@ -118,7 +98,6 @@ class ActorsConfig:
         check(self.max_batch_size >= 1, "max_batch_size", "must be >= 1")
         check(self.max_model_len >= 16, "max_model_len", "must be >= 16")
         check(0 < self.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]")
-        check(len(self.task_ids) > 0, "task_ids", "must name at least one task")
         check(self.max_new_tokens >= 1, "max_new_tokens", "must be >= 1")
         check(self.temperature >= 0, "temperature", "must be >= 0")
         check(0 < self.top_p <= 1, "top_p", "must be in (0, 1]")

@@ -98,6 +98,7 @@ async def evaluate(
     engine: InferenceEngine,
     sandbox: Any,
     pipeline: Any,
+    seed: int = 0,
     state_dir: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Draw ``k`` samples per task from the fixed ``engine``; return each task's summary."""
@@ -106,10 +107,10 @@ async def evaluate(
         root = Path(state_dir) if state_dir else Path(tmp)
         for task_id, task in tasks.items():
             collector = _Collector()
-            task_config = dataclasses.replace(config, task_ids=[task_id], max_samples=k)
+            task_config = dataclasses.replace(config, max_samples=k)
             actor = Actor(
                 f"eval-{task_id}", task_config, engine=engine, sandbox=sandbox, sender=collector,
-                tasks={task_id: task}, pipeline=pipeline, state=ActorState(root / task_id),
+                tasks={task_id: task}, pipeline=pipeline, state=ActorState(root / task_id), seed=seed,
             )  # fmt: skip
             t0 = time.time()
             await actor.run()
@@ -139,8 +140,7 @@ def sandbox_evaluator(
     harness's reasons after the retries is buggy with status ``infra_error`` (the RL side
     drops such an action; here it still counts as one of the K)."""
     runner = Actor(
-        f"aide-{task_id}", dataclasses.replace(config, task_ids=[task_id]), engine=engine,
-        sandbox=sandbox, sender=_Collector(),
+        f"aide-{task_id}", config, engine=engine, sandbox=sandbox, sender=_Collector(),
         tasks={task_id: task}, pipeline=pipeline, state=ActorState(state_dir),
     )  # fmt: skip
 

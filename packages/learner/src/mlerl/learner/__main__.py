@@ -1,4 +1,9 @@
-"""``python -m mlerl.learner --config RUN_DIR/config.yaml``: the learner process (see ``_run``)."""
+"""``python -m mlerl.learner --config RUN_DIR/config.yaml``: the learner process (see ``_run``).
+
+Reads its own ``learner`` section and, from the sections that own them, the facts it shares
+with the actors: ``model.path``, ``seed``, ``transport`` (``logging`` optional). The run
+directory is the one holding the config file.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,9 @@ import argparse
 import logging
 import sys
 
-from mlerl.protocol import ConfigError, CurveError, MetricsConfig, load_section
+from pathlib import Path
+
+from mlerl.protocol import ConfigError, CurveError, MetricsConfig, RunTransportConfig, load_section, load_value
 
 from mlerl.learner._checkpoint import CheckpointError
 from mlerl.learner._config import LearnerConfig
@@ -15,24 +22,28 @@ from mlerl.learner._run import run
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mlerl.learner", description=__doc__)
-    parser.add_argument("--config", required=True, help="resolved run config (YAML) with a 'learner' section")
+    parser.add_argument("--config", required=True, type=Path, help="RUN_DIR/config.yaml, the resolved run config")
     parser.add_argument("--section", default="learner", help="the config section to read")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         config = load_section(LearnerConfig, args.config, args.section)
+        run_dir = args.config.resolve().parent
+        transport = load_section(RunTransportConfig, args.config, "transport").resolve(run_dir)
+        model_path = load_value(args.config, "model.path", str)
+        seed = load_value(args.config, "seed", int)
         metrics = _metrics_config(args.config)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     try:
-        return run(config, metrics)
+        return run(config, transport, model_path=model_path, run_dir=run_dir, seed=seed, metrics=metrics)
     except (CurveError, CheckpointError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
-def _metrics_config(path: str) -> MetricsConfig:
+def _metrics_config(path: Path) -> MetricsConfig:
     """The run config's ``logging`` section; without one, JSONL only (no W&B)."""
     try:
         return load_section(MetricsConfig, path, "logging")

@@ -8,6 +8,10 @@ optimizer steps on one batch of 128 would leave the PPO trust region after a few
 read it as a copy of ``total_epochs`` and default to 1 (verl's default). Every range is checked in
 ``__post_init__`` with :func:`mlerl.protocol.check`; a bad value raises ``ConfigError`` naming
 the field.
+
+What the learner shares with the actors (model path, seed, addresses) lives in the run config's
+shared sections (``model``, top-level ``seed``, ``transport``); ``python -m mlerl.learner``
+reads them there and passes them to :func:`mlerl.learner.run`.
 """
 
 from __future__ import annotations
@@ -81,22 +85,14 @@ class BatchPolicy(str, enum.Enum):
 
 @dataclass
 class LearnerConfig:
-    model_path: str = ""
-    """Directory of the initial HF causal LM (and tokenizer) to train."""
-    run_dir: str = "runs/default"
-    """Where the journal, checkpoints and published weights live."""
-    seed: int = 0
-    """Seeds minibatch shuffling (together with the step) and model init of the value head."""
     batch_size: int = 128
     """B: samples per update (train_batch_size)."""
-    sampling_multiplier: int = 2
-    """m: actors keep m * B generations in flight (Algorithm 1); read by the actors' admission."""
     batch_policy: BatchPolicy = BatchPolicy.first_completed
     """Which B samples of the buffer form the next batch."""
     max_pending_samples: int = 0
     """Backpressure: at most this many samples received and not yet consumed by an update; at
     the bound the learner stops acking new samples and tells the actors (heartbeat ``full``),
-    which stop starting work until it has room (docs/protocol.md "Backpressure"). 0: 2 * m * B.
+    which stop starting work until it has room (docs/protocol.md "Backpressure"). 0: 4 * B.
     Must be >= B."""
     max_pending_bytes: int = 1 << 30
     """Backpressure in bytes (encoded samples): the same as ``max_pending_samples``, counted in
@@ -183,15 +179,6 @@ class LearnerConfig:
     """Complete checkpoints kept on disk (older ones are deleted after a new one commits)."""
     max_updates: int = 0
     """Stop after this many updates (0: run until stopped)."""
-    receive_address: str = "tcp://127.0.0.1:5555"
-    """Where the learner's SampleReceiver binds."""
-    publish_address: str = "tcp://127.0.0.1:5556"
-    """Where the learner's WeightBroadcaster binds."""
-    curve: bool = True
-    """Encrypt and authenticate both streams with ZeroMQ CURVE: only holders of the run's actor
-    key can send samples or read weights (docs/protocol.md). Actors need ``actors.curve`` too."""
-    keys_dir: str = ""
-    """The run's CURVE keys; empty: ``RUN_DIR/keys`` (generated at start when missing)."""
     reward_min: float = -100.0
     """Samples with a lower reward are refused at the door (never journaled nor trained on).
     Paper rewards lie in [-10, 1] for bounded metrics and -log-loss >= -35 (MLE-bench clips
@@ -203,8 +190,8 @@ class LearnerConfig:
 
     @property
     def pending_bound(self) -> int:
-        """``max_pending_samples``, with 0 resolved to 2 * m * B."""
-        return self.max_pending_samples or 2 * self.sampling_multiplier * self.batch_size
+        """``max_pending_samples``, with 0 resolved to 4 * B."""
+        return self.max_pending_samples or 4 * self.batch_size
 
     def __post_init__(self) -> None:
         kl_estimator = getattr(self.kl_estimator, "value", self.kl_estimator)
@@ -219,9 +206,8 @@ class LearnerConfig:
                 raise ConfigError(name, f"unknown value {value!r}; choose one of {choices}") from None
         check(self.batch_size >= 1, "batch_size", "must be >= 1")
         check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
-        check(self.sampling_multiplier >= 1, "sampling_multiplier", "must be >= 1")
         check(self.max_pending_samples == 0 or self.max_pending_samples >= self.batch_size,
-              "max_pending_samples", "must be 0 (2 * m * B) or >= batch_size")
+              "max_pending_samples", "must be 0 (4 * B) or >= batch_size")
         check(self.max_pending_bytes > 0, "max_pending_bytes", "must be > 0")
         check(self.ppo_epochs >= 1, "ppo_epochs", "must be >= 1")
         check(self.minibatches >= 1, "minibatches", "must be >= 1")

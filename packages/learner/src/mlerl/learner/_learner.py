@@ -62,8 +62,11 @@ def _all_reduce_sum(x: Tensor) -> Tensor:
 class Learner:
     """Policy (+ frozen reference, + critic) and their optimizers; ``update`` does one PPO update."""
 
-    def __init__(self, config: LearnerConfig, policy: torch.nn.Module, *, pad_token_id: int = 0, device: str = "cpu") -> None:
+    def __init__(self, config: LearnerConfig, policy: torch.nn.Module, *, seed: int = 0, pad_token_id: int = 0,
+                 device: str = "cpu") -> None:
         self.config = config
+        self.seed = seed
+        """Seeds minibatch shuffling (together with the version, epoch and rank)."""
         self.device = torch.device(device)
         self.pad_token_id = pad_token_id
         self.rank, self.world = (torch.distributed.get_rank(), torch.distributed.get_world_size()) if is_distributed() else (0, 1)
@@ -112,7 +115,7 @@ class Learner:
 
         sums: dict[str, float] = {}
         for epoch in range(cfg.ppo_epochs):
-            g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + self.version * 1_009 + epoch * 101 + self.rank)
+            g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.version * 1_009 + epoch * 101 + self.rank)
             for rows in torch.randperm(len(local), generator=g).chunk(cfg.minibatches):
                 for k, v in self._step(prep, rows, n // cfg.minibatches).items():
                     sums[k] = sums.get(k, 0.0) + v

@@ -73,18 +73,19 @@ def _init_distributed() -> torch.device:
     return torch.device("cpu")
 
 
-def build_learner(config: LearnerConfig, device: torch.device) -> Learner:
+def build_learner(config: LearnerConfig, device: torch.device, model_path: str, seed: int = 0) -> Learner:
+    """The policy (and its critic, reference) from the HF directory ``model_path``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch.manual_seed(config.seed)
-    model = AutoModelForCausalLM.from_pretrained(config.model_path, dtype=torch.float32)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     pad = model.config.pad_token_id
     if pad is None:
         try:
-            pad = AutoTokenizer.from_pretrained(config.model_path).pad_token_id
+            pad = AutoTokenizer.from_pretrained(model_path).pad_token_id
         except (OSError, ValueError):
             pad = None
-    return Learner(config, model, pad_token_id=pad if pad is not None else 0, device=str(device))
+    return Learner(config, model, seed=seed, pad_token_id=pad if pad is not None else 0, device=str(device))
 
 
 def sample_limits(learner: Learner) -> SampleLimits:
@@ -94,13 +95,14 @@ def sample_limits(learner: Learner) -> SampleLimits:
                         reward_max=cfg.reward_max, max_duration_s=cfg.max_duration_s)
 
 
-def train_step(learner: Learner, batch: list[Sample], buffer_state: dict[str, Any] | None) -> tuple[dict[str, float], WeightUpdate | None]:
+def train_step(learner: Learner, batch: list[Sample], buffer_state: dict[str, Any] | None,
+               run_dir: Path) -> tuple[dict[str, float], WeightUpdate | None]:
     """One update, then publish, then (every ``checkpoint_every``) checkpoint. Collective."""
     cfg = learner.config
     metrics = learner.update(batch)
-    update = publish_weights(learner.policy, learner.version, Path(cfg.run_dir) / "weights", cfg.publish_inline_max_bytes)
+    update = publish_weights(learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes)
     if cfg.checkpoint_every and learner.version % cfg.checkpoint_every == 0:
-        save_checkpoint(Path(cfg.run_dir) / "checkpoints", learner, {"buffer": buffer_state}, keep=cfg.keep_checkpoints)
+        save_checkpoint(run_dir / "checkpoints", learner, {"buffer": buffer_state}, keep=cfg.keep_checkpoints)
     return metrics, update
 
 
@@ -154,7 +156,7 @@ class SampleLog:
 
 
 async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: Any,
-                samples: SampleLog | None = None) -> None:
+                run_dir: Path, samples: SampleLog | None = None) -> None:
     """Rank 0's loop until ``max_updates``, cancellation or SIGTERM (a clean stop)."""
     cfg = learner.config
     arrived = asyncio.Event()
@@ -184,7 +186,7 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
     receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=commit, full=full, **refuse)
     broadcaster = WeightBroadcaster.from_config(transport)
     async with receiver, broadcaster:
-        initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, Path(cfg.run_dir) / "weights", cfg.publish_inline_max_bytes)
+        initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes)
         broadcaster.publish(initial)
         while not _done(learner):
             while not buffer.ready(cfg.batch_size):
@@ -194,7 +196,7 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             state = buffer.state_dict()
             if is_distributed():
                 torch.distributed.broadcast_object_list([batch, state], src=0)
-            metrics, update = await asyncio.to_thread(train_step, learner, batch, state)
+            metrics, update = await asyncio.to_thread(train_step, learner, batch, state, run_dir)
             broadcaster.publish(update)
             metrics.update({f"buffer/{k}": float(v) for k, v in buffer.counters.items()}, **{"buffer/pending": float(len(buffer))})
             metrics.update({"buffer/pending_bytes": float(buffer.pending_bytes), "buffer/deferred": float(receiver.counters["deferred"])})
@@ -205,23 +207,24 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
         await asyncio.sleep(2 * transport.republish_s)
 
 
-def follow(learner: Learner) -> None:
+def follow(learner: Learner, run_dir: Path) -> None:
     """Ranks > 0: take each batch from rank 0 and run the same collective step.
 
     The order of collectives matches rank 0's ``serve``: the initial publish (a full-state-dict
     gather), then per batch a broadcast of the batch followed by ``train_step``."""
-    publish_weights(learner.policy, learner.version, Path(learner.config.run_dir) / "weights",
+    publish_weights(learner.policy, learner.version, run_dir / "weights",
                     learner.config.publish_inline_max_bytes)
     while True:
         box: list[Any] = [None, None]
         torch.distributed.broadcast_object_list(box, src=0)
         if box[0] is None:
             return
-        train_step(learner, box[0], box[1])
+        train_step(learner, box[0], box[1], run_dir)
 
 
-def save_policy(learner: Learner, out_dir: Path) -> None:
-    """The current policy as a Hugging Face model directory (with the tokenizer), atomically."""
+def save_policy(learner: Learner, out_dir: Path, model_path: str) -> None:
+    """The current policy as a Hugging Face model directory (with ``model_path``'s tokenizer),
+    atomically."""
     from transformers import AutoTokenizer
 
     state = full_state_dict(learner.policy)
@@ -232,16 +235,21 @@ def save_policy(learner: Learner, out_dir: Path) -> None:
     model = learner.policy
     model.save_pretrained(tmp, state_dict=state)
     try:
-        AutoTokenizer.from_pretrained(learner.config.model_path).save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(model_path).save_pretrained(tmp)
     except (OSError, ValueError):
-        log.warning("no tokenizer next to %s; %s has weights only", learner.config.model_path, out_dir)
+        log.warning("no tokenizer next to %s; %s has weights only", model_path, out_dir)
     (tmp / "mlerl_version.txt").write_text(str(learner.version))
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
 
 
-def run(config: LearnerConfig, metrics: MetricsConfig | None = None) -> int:
+def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, run_dir: str | Path,
+        seed: int = 0, metrics: MetricsConfig | None = None) -> int:
     """The learner process; returns 0 when ``max_updates`` was reached or SIGTERM stopped it.
+
+    Trains the HF model in ``model_path``; binds ``transport``'s sample and weight addresses
+    (CURVE with the keys in ``transport.keys_dir``, created when missing; None: plain); keeps the
+    journal, checkpoints, published weights and logs in ``run_dir``.
 
     On the way out the current policy is saved to ``RUN_DIR/policy`` (an HF model directory,
     what ``mlerl eval`` and the closing report load)."""
@@ -249,8 +257,8 @@ def run(config: LearnerConfig, metrics: MetricsConfig | None = None) -> int:
         torch.set_num_threads(config.torch_threads)
     device = _init_distributed()
     rank = torch.distributed.get_rank() if is_distributed() else 0
-    run_dir = Path(config.run_dir)
-    learner = build_learner(config, device)
+    run_dir = Path(run_dir)
+    learner = build_learner(config, device, model_path, seed)
     buffer = ExperienceBuffer(run_dir / "buffer", config.batch_policy, check=functools.partial(check_sample, limits=sample_limits(learner))) if rank == 0 else None
     ckpt, extra = restore_checkpoint(run_dir / "checkpoints", learner)
     if ckpt is not None:
@@ -259,15 +267,12 @@ def run(config: LearnerConfig, metrics: MetricsConfig | None = None) -> int:
         log.info("resumed from %s at version %d", ckpt, learner.version)
     try:
         if rank == 0:
-            keys_dir = None
-            if config.curve:
-                keys_dir = str(generate_keys(config.keys_dir or run_dir / "keys").directory)
-            transport = TransportConfig(samples_address=config.receive_address, weights_address=config.publish_address,
-                                        keys_dir=keys_dir)
+            if transport.keys_dir:
+                generate_keys(transport.keys_dir)
             sink = make_sink(metrics or MetricsConfig(wandb_mode="disabled"), run_dir, name=run_dir.name)
-            samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=config.seed)
+            samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=seed)
             try:
-                asyncio.run(serve(learner, buffer, transport, sink, samples))
+                asyncio.run(serve(learner, buffer, transport, sink, run_dir, samples))
             except (asyncio.CancelledError, KeyboardInterrupt):
                 log.info("stopped at version %d", learner.version)
             finally:
@@ -277,8 +282,8 @@ def run(config: LearnerConfig, metrics: MetricsConfig | None = None) -> int:
                 if is_distributed():  # tells the other ranks to stop (see ``follow``)
                     torch.distributed.broadcast_object_list([None, None], src=0)
         else:
-            follow(learner)
-        save_policy(learner, run_dir / "policy")
+            follow(learner, run_dir)
+        save_policy(learner, run_dir / "policy", model_path)
     finally:
         if is_distributed():
             torch.distributed.destroy_process_group()

@@ -1,27 +1,32 @@
 """mlerl.protocol: the wire format, transport and small shared interfaces of mlerl.
 
-- messages (``Sample``, ``WeightUpdate``, ``Ack``, ``Heartbeat``; ``encode``/``decode``),
+The contract package: everything here is imported by at least one other package (actors,
+learner, instrument, sandbox, the CLI), so it holds more names than the others' tables of
+contents; they are grouped as in ``__all__``:
+
+- messages (``Sample``, ``WeightUpdate``; ``encode``/``decode``; ``ProtocolError``) and the enums
+  they carry (``ExecStatus``, ``ParseStatus``, ``PromptKind``),
 - the reliable sample stream (``SampleSender`` -> ``SampleReceiver``: acked, resent, deduped,
   in per-actor order) and weight announcements (``WeightBroadcaster`` -> ``WeightSubscriber``),
-- CURVE security of both streams (``generate_keys``, ``CurveKeys``) and the learner's content
-  checks on samples (``check_sample``, ``SampleLimits``),
+  configured by ``TransportConfig``,
+- CURVE security of both streams (``generate_keys``, ``CurveKeys``, ``CurveError``) and the
+  learner's content checks on samples (``check_sample``, ``SampleLimits``),
 - the weight-file contract every engine loads (``encode_weights``, ``announce``,
-  ``read_update_bytes``, ``load_into``, ``WeightUpdateError``),
-- metrics sinks (``MetricsSink``: W&B, JSON lines, console),
-- config helpers and the ``InferenceEngine`` interface.
+  ``read_update_bytes``, ``load_into``, ``tied_names``, ``WeightUpdateError``),
+- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console),
+- config helpers (``ConfigError``, ``check``, ``load_yaml``, ``load_section``, ``to_object``) and
+  the ``InferenceEngine`` interface (``ChatMessage``, ``SamplingParams``, ``Completion``).
 
-See ``docs/protocol.md``. Imports no torch (the weight-file functions import it when called).
+Acks, heartbeats, the schema version and the individual sinks are private (``_messages.py``,
+``_metrics.py``). See ``docs/protocol.md``. Imports no torch (the weight-file functions import
+it when called).
 """
 
 from mlerl.protocol._config import ConfigError, check, load_section, load_yaml, to_object
 from mlerl.protocol._curve import CurveError, CurveKeys, generate_keys
 from mlerl.protocol._engine import ChatMessage, Completion, InferenceEngine, SamplingParams
 from mlerl.protocol._messages import (
-    SCHEMA_VERSION,
-    Ack,
     ExecStatus,
-    Heartbeat,
-    Message,
     ParseStatus,
     PromptKind,
     ProtocolError,
@@ -30,15 +35,7 @@ from mlerl.protocol._messages import (
     decode,
     encode,
 )
-from mlerl.protocol._metrics import (
-    ConsoleSink,
-    JsonlSink,
-    MetricsConfig,
-    MetricsSink,
-    MultiSink,
-    WandbSink,
-    make_sink,
-)
+from mlerl.protocol._metrics import MetricsConfig, make_sink
 from mlerl.protocol._transport import SampleReceiver, SampleSender
 from mlerl.protocol._transport_config import TransportConfig
 from mlerl.protocol._validate import SampleLimits, check_sample
@@ -55,48 +52,45 @@ from mlerl.protocol._weights import WeightBroadcaster, WeightSubscriber
 __version__ = "0.1.0"
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "Ack",
-    "ChatMessage",
-    "check",
-    "check_sample",
-    "Completion",
-    "ConfigError",
-    "ConsoleSink",
-    "CurveError",
-    "CurveKeys",
-    "decode",
-    "encode",
-    "generate_keys",
+    # messages
+    "Sample",
+    "WeightUpdate",
     "ExecStatus",
-    "Heartbeat",
-    "InferenceEngine",
-    "JsonlSink",
-    "load_section",
-    "load_yaml",
-    "Message",
-    "MetricsConfig",
-    "MetricsSink",
-    "make_sink",
-    "MultiSink",
     "ParseStatus",
     "PromptKind",
     "ProtocolError",
-    "Sample",
-    "SampleLimits",
-    "SampleReceiver",
+    "encode",
+    "decode",
+    # transport
     "SampleSender",
-    "SamplingParams",
-    "to_object",
-    "TransportConfig",
-    "WandbSink",
+    "SampleReceiver",
     "WeightBroadcaster",
     "WeightSubscriber",
-    "WeightUpdate",
-    "WeightUpdateError",
-    "announce",
+    "TransportConfig",
+    "CurveKeys",
+    "CurveError",
+    "generate_keys",
+    "SampleLimits",
+    "check_sample",
+    # weight files
     "encode_weights",
-    "load_into",
+    "announce",
     "read_update_bytes",
+    "load_into",
     "tied_names",
+    "WeightUpdateError",
+    # metrics
+    "MetricsConfig",
+    "make_sink",
+    # config helpers
+    "ConfigError",
+    "check",
+    "load_section",
+    "load_yaml",
+    "to_object",
+    # engine interface
+    "InferenceEngine",
+    "ChatMessage",
+    "SamplingParams",
+    "Completion",
 ]

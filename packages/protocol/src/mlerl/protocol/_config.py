@@ -88,6 +88,21 @@ def load_yaml(path: str | Path) -> Any:
     return root
 
 
+def load_value(path: str | Path, key: str, kind: type[T]) -> T:
+    """The value of ``key`` (dotted, e.g. ``model.path``) in a run config file, checked to be a
+    ``kind``: how a process reads a fact owned by a section it does not otherwise read (the
+    section's owner, ``mlerl train``, validated it). Missing or mistyped: :class:`ConfigError`."""
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.select(load_yaml(path), key)
+    value = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
+    if value is None:
+        raise ConfigError(key, f"missing from {path}")
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(key, f"must be a {kind.__name__}, got {value!r}")
+    return value
+
+
 def load_section(cls: type[T], path: str | Path, section: str) -> T:
     """Load ``section`` of a resolved YAML config file written by ``mlerl train``."""
     from omegaconf import OmegaConf

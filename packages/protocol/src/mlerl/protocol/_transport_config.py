@@ -2,11 +2,13 @@
 
 The learner binds (``*_bind``, defaulting to the address), actors connect (``*_address``). On
 one host use ``ipc://`` or ``tcp://127.0.0.1``; across hosts bind ``tcp://0.0.0.0:PORT`` and
-connect to ``tcp://LEARNER_HOST:PORT`` (see docs/protocol.md).
+connect to ``tcp://LEARNER_HOST:PORT`` (see docs/protocol.md). ``RunTransportConfig`` is
+the ``transport`` section of a run config, the few of these facts a user sets.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -56,3 +58,42 @@ class TransportConfig:
             check(getattr(self, key) > 0, key, "must be > 0")
         for key in ("sender_hwm", "receiver_hwm", "max_unacked", "max_batch", "reconnect_ivl_ms"):
             check(getattr(self, key) >= 1, key, "must be >= 1")
+
+
+@dataclass
+class RunTransportConfig:
+    """The ``transport`` section of a run config (``RUN_DIR/config.yaml``): where the run's two
+    streams meet and whether CURVE secures them. The one owner of these facts: the learner binds
+    both addresses, every actor connects to them, both read them here.
+
+    Across hosts each host composes its own run config, so each names the addresses as it sees
+    them: ``tcp://0.0.0.0:PORT`` on the learner host, ``tcp://LEARNER_HOST:PORT`` on actor hosts
+    (``mlerl slurm`` writes both). :meth:`resolve` gives the :class:`TransportConfig` that opens
+    the sockets."""
+
+    samples_address: str = ""
+    """The sample stream (actors -> learner). Empty: ``mlerl train role=all`` picks a free
+    loopback port; ``role=learner``/``actors`` must set it."""
+    weights_address: str = ""
+    """The weight announcements (learner -> actors). Empty: as for ``samples_address``."""
+    curve: bool = True
+    """Encrypt and authenticate both streams with ZeroMQ CURVE: only holders of the run's actor
+    key can send samples or read weights (docs/protocol.md)."""
+    keys_dir: str = ""
+    """The run's CURVE keys (the learner side creates them when missing); empty:
+    ``RUN_DIR/keys``. On an actor host, point it at a copy of the learner host's keys."""
+
+    def __post_init__(self) -> None:
+        for key in ("samples_address", "weights_address"):
+            value = getattr(self, key)
+            check(not value or value.startswith(("tcp://", "ipc://", "inproc://")), key,
+                  f"must be empty or a tcp://, ipc:// or inproc:// address, got {value!r}")
+
+    def resolve(self, run_dir: str | os.PathLike[str]) -> TransportConfig:
+        """The sockets' config for a process of the run in ``run_dir``."""
+        for key in ("samples_address", "weights_address"):
+            check(bool(getattr(self, key)), f"transport.{key}",
+                  "required (only `mlerl train role=all` picks a free port for it)")
+        keys_dir = (self.keys_dir or os.path.join(run_dir, "keys")) if self.curve else None
+        return TransportConfig(samples_address=self.samples_address,
+                               weights_address=self.weights_address, keys_dir=keys_dir)
