@@ -22,7 +22,7 @@ Acks, heartbeats, the schema version and the individual sinks are private (``_me
 it when called).
 """
 
-from mlerl.protocol._config import ConfigError, check, load_section, load_yaml, to_object
+from mlerl.protocol._config import ConfigError, check, load_section, load_value, load_yaml, to_object
 from mlerl.protocol._curve import CurveError, CurveKeys, generate_keys
 from mlerl.protocol._engine import ChatMessage, Completion, InferenceEngine, SamplingParams
 from mlerl.protocol._messages import (
@@ -37,7 +37,7 @@ from mlerl.protocol._messages import (
 )
 from mlerl.protocol._metrics import MetricsConfig, make_sink
 from mlerl.protocol._transport import SampleReceiver, SampleSender
-from mlerl.protocol._transport_config import TransportConfig
+from mlerl.protocol._transport_config import RunTransportConfig, TransportConfig
 from mlerl.protocol._validate import SampleLimits, check_sample
 from mlerl.protocol._weightfile import (
     WeightUpdateError,
@@ -66,6 +66,7 @@ __all__ = [
     "SampleReceiver",
     "WeightBroadcaster",
     "WeightSubscriber",
+    "RunTransportConfig",
     "TransportConfig",
     "CurveKeys",
     "CurveError",
@@ -86,6 +87,7 @@ __all__ = [
     "ConfigError",
     "check",
     "load_section",
+    "load_value",
     "load_yaml",
     "to_object",
     # engine interface
