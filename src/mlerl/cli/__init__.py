@@ -21,7 +21,7 @@ _USAGE = """usage: mlerl <command> [args...]
 commands:
   train        run RL training (Hydra app; `mlerl train --help`)
   eval         best-of-K evaluation of a checkpoint
-  sandbox      run / reap / doctor / bench the program sandbox (= mlerl-sandbox)
+  sandbox      run / reap / doctor the program sandbox (= mlerl-sandbox)
   instrument   instrument a program, score its output (= mlerl-instrument)
   tasks        prepare / grade / validate / compare tasks (= mlerl-bench)
   slurm        write the sbatch script of a multi-node training job (torchrun learner + actor nodes)
