@@ -1,0 +1,178 @@
+"""Every config fact has one owner key, read where it is owned; no shipped key is dead.
+
+Two kinds of checks:
+
+- ``test_every_schema_field_is_read``: no dead fields. Every field of every dataclass in the
+  ``mlerl train`` schema (``TrainConfig`` and its nested sections, recursively) must be read
+  somewhere in the library code (``packages/*/src`` and ``src/mlerl``, tests and benchmarks
+  excluded). "Read" is found with the AST, not with a text grep, so comments and docstrings
+  never count: an attribute access ``x.<field>`` or the string constant ``"<field>"`` (how
+  ``getattr(config, key)`` loops and ``load_value(path, "tasks.ids", ...)`` name a field)
+  anywhere except inside a ``__post_init__`` (range checks validate a value, they do not use
+  it) and except the dataclass's own field declarations. It is deliberately conservative: a
+  field that shares its name with an unrelated attribute passes even if dead, but a field that
+  nobody reads by any spelling fails, which is what ``learner.sampling_multiplier`` was.
+- One override test per section: a command-line override of a key reaches the process that
+  reads it, through the run config file each process loads (``RUN_DIR/config.yaml``, written
+  by ``_write_run_config``), read the way that process reads it. Keys that moved or were
+  deleted are refused by the schema instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import typing
+from pathlib import Path
+
+import pytest
+from hydra.errors import ConfigCompositionException
+
+from mlerl.actors import ActorsConfig
+from mlerl.cli._config import TrainConfig, validate
+from mlerl.cli._train import _write_run_config
+from mlerl.instrument import RewardConfig
+from mlerl.learner import LearnerConfig
+from mlerl.protocol import MetricsConfig, RunTransportConfig, load_section, load_value
+from mlerl.sandbox import SandboxConfig
+
+from .test_config import _compose
+
+REPO = Path(__file__).resolve().parents[2]
+LIBRARY = [*sorted((REPO / "packages").glob("*/src")), REPO / "src"]
+
+
+def _schema_fields(cls: type, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted key, field name) of every field of ``cls`` and its nested dataclass sections."""
+    out: list[tuple[str, str]] = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}{f.name}"
+        out.append((key, f.name))
+        kind = hints[f.name]
+        if dataclasses.is_dataclass(kind):
+            out += _schema_fields(kind, key + ".")
+    return out
+
+
+class _Reads(ast.NodeVisitor):
+    """Names read in a module: attribute accesses and string constants, outside ``__post_init__``
+    and outside annotated class-level declarations (a dataclass field's own definition)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name != "__post_init__":
+            self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:  # the default may read other names; the target is no read
+            self.visit(node.value)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.names.add(node.attr)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str):
+            self.names.add(node.value)
+            self.names.update(node.value.split("."))  # "tasks.ids" reads "ids"
+
+
+def _library_reads() -> set[str]:
+    reads = _Reads()
+    for root in LIBRARY:
+        for path in root.rglob("*.py"):
+            if path.stem.startswith("bench"):  # benchmark modules (being moved to benchmarks/)
+                continue
+            reads.visit(ast.parse(path.read_text(), filename=str(path)))
+    return reads.names
+
+
+def test_every_schema_field_is_read():
+    reads = _library_reads()
+    dead = [key for key, name in _schema_fields(TrainConfig) if name not in reads]
+    assert not dead, f"schema fields nobody reads (delete them or wire them): {dead}"
+
+
+def test_the_dead_field_check_sees_a_dead_field():
+    """The check above is not vacuous: a field no code mentions is reported."""
+
+    @dataclasses.dataclass
+    class WithDead:
+        zz_never_read_anywhere: int = 0
+
+    assert "zz_never_read_anywhere" not in _library_reads()
+    assert _schema_fields(WithDead) == [("zz_never_read_anywhere", "zz_never_read_anywhere")]
+
+
+# ---- one override test per section -------------------------------------------------------
+def _run_config(tmp_path: Path, overrides: list[str]) -> Path:
+    """The run config every process reads, for ``mlerl train <overrides>`` (role all)."""
+    train = validate(_compose(["transport.curve=false", *overrides]))
+    model = train.model.path or str(tmp_path / "model")
+    return _write_run_config(train, tmp_path, tmp_path / "data", model)
+
+
+def test_top_level_seed_reaches_learner_and_actors(tmp_path):
+    path = _run_config(tmp_path, ["seed=7"])
+    assert load_value(path, "seed", int) == 7  # both entry points read it here
+
+
+def test_model_path_reaches_learner_and_actors(tmp_path):
+    path = _run_config(tmp_path, [f"model.path={tmp_path / 'm'}"])
+    assert load_value(path, "model.path", str) == str(tmp_path / "m")
+
+
+def test_tasks_reach_the_actors(tmp_path):
+    path = _run_config(tmp_path, ["tasks.ids=[a,b]", "tasks.tasks_dir=/specs"])
+    assert load_value(path, "tasks.ids", list) == ["a", "b"]
+    assert load_value(path, "tasks.tasks_dir", str) == "/specs"
+    assert load_value(path, "tasks.data_dir", str) == str(tmp_path / "data")  # resolved, in its owner
+
+
+def test_transport_is_one_section_for_both_sides(tmp_path):
+    path = _run_config(tmp_path, ["transport.samples_address=tcp://127.0.0.1:7001",
+                                  "transport.keys_dir=/keys", "transport.curve=true"])
+    transport = load_section(RunTransportConfig, path, "transport").resolve(tmp_path)
+    assert transport.samples_address == "tcp://127.0.0.1:7001"  # given: honoured with role=all
+    assert transport.weights_address.startswith("tcp://127.0.0.1:")  # empty: a free port
+    assert transport.keys_dir == "/keys"
+
+
+def test_transport_addresses_are_required_for_split_roles(tmp_path):
+    from mlerl.protocol import ConfigError
+
+    train = validate(_compose(["role=learner", "transport.curve=false"]))
+    with pytest.raises(ConfigError, match="transport.samples_address"):
+        _write_run_config(train, tmp_path, tmp_path / "data", "model")
+
+
+@pytest.mark.parametrize("section,cls,override,field,value", [
+    ("learner", LearnerConfig, "learner.lr=0.25", "lr", 0.25),
+    ("actors", ActorsConfig, "actors.temperature=0.5", "temperature", 0.5),
+    ("sandbox", SandboxConfig, "sandbox.max_concurrency=3", "max_concurrency", 3),
+    ("instrument.reward", RewardConfig, "instrument.reward.failure=-3.0", "failure", -3.0),
+    ("logging", MetricsConfig, "logging.wandb_mode=disabled", "wandb_mode", "disabled"),
+])
+def test_section_override_reaches_its_reader(tmp_path, section, cls, override, field, value):
+    loaded = load_section(cls, _run_config(tmp_path, [override]), section)
+    assert getattr(loaded, field) == value
+
+
+def test_instrument_mode_reaches_the_actors(tmp_path):
+    path = _run_config(tmp_path, ["instrument=paper"])
+    assert load_value(path, "instrument.mode", str) == "paper"
+    assert load_value(path, "instrument.markers", str) == "paper"
+
+
+@pytest.mark.parametrize("key", [
+    "learner.model_path=/m", "learner.run_dir=/r", "learner.seed=1", "learner.receive_address=tcp://x:1",
+    "learner.curve=false", "learner.sampling_multiplier=3", "learner.temperature=0.5",
+    "actors.model_path=/m", "actors.task_ids=[a]", "actors.data_dir=/d", "actors.seed=1",
+    "actors.samples_address=tcp://x:1", "actors.keys_dir=/k",
+])
+def test_moved_and_deleted_keys_are_refused(key):
+    with pytest.raises(ConfigCompositionException):
+        _compose([key])
