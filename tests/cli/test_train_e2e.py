@@ -69,9 +69,13 @@ def test_train_runs_end_to_end(tmp_path, train, processes, backend):
     assert processes(str(run_dir)) == []
     if backend == "local":
         report = json.loads((run_dir / "report.json").read_text())
-        assert report["k"] == 2 and set(report) >= {"initial", "trained", "plots"}
+        assert report["k"] == 2 and set(report) >= {"initial", "trained", "aide", "plots"}
         assert (run_dir / "report.md").read_text().startswith("# Trained vs initial policy")
         assert any(p.endswith("best_score_vs_time.png") for p in report["plots"])
+        # AIDE with the initial policy: the same K executions, best so far after each
+        aide = report["aide"]["per_seed"][0]["tasks"]["standin-cancer-auc-tiny"]
+        assert report["aide"]["method"] == "aide" and aide["k"] == 2 and len(aide["best_vs_executions"]) == 2
+        assert any(p.endswith("rl_vs_aide.png") for p in report["plots"])
         _assert_eval_of_trained_policy(run_dir)
 
 
