@@ -108,11 +108,12 @@ def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> P
             summary = report[key]["per_seed"][0]["tasks"][task]
             lower = summary["lower_is_better"]
             best = summary.get("best_vs_executions") or []
-            row[0].step(range(1, len(best) + 1), [math.nan if b is None else b for b in best],
-                        where="post", color=color, label=label)
+            ys = [math.nan if b is None else b for b in best]
+            style = dict(drawstyle="steps-post", marker="o", ms=3, color=color)  # a lone point shows
+            row[0].plot(range(1, len(best) + 1), ys, label=label, **style)
             elapsed = summary.get("elapsed_s") or []
             if len(elapsed) == len(best):
-                row[1].step(elapsed, [math.nan if b is None else b for b in best], where="post", color=color)
+                row[1].plot(elapsed, ys, **style)
         direction = "lower" if lower else "higher"
         row[0].set_title(f"{task}: best so far ({direction} is better)", fontsize=9)
         row[0].set_xlabel("program executions", fontsize=8)
