@@ -356,7 +356,7 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
     engine = ScriptedEngine(tokenizer, responses, budget=0 if cfg.mode == "sync" else None)
     sandbox = TimedSandbox(make_sandbox(SandboxConfig(backend="local", max_concurrency=cfg.concurrency,
                                                       work_root=str(run / "sandbox"))), probe)
-    pipeline = timed_pipeline(real_pipeline("secure"), probe)
+    pipeline = timed_pipeline(real_pipeline(), probe)
     state = ActorState(run / "state" / "a0")
     prompts = PromptConfig(description_chars=cfg.description_chars, snippet_chars=cfg.snippet_chars)
     stats: dict[str, int] = {}

@@ -55,7 +55,7 @@ def _actor(tmp_path, task, engine, sandbox, sender, **cfg):
     config = ActorsConfig(exec_time_limit_s=120, exec_memory_mb=2048,
                           improvement=ImprovementConfig(improve_prob=0.0), **cfg)
     return Actor("r0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK: task},
-                 pipeline=real_pipeline("secure"), state=ActorState(tmp_path / "state"))
+                 pipeline=real_pipeline(), state=ActorState(tmp_path / "state"))
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ async def test_aide_real_sandbox_and_grader(tmp_path, task, sandbox):  # noqa: F
     # draft a crash, draft a valid program, then debug the crash (debug_prob 1): the debug prompt
     # shows the crash's real, cleaned terminal output (its progress markers, no nonce lines)
     engine = ScriptedEngine([CRASH, PROGRAM, PROGRAM])
-    pipeline = real_pipeline("secure")
+    pipeline = real_pipeline()
     try:
         async with asyncio.timeout(240):
             out = await evaluate_aide(ActorsConfig(), {TASK: task}, k=3, engine=engine, sandbox=sandbox,

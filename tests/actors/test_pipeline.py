@@ -1,9 +1,13 @@
 import pytest
 import yaml
 
-from mlerl.actors.__main__ import _instrument_modes
+import dataclasses
+
+from mlerl.actors import ActorsConfig
+from mlerl.actors.__main__ import _optional_section
+from mlerl.actors._admission import AdmissionConfig
 from mlerl.actors._pipeline import real_pipeline
-from mlerl.instrument import LMInstrumenter, MarkerScanner
+from mlerl.instrument import InstrumentConfig, InstrumentMode, LMInstrumenter, MarkerMode, MarkerScanner
 from mlerl.protocol import Completion, ConfigError, ExecStatus
 
 CODE = "import pandas as pd\ndf = pd.read_csv('x.csv')\n"
@@ -42,14 +46,14 @@ def _markers(prepared, printed_lines):
 
 
 async def test_ast_mode_uses_a_nonce_channel():
-    prepared = await real_pipeline("secure").prepare(CODE)
+    prepared = await real_pipeline().prepare(CODE)
     assert prepared.nonce and prepared.nonce in prepared.program
     compile(prepared.program, "main.py", "exec")
 
 
 async def test_lm_mode_uses_the_frozen_lm():
     lm = FrozenLM()
-    pipeline = real_pipeline("secure", lm_instrumenter=LMInstrumenter(lm))
+    pipeline = real_pipeline(lm_instrumenter=LMInstrumenter(lm))
     prepared = await pipeline.prepare(CODE)
     assert lm.calls == 1 and prepared.nonce in prepared.program
     assert _markers(prepared, ["imported packages", "loaded data"]) == ["imported packages", "loaded data"]
@@ -60,12 +64,12 @@ async def test_lm_mode_uses_the_frozen_lm():
 
 
 async def test_paper_markers_are_plain_prints():
-    prepared = await real_pipeline("paper").prepare(CODE)
+    prepared = await real_pipeline(instrument=InstrumentConfig(markers=MarkerMode.paper)).prepare(CODE)
     assert prepared.nonce is None and 'print("imported packages")' in prepared.program
 
 
 async def test_uninstrumentable_code_runs_as_is():
-    prepared = await real_pipeline("secure").prepare("def f(:\n")
+    prepared = await real_pipeline().prepare("def f(:\n")
     assert prepared == type(prepared)("def f(:\n", None)
 
 
@@ -76,15 +80,19 @@ def test_reward_adapter_gives_none_for_infra_errors():
     assert value == pytest.approx(-10.0 + 0.1)  # paper: -10 plus 0.1 per marker
 
 
-def test_instrument_modes_from_run_config(tmp_path):
+def test_instrument_section_from_run_config(tmp_path):
+    """The actor reads the `instrument` section as mlerl.instrument's typed config; the defaults
+    live only in InstrumentConfig."""
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"instrument": {"mode": "lm", "markers": "paper"}}))
-    assert _instrument_modes(path) == ("lm", "paper")
+    path.write_text(yaml.safe_dump({"instrument": {"mode": "lm", "markers": "paper", "reward": {"failure": -5.0}}}))
+    got = _optional_section(InstrumentConfig, path, "instrument")
+    assert (got.mode, got.markers, got.reward.failure) == (InstrumentMode.lm, MarkerMode.paper, -5.0)
     path.write_text(yaml.safe_dump({"actors": {}}))
-    assert _instrument_modes(path) == ("ast", "secure")
+    assert _optional_section(InstrumentConfig, path, "instrument") == InstrumentConfig()
+    assert (InstrumentConfig().mode, InstrumentConfig().markers) == (InstrumentMode.ast, MarkerMode.secure)
     path.write_text(yaml.safe_dump({"instrument": {"mode": "magic"}}))
     with pytest.raises(ConfigError, match="instrument.mode"):
-        _instrument_modes(path)
+        _optional_section(InstrumentConfig, path, "instrument")
 
 
 def test_grade_adapter_uses_the_pool_and_close_ends_it(tmp_path):
@@ -99,7 +107,7 @@ def test_grade_adapter_uses_the_pool_and_close_ends_it(tmp_path):
     pd.DataFrame({"id": ids, "score": np.linspace(0, 1, 10)}).to_csv(task.answers_path, index=False)
     path = tmp_path / "submission.csv"
     pd.DataFrame({"id": ids, "score": np.linspace(0, 1, 10) ** 2}).to_csv(path, index=False)
-    pipeline = real_pipeline(grade_workers=1)
+    pipeline = real_pipeline(dataclasses.replace(ActorsConfig(), admission=AdmissionConfig(max_in_flight=1)))
     try:
         graded = [pipeline.grade(task, path) for _ in range(2)]
     finally:

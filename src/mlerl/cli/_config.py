@@ -27,7 +27,7 @@ from hydra.core.config_store import ConfigStore
 
 from mlerl.actors import ActorsConfig
 from mlerl.embedded import BootstrapConfig
-from mlerl.instrument import RewardConfig
+from mlerl.instrument import InstrumentConfig
 from mlerl.learner import LearnerConfig
 from mlerl.protocol import MetricsConfig, RunTransportConfig, check, to_object
 from mlerl.sandbox import SandboxConfig
@@ -60,21 +60,6 @@ class TasksConfig:
 
     def __post_init__(self) -> None:
         check(len(self.ids) > 0, "ids", "must name at least one task")
-
-
-@dataclass
-class InstrumentConfig:
-    mode: str = "ast"
-    """``ast`` (deterministic, the CPU default), ``lm`` (frozen LM, verified, AST fallback) or
-    ``paper`` (frozen LM output used unverified, plain prints: exact reproduction)."""
-    markers: str = "secure"
-    """``secure``: only nonce-channel markers count; ``paper``: regex over plain prints."""
-    reward: RewardConfig = field(default_factory=RewardConfig)
-    """Reward constants (the paper's by default)."""
-
-    def __post_init__(self) -> None:
-        check(self.mode in ("ast", "lm", "paper"), "mode", "must be 'ast', 'lm' or 'paper'")
-        check(self.markers in ("secure", "paper"), "markers", "must be 'secure' or 'paper'")
 
 
 @dataclass

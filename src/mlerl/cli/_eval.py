@@ -85,8 +85,7 @@ async def _one_seed(config: Any, model_path: str, seed: int, tasks: dict[str, An
     sandbox = make_sandbox(dataclasses.replace(sandbox_config, max_concurrency=slots)
                            if sandbox_config is not None else
                            SandboxConfig(backend=backend, max_concurrency=slots))
-    pipeline = real_pipeline(grade_timeout_s=config.grade_timeout_s,
-                             grade_workers=config.admission.max_in_flight)
+    pipeline = real_pipeline(config)
     try:
         run = evaluate_aide if method == "aide" else evaluate
         return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed)

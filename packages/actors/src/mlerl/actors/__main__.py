@@ -39,28 +39,16 @@ def _optional_section(cls, path: Path, section: str):  # type: ignore[no-untyped
         raise
 
 
-def _instrument_modes(path: Path) -> tuple[str, str]:
-    """(``instrument.mode``: ast | lm | paper, ``instrument.markers``: secure | paper)."""
-    from omegaconf import OmegaConf
-
-    root = OmegaConf.load(path)
-    mode = str(OmegaConf.select(root, "instrument.mode", default="ast"))
-    markers = str(OmegaConf.select(root, "instrument.markers", default="secure"))
-    if mode not in ("ast", "lm", "paper"):
-        raise ConfigError("instrument.mode", "must be 'ast', 'lm' or 'paper'")
-    return mode, markers
-
-
 async def run_actor(config_path: Path, actor_id: str) -> str:
     """Run one actor until stopped; returns '' or why it gave up (the sandbox stayed down)."""
     from mlerl.bench import Registry
-    from mlerl.instrument import RewardConfig
+    from mlerl.instrument import InstrumentConfig, InstrumentMode
     from mlerl.protocol import SampleSender, WeightSubscriber
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     config = load_section(ActorsConfig, config_path, "actors")
     sandbox_config = _optional_section(SandboxConfig, config_path, "sandbox")
-    reward_config = _optional_section(RewardConfig, config_path, "instrument.reward")
+    instrument = _optional_section(InstrumentConfig, config_path, "instrument")
     model_path = load_value(config_path, "model.path", str)
     seed = load_value(config_path, "seed", int)
     run_dir = config_path.resolve().parent
@@ -74,15 +62,14 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     if keys is not None:
         keys.client_keypair()  # missing keys: a clear error now, not a silent hang later
         keys.server_public()
-    mode, markers = _instrument_modes(config_path)
-    frozen = make_frozen_engine(config, model_path) if mode in ("lm", "paper") else None
+    lm_mode = instrument.mode in (InstrumentMode.lm, InstrumentMode.paper)
+    frozen = make_frozen_engine(config, model_path) if lm_mode else None
     instrumenter = None
     if frozen is not None:
         from mlerl.instrument import LMInstrumenter
 
         instrumenter = LMInstrumenter(frozen)
-    pipeline = real_pipeline(markers, reward_config, config.grade_timeout_s, instrumenter,
-                             grade_workers=config.admission.max_in_flight)
+    pipeline = real_pipeline(config, instrument, instrumenter)
     engine = make_engine(config, model_path, seed)
     sandbox = make_sandbox(sandbox_config)
     try:

@@ -60,22 +60,27 @@ class Pipeline:
     """Release what the adapters hold (the grading processes); idempotent."""
 
 
-def real_pipeline(
-    markers: str = "secure",
-    reward_config: Any = None,
-    grade_timeout_s: float = 120.0,
-    lm_instrumenter: Any = None,
-    grade_workers: int = 2,
-) -> Pipeline:
-    """The real adapters; ``lm_instrumenter`` (an ``LMInstrumenter``) switches to LM mode.
+def real_pipeline(config: Any = None, instrument: Any = None, lm_instrumenter: Any = None) -> Pipeline:
+    """The real adapters for an actor with ``config`` (an ``ActorsConfig``; default one) and the
+    run's ``instrument`` section (an ``mlerl.instrument.InstrumentConfig``: marker mode and
+    reward constants; default one). ``lm_instrumenter`` (an ``LMInstrumenter``) switches to LM
+    mode. Every setting is read from those two configs, its one owner.
 
-    ``grade_workers`` grading processes (started here, when the run starts, so that no grade
-    pays a child's interpreter start and pandas import, and replaced as soon as one retires or
-    dies; give it the number of executions at once, since each holds its slot while grading);
-    ``Pipeline.close`` ends them.
+    One grading process per execution slot (``admission.max_in_flight``: each holds its slot
+    while grading), started here, when the run starts, so that no grade pays a child's
+    interpreter start and pandas import, and replaced as soon as one retires or dies;
+    ``Pipeline.close`` ends them. The grade timeout is ``grade_timeout_s``.
     """
     from mlerl.bench import GraderPool
-    from mlerl.instrument import MarkerScanner, clean_output, compute_reward, instrument_ast, prepare_run
+    from mlerl.instrument import (
+        InstrumentConfig, MarkerScanner, clean_output, compute_reward, instrument_ast, prepare_run,
+    )
+
+    from mlerl.actors._config import ActorsConfig
+
+    config = config or ActorsConfig()
+    instrument = instrument or InstrumentConfig()
+    markers, reward_config = instrument.markers.value, instrument.reward
 
     async def prepare(code: str) -> Prepared:
         try:
@@ -89,7 +94,7 @@ def real_pipeline(
         run = prepare_run(instrumented, markers)
         return Prepared(run.program, run.nonce)
 
-    graders = GraderPool(size=grade_workers, timeout_s=grade_timeout_s)
+    graders = GraderPool(size=config.admission.max_in_flight, timeout_s=config.grade_timeout_s)
     graders.warm()
 
     def grade(task: Any, path: Path) -> Graded:

@@ -10,12 +10,14 @@ for a complete output; ``clean_output``: the output with plain markers, for prom
 - the LM instrumenter: ``LMInstrumenter``, ``LMInstrumentConfig``, its prompt
   ``INSTRUMENT_PROMPT``, ``judge`` (accept an answer or fall back to the AST) and
   ``drop_unjustified`` (the markers ``judge`` would refuse, removed);
-- the reward: ``compute_reward``, ``RewardConfig``, ``RewardKind``, ``Reference``.
+- the reward: ``compute_reward``, ``RewardConfig``, ``RewardKind``, ``Reference``;
+- the run's ``instrument`` section: ``InstrumentConfig`` (``InstrumentMode``, ``MarkerMode``).
 
 See docs/instrument.md.
 """
 
 from mlerl.instrument._ast_instrument import instrument_ast
+from mlerl.instrument._config import InstrumentConfig, InstrumentMode, MarkerMode
 from mlerl.instrument._lm import (
     INSTRUMENT_PROMPT,
     LMInstrumentConfig,
@@ -46,4 +48,7 @@ __all__ = [
     "RewardConfig",
     "RewardKind",
     "Reference",
+    "InstrumentConfig",
+    "InstrumentMode",
+    "MarkerMode",
 ]

@@ -90,7 +90,7 @@ def _instrument(args: argparse.Namespace) -> int:
     if args.plain or args.mode == "paper":
         sys.stdout.write(instrumented)
         return 0
-    prepared = prepare_run(instrumented, MarkerMode.SECURE)
+    prepared = prepare_run(instrumented, MarkerMode.secure)
     print(f"nonce: {prepared.nonce}", file=sys.stderr)
     if prepared.untrusted:
         print(f"untrusted (no markers): {prepared.untrusted}", file=sys.stderr)

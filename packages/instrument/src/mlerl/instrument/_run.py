@@ -58,10 +58,12 @@ VALUE_EVENT = "mlerl.value"
 
 
 class MarkerMode(str, enum.Enum):
-    SECURE = "secure"
-    """Nonce channel; unforgeable by plain prints."""
-    PAPER = "paper"
-    """Plain prints + regex, for exact reproduction of the paper."""
+    # lower-case member names: they are the YAML values of `instrument.markers` (OmegaConf
+    # matches enum names)
+    secure = "secure"
+    """Nonce channel; unforgeable by plain prints (only channel markers count)."""
+    paper = "paper"
+    """Plain prints + regex, for exact reproduction of the paper (forgeable by any print)."""
 
 
 @dataclass(frozen=True)
@@ -324,7 +326,7 @@ def _alone(markers: list[ast.stmt], tree: ast.Module) -> set[int]:
 
 
 def prepare_run(
-    instrumented_code: str, mode: MarkerMode | str = MarkerMode.SECURE, *, nonce: str | None = None
+    instrumented_code: str, mode: MarkerMode | str = MarkerMode.secure, *, nonce: str | None = None
 ) -> PreparedRun:
     """The program to run and the nonce its markers carry.
 
@@ -336,7 +338,7 @@ def prepare_run(
     (:attr:`PreparedRun.untrusted`) keeps the channel but loses every marker.
     """
     mode = MarkerMode(mode)
-    if mode is MarkerMode.PAPER:
+    if mode is MarkerMode.paper:
         return PreparedRun(instrumented_code, None, mode)
     nonce = nonce or secrets.token_hex(16)
     if not re.fullmatch(r"[0-9A-Za-z_-]{8,128}", nonce):
