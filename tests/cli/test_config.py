@@ -68,6 +68,17 @@ def test_paper_scale_matches_the_paper():
     assert len(cfg.tasks.ids) == 12 and cfg.instrument.mode == "lm"
 
 
+def test_admission_may_not_count_more_executions_than_the_sandbox_runs():
+    """One owner for "programs at once": sandbox.max_concurrency; the admission may use fewer."""
+    assert validate(_compose(["actors.admission.max_in_flight=1"])).actors.admission.max_in_flight == 1
+    with pytest.raises(ConfigError, match=r"actors.admission.max_in_flight: 3 exceeds sandbox.max_concurrency=2"):
+        validate(_compose(["actors.admission.max_in_flight=3"]))
+    cfg = validate(_compose(["actors.admission.max_in_flight=3", "sandbox.max_concurrency=3"]))
+    assert cfg.sandbox.max_concurrency == cfg.actors.admission.max_in_flight == 3
+    paper = validate(_compose(["+experiment=paper_scale"]))
+    assert paper.sandbox.max_concurrency == paper.actors.admission.max_in_flight == 32
+
+
 def test_wrong_type_names_the_key():
     with pytest.raises(Exception) as info:
         validate(_compose(["learner.batch_size=lots"]))

@@ -114,6 +114,13 @@ class TrainConfig:
         check(bool(self.actor_prefix) and "/" not in self.actor_prefix and " " not in self.actor_prefix,
               "actor_prefix", "must be a non-empty name without '/' or spaces")
         check(self.eval_samples >= 0, "eval_samples", "must be >= 0")
+        # Each actor runs its programs in its own sandbox: `sandbox.max_concurrency` owns how many
+        # run at once; admission may not count more as running (they would queue in the sandbox,
+        # and the admission's staleness and oversampling rules would misjudge them).
+        slots, running = self.sandbox.max_concurrency, self.actors.admission.max_in_flight
+        check(running <= slots, "actors.admission.max_in_flight",
+              f"{running} exceeds sandbox.max_concurrency={slots}, the programs one actor's sandbox runs "
+              f"at once; lower it or raise sandbox.max_concurrency (e.g. sandbox.max_concurrency={running})")
 
 
 def register() -> None:

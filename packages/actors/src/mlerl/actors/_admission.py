@@ -46,8 +46,10 @@ class Verdict(enum.Enum):
 
 @dataclass
 class AdmissionConfig:
-    max_in_flight: int = 4
-    """Executions running at once (match the sandbox's ``max_concurrency``)."""
+    max_in_flight: int = 2
+    """Executions running at once; ``mlerl train`` refuses more than the sandbox's
+    ``max_concurrency`` (the sandbox owns how many programs run at once). The default suits a
+    2-core machine and fits every shipped sandbox option."""
     oversample: float = 1.5
     """The paper's m: alive actions <= ceil(m * max_in_flight); must be >= 1."""
     max_versions_behind: int = 4
