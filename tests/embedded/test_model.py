@@ -57,6 +57,15 @@ def test_other_config_gets_another_key(built):
     assert BootstrapConfig(**TINY).key(manifest["corpus_hash"]) == path.name
 
 
+def test_a_real_outputs_build_runs_each_improve_parent_in_the_sandbox(built, data_dir, tmp_path):
+    """`real_outputs` runs the parents (the default corpus keys the cache) and gets its own key."""
+    _, path, _ = built
+    logs: list[str] = []
+    out = build_policy(tmp_path, BootstrapConfig(**TINY, real_outputs=True), data_dir=data_dir, log=logs.append)
+    assert out.name != path.name and read_manifest(out)["steps"] == 3
+    assert any("ran the 4 improve parents for their terminal output" in line for line in logs), logs
+
+
 def test_a_directory_with_a_foreign_manifest_is_rebuilt(built, data_dir, tmp_path):
     _, path, _ = built
     fake = tmp_path / path.name
