@@ -344,7 +344,7 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
     from mlerl.actors import real_pipeline
     from mlerl.actors._state import ActorState
     from mlerl.protocol import SampleSender, WeightSubscriber
-    from mlerl.sandbox import SandboxConfig, make_sandbox
+    from mlerl.sandbox import Limits, SandboxConfig, make_sandbox
 
     run = workdir / cfg.mode
     run.mkdir(parents=True)
@@ -363,11 +363,11 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
     rounds: list[dict[str, float]] = []
 
     def actor(sender: Any, max_samples: int, admission: Any, weights: Any = None) -> Any:
-        config = ActorsConfig(exec_time_limit_s=cfg.exec_time_limit_s, exec_memory_mb=1024,
-                              improvement=ImprovementConfig(improve_prob=0.0), prompts=prompts,
+        config = ActorsConfig(improvement=ImprovementConfig(improve_prob=0.0), prompts=prompts,
                               admission=admission, max_samples=max_samples, heartbeat_s=1.0)
         return Actor("a0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK_ID: task},
-                     pipeline=pipeline, state=state, weights=weights)
+                     pipeline=pipeline, state=state, weights=weights,
+                     limits=Limits(wall_time_s=cfg.exec_time_limit_s, memory_mb=1024))
 
     def count(a: Any) -> None:
         for k, v in {**a.stats, **a.admission.stats}.items():

@@ -10,6 +10,7 @@ from mlerl.actors._fakes import FakeEngine, FakeSender
 from mlerl.actors._pipeline import real_pipeline
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ExecStatus, ParseStatus
+from mlerl.sandbox import Limits
 
 PROGRAM = """Fit a logistic regression on the scaled features.
 ```python
@@ -52,10 +53,10 @@ async def sandbox(tmp_path):
 
 
 def _actor(tmp_path, task, engine, sandbox, sender, **cfg):
-    config = ActorsConfig(exec_time_limit_s=120, exec_memory_mb=2048,
-                          improvement=ImprovementConfig(improve_prob=0.0), **cfg)
+    config = ActorsConfig(improvement=ImprovementConfig(improve_prob=0.0), **cfg)
     return Actor("r0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK: task},
-                 pipeline=real_pipeline(), state=ActorState(tmp_path / "state"))
+                 pipeline=real_pipeline(), state=ActorState(tmp_path / "state"),
+                 limits=Limits(wall_time_s=120, memory_mb=2048))
 
 
 @pytest.mark.slow

@@ -162,9 +162,18 @@ def test_section_override_reaches_its_reader(tmp_path, section, cls, override, f
 
 
 def test_instrument_mode_reaches_the_actors(tmp_path):
+    from mlerl.instrument import InstrumentConfig, InstrumentMode, MarkerMode
+
     path = _run_config(tmp_path, ["instrument=paper"])
-    assert load_value(path, "instrument.mode", str) == "paper"
-    assert load_value(path, "instrument.markers", str) == "paper"
+    loaded = load_section(InstrumentConfig, path, "instrument")  # what the actor process reads
+    assert (loaded.mode, loaded.markers) == (InstrumentMode.paper, MarkerMode.paper)
+
+
+def test_sandbox_limits_reach_the_actors(tmp_path):
+    """Execution limits are the sandbox section's (0 s: each task's own limit)."""
+    loaded = load_section(SandboxConfig, _run_config(tmp_path, ["sandbox.limits.memory_mb=2048",
+                                                                 "sandbox.limits.pids=256"]), "sandbox")
+    assert (loaded.limits.memory_mb, loaded.limits.pids, loaded.limits.wall_time_s) == (2048, 256, 0.0)
 
 
 @pytest.mark.parametrize("key", [
@@ -172,6 +181,7 @@ def test_instrument_mode_reaches_the_actors(tmp_path):
     "learner.curve=false", "learner.sampling_multiplier=3", "learner.temperature=0.5",
     "actors.model_path=/m", "actors.task_ids=[a]", "actors.data_dir=/d", "actors.seed=1",
     "actors.samples_address=tcp://x:1", "actors.keys_dir=/k",
+    "actors.exec_time_limit_s=60", "actors.exec_memory_mb=1024", "actors.exec_cpus=2",
 ])
 def test_moved_and_deleted_keys_are_refused(key):
     with pytest.raises(ConfigCompositionException):

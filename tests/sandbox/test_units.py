@@ -83,13 +83,20 @@ async def test_admission_bounds_running_and_blocks_beyond_the_queue() -> None:
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"wall_time_s": 0}, {"memory_mb": 1}, {"cpus": 0}, {"pids": 1}, {"output_bytes": 10},
+    {"wall_time_s": -1}, {"memory_mb": 1}, {"cpus": 0}, {"pids": 1}, {"output_bytes": 10},
     {"disk_mb": 0}, {"kill_grace_s": -1},
 ])
 def test_limits_validate(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError) as info:
         Limits(**kwargs)  # type: ignore[arg-type]
     assert info.value.key == next(iter(kwargs))
+
+
+def test_a_zero_wall_time_means_the_tasks_limit_in_config_but_a_request_needs_one() -> None:
+    assert Limits(wall_time_s=0).wall_time_s == 0  # SandboxConfig.limits: each task's own limit
+    with pytest.raises(ConfigError) as info:
+        ExecutionRequest(program="pass\n", limits=Limits(wall_time_s=0))
+    assert info.value.key == "limits.wall_time_s"
 
 
 @pytest.mark.parametrize("name", ["../x", "/etc/passwd", "", "a/b", "main.py"])

@@ -82,13 +82,13 @@ async def _one_seed(config: Any, model_path: str, seed: int, tasks: dict[str, An
 
     engine = make_engine(config, model_path, seed)
     slots = config.admission.max_in_flight
-    sandbox = make_sandbox(dataclasses.replace(sandbox_config, max_concurrency=slots)
-                           if sandbox_config is not None else
-                           SandboxConfig(backend=backend, max_concurrency=slots))
+    sandbox_config = dataclasses.replace(sandbox_config or SandboxConfig(backend=backend), max_concurrency=slots)
+    sandbox = make_sandbox(sandbox_config)
     pipeline = real_pipeline(config)
     try:
         run = evaluate_aide if method == "aide" else evaluate
-        return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed)
+        return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed,
+                         limits=sandbox_config.limits)
     finally:
         await sandbox.close()
         pipeline.close()

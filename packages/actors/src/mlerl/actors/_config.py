@@ -64,12 +64,6 @@ class ActorsConfig:
     """Self-improvement prompts (paper: 50/50 scratch/improve)."""
     prompts: PromptConfig = field(default_factory=PromptConfig)
     """Prompt sizes."""
-    exec_time_limit_s: float = 0.0
-    """Wall-clock limit of one execution; 0: the task's own ``time_limit_s``."""
-    exec_memory_mb: int = 4096
-    """Memory limit of one execution."""
-    exec_cpus: float = 1.0
-    """CPU share of one execution."""
     infra_retries: int = 2
     """Re-runs of an execution that failed for the harness's reasons (INFRA_ERROR); after
     that the action is reported in the heartbeat counters and never rewarded."""
@@ -102,9 +96,6 @@ class ActorsConfig:
         check(self.temperature >= 0, "temperature", "must be >= 0")
         check(0 < self.top_p <= 1, "top_p", "must be in (0, 1]")
         check(self.top_k == -1 or self.top_k >= 1, "top_k", "must be -1 (off) or >= 1")
-        check(self.exec_time_limit_s >= 0, "exec_time_limit_s", "must be >= 0")
-        check(self.exec_memory_mb >= 16, "exec_memory_mb", "must be >= 16")
-        check(self.exec_cpus > 0, "exec_cpus", "must be > 0")
         check(self.infra_retries >= 0, "infra_retries", "must be >= 0")
         check(self.grade_timeout_s > 0, "grade_timeout_s", "must be > 0")
         check(self.output_tail_chars >= 0, "output_tail_chars", "must be >= 0")

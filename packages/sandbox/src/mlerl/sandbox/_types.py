@@ -27,7 +27,9 @@ class Limits:
     """Resource limits of one execution."""
 
     wall_time_s: float = 600.0
-    """Wall-clock limit from start; then TERM, ``kill_grace_s``, KILL -> TIMEOUT."""
+    """Wall-clock limit from start; then TERM, ``kill_grace_s``, KILL -> TIMEOUT. In
+    ``SandboxConfig.limits`` 0 means each task's own ``time_limit_s`` (the actor fills it in);
+    a request must carry a positive one."""
     memory_mb: int = 4096
     """Memory (RSS + page cache + tmpfs writes); swap is not allowed on top. Excess -> OOM."""
     cpus: float = 1.0
@@ -44,7 +46,7 @@ class Limits:
     """Seconds between SIGTERM and SIGKILL at the deadline."""
 
     def __post_init__(self) -> None:
-        check(self.wall_time_s > 0, "wall_time_s", "must be > 0")
+        check(self.wall_time_s >= 0, "wall_time_s", "must be >= 0 (0: the task's own limit)")
         check(self.memory_mb >= 16, "memory_mb", "must be >= 16")
         check(self.cpus > 0, "cpus", "must be > 0")
         check(self.pids >= 8, "pids", "must be >= 8")
@@ -77,6 +79,7 @@ class ExecutionRequest:
     def __post_init__(self) -> None:
         check(isinstance(self.program, str), "program", "must be source text (str)")
         check(len(self.entry) > 0 and all(self.entry), "entry", "must be a non-empty command")
+        check(self.limits.wall_time_s > 0, "limits.wall_time_s", "must be > 0 in a request")
         self.collect = tuple(self.collect)
         self.entry = tuple(self.entry)
         for name in self.collect:
@@ -185,6 +188,9 @@ class SandboxConfig:
     """Local: run even where bubblewrap or cgroups are missing or disabled. Off by default:
     without them a program can read the host (answers included), use the network and escape
     the kill; the run's log and report then say ``UNISOLATED``."""
+    limits: Limits = field(default_factory=lambda: Limits(wall_time_s=0.0))
+    """Every execution's limits (the actors apply them to each program they run);
+    ``wall_time_s`` 0: each task's own ``time_limit_s``."""
 
     def __post_init__(self) -> None:
         check(self.backend in ("local", "docker"), "backend", "must be 'local' or 'docker'")
