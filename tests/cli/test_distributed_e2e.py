@@ -171,7 +171,9 @@ def test_stalled_learner_bounds_the_actors_and_they_resume(tmp_path, train_argv,
     try:
         _wait_for(lambda: any(s >= 1 for s in _steps(run_dir)), 900, "the first update", proc)
         learner = min(int(line.split(":", 1)[0]) for line in processes(f"mlerl.learner --config {run_dir}"))
-        actor = min(int(line.split(":", 1)[0]) for line in processes(f"--actor-id actor-0"))
+        # this run's actor only: another run's actor-0 may be alive on the same machine
+        actor = min(int(line.split(":", 1)[0])
+                    for line in processes(f"mlerl.actors --config {run_dir / 'config.yaml'} --actor-id actor-0"))
         os.kill(learner, signal.SIGSTOP)
         try:
             _wait_for(lambda: "unacked" in json.loads(beat_path.read_text()).get("waiting", ""), 300,

@@ -126,7 +126,8 @@ def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(tmp_p
         # an actor killed mid-run is restarted by the supervisor and resumes its sequence
         _wait_for(lambda: any(s.actor_id == "actor-1" for s in _journal(run_dir)), 600,
                   "a sample from actor-1")
-        os.kill(_pid_of(f"--actor-id actor-1", processes), signal.SIGKILL)
+        os.kill(_pid_of(f"mlerl.actors --config {run_dir / 'config.yaml'} --actor-id actor-1", processes),
+                signal.SIGKILL)  # this run's actor-1, not another run's on the same machine
         # then the learner, once it has checkpointed at least one update
         _wait_for(lambda: any(m.get("step", 0) >= 1 for m in _metrics(run_dir)), 600, "an update")
         os.kill(_pid_of(f"mlerl.learner --config {run_dir}", processes), signal.SIGKILL)
