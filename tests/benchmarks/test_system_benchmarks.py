@@ -55,7 +55,10 @@ def test_async_vs_sync_smoke(tmp_path):
     for u in tl["updates"]:
         for e in tl["executions"]:
             assert not _overlaps((u["start"], u["end"]), (e["call"], e["return"]))
-    assert sorted(e["pid"] for e in tl["executions"]) == list(range(n))  # exactly the first N programs
+    # exactly the first N programs ran; an execution the harness failed (infra_error, seen once in
+    # CI on a loaded machine) is retried by the actor and is then listed twice
+    ran = [e for e in tl["executions"] if e["status"] != "infra_error"]
+    assert sorted(e["pid"] for e in ran) == list(range(n)), tl["executions"]
     assert r["speedup"] == pytest.approx(sync["wall_s"] / asyn["wall_s"])
     drawn = r["workload"]["durations_s_first_n"]
     assert len(drawn) == n and all(0.1 <= d <= 60.0 for d in drawn)
