@@ -55,9 +55,9 @@ def test_async_vs_sync_smoke(tmp_path):
     for u in tl["updates"]:
         for e in tl["executions"]:
             assert not _overlaps((u["start"], u["end"]), (e["call"], e["return"]))
-    # exactly the first N programs ran; an execution the harness failed (infra_error, seen once in
-    # CI on a loaded machine) is retried by the actor and is then listed twice
-    ran = [e for e in tl["executions"] if e["status"] != "infra_error"]
+    # exactly the first N programs ran; an execution the harness failed (infra_error, or a sandbox
+    # call that raised: "cancelled") is retried and then listed twice (seen once in CI under load)
+    ran = [e for e in tl["executions"] if e["status"] not in ("infra_error", "cancelled")]
     assert sorted(e["pid"] for e in ran) == list(range(n)), tl["executions"]
     assert r["speedup"] == pytest.approx(sync["wall_s"] / asyn["wall_s"])
     drawn = r["workload"]["durations_s_first_n"]
