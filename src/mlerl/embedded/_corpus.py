@@ -133,7 +133,7 @@ def with_real_outputs(examples: list[Example], views: list[TaskView],
     """`examples` with every improve prompt showing its parent's real terminal output.
 
     `run` takes (task, program) pairs and returns each program's terminal output as the actors
-    show it (`mlerl.embedded.terminal_outputs` runs them in the sandbox)."""
+    show it (`mlerl.embedded._evaluate.terminal_outputs` runs them in the sandbox)."""
     tasks = {v.id: v.task for v in views}
     todo = [i for i, ex in enumerate(examples) if ex.kind == "improve" and ex.parent is not None]
     outputs = run([(tasks[examples[i].task_id], examples[i].parent[1]) for i in todo])
