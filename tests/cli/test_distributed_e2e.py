@@ -197,7 +197,10 @@ def test_stalled_learner_bounds_the_actors_and_they_resume(tmp_path, train_argv,
     assert max(settled) - min(settled) < 0.05 * min(settled), rss  # flat: < 5% once settled
     (tmp_path / "stall.json").write_text(json.dumps({"rss_kb": rss, "unacked": unacked}))
     beat = json.loads(beat_path.read_text())
-    assert beat["backpressure_waits"] >= 1 and beat["backpressure_s"] >= 55 and beat["waiting"] == ""
+    # resumed: no longer waiting on unacked samples (the final beat may still say "learner full":
+    # with learner.max_pending_samples=4 the resumed learner's queue fills again before it stops)
+    assert beat["backpressure_waits"] >= 1 and beat["backpressure_s"] >= 55, beat
+    assert "unacked" not in beat["waiting"], beat
     assert _steps(run_dir)[-1] == 3
     # after the stall every sample but those sent after the learner's last commit is acked: the
     # outbox holds at most what the actor was allowed to leave unacked, and nothing is lost

@@ -439,10 +439,13 @@ class Actor:
 
     def _write_heartbeat(self) -> None:
         self.state.prune(self.sender.acked_seq)
+        now = self.clock()
+        ongoing = 0.0 if self._waiting_since is None else now - self._waiting_since
         beat = {
-            "actor_id": self.actor_id, "t": self.clock(), "policy_version": self.engine.policy_version,
+            "actor_id": self.actor_id, "t": now, "policy_version": self.engine.policy_version,
             "next_seq": self.state.next_seq, "acked_seq": self.state.acked_seq,
             "alive_actions": self.admission.alive, **self.stats, **self.admission.stats,
+            "backpressure_s": self.stats["backpressure_s"] + ongoing,  # the wait under way counts too
             "paused": self.health.reason(self.clock()), "infra_pauses": self.health.pauses,
             "held_not_run": len(self._held), "stopped": self.infra_down,
             "waiting": self.waiting, "unacked": int(getattr(self.sender, "unacked", 0)),
