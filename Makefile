@@ -2,7 +2,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PKGS := protocol sandbox instrument bench learner actors
+PKGS := protocol sandbox instrument bench learner actors embedded
 PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
 # CPU machines get the CPU torch wheel; an unpinned torch would pull a multi-GB CUDA build.
 # GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.

@@ -31,7 +31,7 @@ def measure(model_dir: Path, task_id: str, parents: int, per_parent: int, seed: 
     from mlerl.bench import default_data_dir
     from mlerl.embedded import task_views
     from mlerl.embedded._evaluate import run_programs, sample_answers, terminal_outputs
-    from mlerl.embedded._model import read_manifest
+    from mlerl.embedded._config import read_manifest
     from mlerl.embedded._programs import generate_program, sample_choices
     from mlerl.embedded._prompts import draft_messages, extract_code, improve_messages
     from transformers import AutoModelForCausalLM, AutoTokenizer

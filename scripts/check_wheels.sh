@@ -7,7 +7,7 @@ PY=${PY:-python3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 $PY -m venv "$out/build" && "$out/build/bin/pip" install -q build
-for p in protocol sandbox instrument bench learner actors; do
+for p in protocol sandbox instrument bench learner actors embedded; do
   "$out/build/bin/python" -m build -q --wheel --outdir "$out/dist" "packages/$p" >/dev/null
 done
 "$out/build/bin/python" -m build -q --wheel --outdir "$out/dist" . >/dev/null
@@ -17,7 +17,7 @@ for p in protocol sandbox instrument bench; do
   "$v/bin/pip" install -q --find-links "$out/dist" "mlerl-$p"
   "$v/bin/python" -c "import mlerl.$p, importlib.util as u; assert u.find_spec('torch') is None, 'torch got installed'; print('mlerl.$p', mlerl.$p.__version__, 'imports alone without torch')"
 done
-for p in learner actors; do
+for p in learner actors embedded; do
   v="$out/venv-$p"; $PY -m venv "$v"
   "$v/bin/pip" install -q torch==2.13.0
   "$v/bin/pip" install -q --find-links "$out/dist" "mlerl-$p"

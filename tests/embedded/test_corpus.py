@@ -2,7 +2,8 @@ import ast
 
 import pytest
 
-from mlerl.embedded import MARKERS, corpus_hash, corpus_stats, extract_code, generate_corpus
+from mlerl.embedded import corpus_hash, corpus_stats, generate_corpus
+from mlerl.embedded._prompts import MARKERS, extract_code
 
 from .conftest import SMALL
 

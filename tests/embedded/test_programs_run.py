@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from mlerl.embedded import generate_program, run_program
+from mlerl.embedded._mistakes import with_mistake
 from mlerl.embedded._programs import sample_choices
 
 FAST = {"logistic", "ridge", "linear", "naive_bayes", "knn", "full_text", "last_words",
@@ -46,7 +47,7 @@ def test_varied_correct_programs_are_valid(views, registry):
 def test_crashing_mistake_prints_the_error_the_corpus_shows(views, registry, mistake):
     view = next(v for v in views if v.id.startswith("standin-cancer"))
     rng = random.Random(mistake)
-    program = generate_program(view, rng, _cheap_programs(view, 1)[0].choices, mistake=mistake)
+    program = with_mistake(generate_program(view, rng, _cheap_programs(view, 1)[0].choices), view, mistake, rng)
     assert program.mistake == mistake and not program.correct
     outcome = run_program(program.code, registry.get(view.id), timeout_s=300)
     assert outcome.exit_code not in (0, None)

@@ -1,4 +1,4 @@
-from mlerl.embedded import CHAT_TEMPLATE, train_tokenizer
+from mlerl.embedded._tokenizer import CHAT_TEMPLATE, train_tokenizer
 from mlerl.embedded._tokenizer import stdlib_texts
 
 TEXTS = stdlib_texts(60_000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
@@ -109,3 +110,15 @@ class BootstrapConfig:
         blob = json.dumps({"corpus": corpus_hash, "version": BOOTSTRAP_VERSION, **fields},
                           sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+MANIFEST = "manifest.json"
+"""The file in a policy directory that records how it was built (key, config, steps, losses)."""
+
+
+def read_manifest(model_dir: str | Path) -> dict | None:
+    """A policy directory's manifest, or None where it has none (or an unreadable one)."""
+    try:
+        return json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

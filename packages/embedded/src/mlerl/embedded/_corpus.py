@@ -28,7 +28,7 @@ import random
 from dataclasses import asdict, dataclass, replace
 
 from mlerl.embedded._families import families_for, make_model
-from mlerl.embedded._mistakes import inject
+from mlerl.embedded._mistakes import inject, with_mistake
 from mlerl.embedded._programs import MISTAKES, Program, generate_program, sample_choices
 from mlerl.embedded._prompts import (
     draft_messages, format_answer, improve_messages, instrument_messages,
@@ -174,8 +174,8 @@ def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int =
         rng = random.Random(f"{seed}:{view.id}")
         for _ in range(drafts_per_task):
             mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
-            examples.append(_draft(view, generate_program(view, rng, mistake=mistake, styles=styles),
-                                   prompts))
+            program = with_mistake(generate_program(view, rng, styles=styles), view, mistake, rng)
+            examples.append(_draft(view, program, prompts))
         for _ in range(improves_per_task):
             examples.append(_improve(view, rng, prompts, styles, fix_share))
         for _ in range(instruments_per_task):

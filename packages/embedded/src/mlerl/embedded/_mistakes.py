@@ -36,6 +36,15 @@ def _find(chunks: list, needle: str) -> int | None:
     return next((i for i, (text, _) in enumerate(chunks) if needle in text), None)
 
 
+def with_mistake(program: Program, view: TaskView, mistake: str | None, rng: random.Random) -> Program:
+    """`program` with `mistake` (one of MISTAKES) injected; unchanged when `mistake` is None or
+    does not apply to it."""
+    if mistake is None:
+        return program
+    bad = inject(program, view, mistake, rng)
+    return bad if bad is not None else program
+
+
 def inject(program: Program, view: TaskView, mistake: str, rng: random.Random) -> Program | None:
     """`program` with `mistake` injected, or None when that mistake does not apply to it."""
     n = _NAMES[program.choices.names]

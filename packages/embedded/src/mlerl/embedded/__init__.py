@@ -7,26 +7,24 @@ Qwen2 model (4.3 M parameters) are trained on it, and the result is an ordinary 
 model directory that every engine can load. The same weights serve as the static
 instrumentation model (the corpus includes C.3 instrumentation examples): load a second,
 frozen copy from the same directory.
+
+The API: build (`BootstrapConfig`, `build_policy`, `read_manifest`, `instrumenter_dir`), the
+tasks it is built for (`default_task_ids`, `task_views`, `TaskView`), the corpus
+(`generate_corpus`, `Example`, `corpus_hash`, `corpus_stats`, `generate_program`, `Program`) and
+measuring a policy directory (`evaluate_policy`, `TaskEval`, `run_program`). The prompts,
+tokenizer and program templates are private modules.
 """
 
-from mlerl.embedded._config import BootstrapConfig
+from mlerl.embedded._config import BootstrapConfig, read_manifest
 from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus
 from mlerl.embedded._evaluate import TaskEval, evaluate_policy, run_program
-from mlerl.embedded._model import build_policy, encode_example, read_manifest
-from mlerl.embedded._programs import MISTAKES, Program, generate_program
-from mlerl.embedded._prompts import (
-    MARKERS, draft_messages, extract_code, format_answer, improve_messages,
-    instrument_messages,
-)
-from mlerl.embedded._tasks import TaskView, default_task_ids, task_views, view_from_public_dir
-from mlerl.embedded._tokenizer import CHAT_TEMPLATE, train_tokenizer
+from mlerl.embedded._model import build_policy
+from mlerl.embedded._programs import Program, generate_program
+from mlerl.embedded._tasks import TaskView, default_task_ids, task_views
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CHAT_TEMPLATE",
-    "MARKERS",
-    "MISTAKES",
     "BootstrapConfig",
     "Example",
     "Program",
@@ -36,21 +34,13 @@ __all__ = [
     "corpus_hash",
     "corpus_stats",
     "default_task_ids",
-    "draft_messages",
-    "encode_example",
     "evaluate_policy",
-    "extract_code",
-    "format_answer",
     "generate_corpus",
     "generate_program",
-    "improve_messages",
-    "instrument_messages",
     "instrumenter_dir",
     "read_manifest",
     "run_program",
     "task_views",
-    "train_tokenizer",
-    "view_from_public_dir",
 ]
 
 

@@ -14,6 +14,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from mlerl.embedded._config import read_manifest
 from mlerl.embedded._prompts import draft_messages, extract_code
 
 
@@ -155,8 +156,6 @@ def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | 
     from mlerl.actors import PromptConfig
     from mlerl.bench import Registry, prepare
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from mlerl.embedded._model import read_manifest
 
     trained_on = ((read_manifest(Path(model_dir)) or {}).get("config") or {}).get("prompts")
     prompts = PromptConfig(**trained_on) if trained_on else None

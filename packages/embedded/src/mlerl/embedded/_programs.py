@@ -14,6 +14,10 @@ import random
 from dataclasses import dataclass, field, replace
 
 from mlerl.embedded._families import Model, families_for, make_model
+from mlerl.embedded._plans import plan_text
+from mlerl.embedded._render import (
+    features_chunk, fit_chunks, imports_chunk, multi_chunk, predict_chunk, write_chunk,
+)
 from mlerl.embedded._span import SPAN_FAMILIES, make_span_model, span_chunks, span_params
 from mlerl.embedded._tasks import TaskView
 
@@ -147,10 +151,6 @@ class _Ctx:
 
 def render(view: TaskView, c: Choices) -> list[tuple[str, tuple[str, ...]]]:
     """The chunks of the correct program for choices `c`."""
-    from mlerl.embedded._render import (
-        features_chunk, fit_chunks, imports_chunk, multi_chunk, predict_chunk, write_chunk,
-    )
-
     x = _Ctx(view, c)
     n = x.n
     body: list[tuple[str, tuple[str, ...]]] = []
@@ -194,17 +194,10 @@ def _constants(x: _Ctx) -> str:
 
 
 def generate_program(view: TaskView, rng: random.Random, choices: Choices | None = None,
-                     mistake: str | None = None, styles: bool = True) -> Program:
-    """A program for `view`; `mistake` (one of MISTAKES or None) injects one bug; `styles`
-    as in `sample_choices` (used only when `choices` is None)."""
-    from mlerl.embedded._mistakes import inject
-    from mlerl.embedded._plans import plan_text
-
+                     styles: bool = True) -> Program:
+    """A correct program for `view`; `styles` as in `sample_choices` (used only when `choices`
+    is None). `_mistakes.with_mistake` turns one into a buggy one."""
     c = choices if choices is not None else sample_choices(view, rng, styles)
     chunks = render(view, c)
     plan = plan_text(view, c, random.Random(f"{view.id}:{c.seed}:{c.names}:{c.model.ctor}"))
-    program = Program(view.id, plan, tuple(chunks), c.model.family, c)
-    if mistake is None:
-        return program
-    bad = inject(program, view, mistake, rng)
-    return bad if bad is not None else program
+    return Program(view.id, plan, tuple(chunks), c.model.family, c)

@@ -21,13 +21,12 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from mlerl.embedded._config import BootstrapConfig
+from mlerl.embedded._config import MANIFEST, BootstrapConfig, read_manifest
 from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus, with_real_outputs
 from mlerl.embedded._evaluate import terminal_outputs
 from mlerl.embedded._tasks import task_views
 from mlerl.embedded._tokenizer import IM_END, phrase_tokens, stdlib_texts, train_tokenizer
 
-MANIFEST = "manifest.json"
 
 
 def encode_example(tok, ex: Example) -> tuple[list[int], list[int]]:
@@ -141,13 +140,6 @@ def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
     return generate_corpus(views, cfg.seed, cfg.drafts_per_task, cfg.improves_per_task,
                            cfg.instruments_per_task, cfg.mistake_rate, cfg.prompts, cfg.styles,
                            cfg.fix_share)
-
-
-def read_manifest(model_dir: Path) -> dict | None:
-    try:
-        return json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _as_loaded(tok, model_config):
