@@ -131,3 +131,54 @@ def register() -> None:
 def validate(cfg: Any) -> TrainConfig:
     """Instantiate the composed config, running every section's range checks."""
     return to_object(TrainConfig, cfg)
+
+
+DECIDED_AT_START = ("model.path", "tasks.data_dir", "transport.samples_address",
+                    "transport.weights_address", "model.bootstrap.task_ids", "model.bootstrap.prompts")
+"""Keys start-up fills in when they hold their default (see the module docstring); on resume
+the default means "as this run decided", never a change."""
+
+
+def resume_conflicts(overrides: list[str], requested: TrainConfig, stored: TrainConfig) -> list[str]:
+    """The command-line overrides that would change a resumed run: ``key: given X, the run has Y``.
+
+    ``mlerl train resume=DIR`` continues DIR with its own ``config.yaml``. An override that
+    repeats the run's value is fine (a Slurm resubmission repeats its command line); one that
+    differs is reported, so it is refused instead of silently ignored. ``hydra.*`` and
+    ``resume`` are not run facts; a group choice (``learner=paper``) compares its whole section.
+    """
+    from omegaconf import OmegaConf
+
+    def plain(c: TrainConfig) -> dict:
+        return OmegaConf.to_container(OmegaConf.structured(c), enum_to_str=True)  # type: ignore[return-value]
+
+    new, old, default = plain(requested), plain(stored), plain(TrainConfig())
+    conflicts: list[str] = []
+
+    def compare(key: str, a: Any, b: Any, d: Any) -> None:
+        if key in DECIDED_AT_START and a == d:
+            return
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) | set(b)):
+                compare(f"{key}.{k}", a.get(k), b.get(k), d.get(k) if isinstance(d, dict) else None)
+        elif _norm(a) != _norm(b):
+            conflicts.append(f"{key}: given {a!r}, the run has {b!r}")
+
+    for item in overrides:
+        key = item.split("=", 1)[0].lstrip("~+")
+        if key == "resume" or key.split(".")[0] == "hydra" or "@" in key:
+            continue
+        compare(key, _select(new, key), _select(old, key), _select(default, key))
+    return list(dict.fromkeys(conflicts))
+
+
+def _select(tree: Any, key: str) -> Any:
+    for part in key.split("."):
+        tree = tree.get(part) if isinstance(tree, dict) else None
+    return tree
+
+
+def _norm(value: Any) -> Any:
+    import os
+
+    return os.path.expanduser(value) if isinstance(value, str) and value.startswith("~") else value

@@ -24,7 +24,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from mlerl.cli._config import TrainConfig, register, validate
+from mlerl.cli._config import TrainConfig, register, resume_conflicts, validate
 from mlerl.cli._progress import Progress
 from mlerl.cli._supervisor import ChildSpec, Supervisor
 from mlerl.actors import EXIT_INFRA_DOWN
@@ -46,7 +46,13 @@ def _app(cfg: DictConfig) -> None:
         train = validate(cfg)
         if train.resume:
             run_dir = Path(train.resume).expanduser().resolve()
-            train = load_run_config(run_dir)
+            stored = load_run_config(run_dir)
+            conflicts = resume_conflicts(list(HydraConfig.get().overrides.task), train, stored)
+            if conflicts:
+                raise ConfigError("resume", f"{run_dir} continues with its own {CONFIG_NAME}; these "
+                                  "overrides would change it: " + "; ".join(conflicts) +
+                                  ". Drop them, or start a new run.")
+            train = stored
         else:
             run_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
         code = run(train, run_dir)
