@@ -20,10 +20,12 @@ for an int fails with the full key), and :func:`validate` instantiates every dat
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
 
 from mlerl.actors import ActorsConfig
 from mlerl.embedded import BootstrapConfig
@@ -147,7 +149,6 @@ def resume_conflicts(overrides: list[str], requested: TrainConfig, stored: Train
     differs is reported, so it is refused instead of silently ignored. ``hydra.*`` and
     ``resume`` are not run facts; a group choice (``learner=paper``) compares its whole section.
     """
-    from omegaconf import OmegaConf
 
     def plain(c: TrainConfig) -> dict:
         return OmegaConf.to_container(OmegaConf.structured(c), enum_to_str=True)  # type: ignore[return-value]
@@ -179,6 +180,4 @@ def _select(tree: Any, key: str) -> Any:
 
 
 def _norm(value: Any) -> Any:
-    import os
-
     return os.path.expanduser(value) if isinstance(value, str) and value.startswith("~") else value
