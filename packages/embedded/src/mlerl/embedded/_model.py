@@ -178,15 +178,15 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
             f"{cfg.sft_steps} steps; rebuilding")
     # Phrase tokens come from the corpus as generated: a prompt's lines qualify because prompts
     # repeat verbatim during RL, which a program's terminal output does not.
-    phrases = phrase_tokens([ex.answer for ex in examples], sorted({c for ex in examples for _, c in ex.messages}),
-                            limit=cfg.phrase_tokens)
+    prompts = sorted({c for ex in examples for _, c in ex.messages})
+    phrases = phrase_tokens([ex.answer for ex in examples], prompts, limit=cfg.phrase_tokens)
     if cfg.real_outputs:
         t_run = time.monotonic()
         examples = with_real_outputs(examples, task_views(data, list(cfg.task_ids) or None),
                                      terminal_outputs, cfg.prompts)
         log(f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve parents "
             f"for their terminal output in {time.monotonic() - t_run:.0f} s")
-    prompts = sorted({c for ex in examples for _, c in ex.messages})
+        prompts = sorted({c for ex in examples for _, c in ex.messages})
     answers = [ex.answer for ex in examples]
     tok = train_tokenizer(answers + prompts + stdlib_texts(), cfg.vocab_size, phrases)
     model = new_model(tok, cfg)
