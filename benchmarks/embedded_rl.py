@@ -1,6 +1,6 @@
 """Does RL improve the embedded agent? (issue #14) The default `mlerl train` on several seeds.
 
-``python benchmarks/embedded_rl.py [--seeds 3] [--runs-dir /tmp/embedded_rl] [--no-launch] [-- OVERRIDE ...]``
+``python benchmarks/embedded_rl.py [--seeds 3] [--runs-dir /tmp/embedded_rl] [--no-launch] [--name embedded_rl] [-- OVERRIDE ...]``
 
 Launch: for each seed, ``mlerl train seed=S hydra.run.dir=RUNS/seedS [OVERRIDE ...]`` one after
 the other (one training job at a time on a small host), timing each job's wall-clock. A seed
@@ -11,7 +11,8 @@ Per run (pure functions of its files, tested on a synthetic run dir):
 - ``samples.jsonl`` grouped by the policy version that wrote each sample, U =
   ``learner.max_updates`` from ``config.yaml``: the first quarter is versions < U/4, the last
   quarter versions >= 3U/4. Per quarter: valid fraction, mean reward, and (last quarter) the
-  valid fraction of scratch and of improve samples;
+  valid fraction of scratch and of improve samples; over the valid scratch samples, the mean
+  execution time and (per task) the mean score;
 - ``report.json`` (the closing evaluation, best-of-K of the initial and the trained policy per
   task, same K and seed, and AIDE driven by the initial policy at K program executions per
   task): per task initial/trained/AIDE best and mean score and valid fraction (AIDE ``null``
@@ -22,7 +23,7 @@ Per run (pure functions of its files, tested on a synthetic run dir):
   ``trained_beats_aide`` (strictly better than AIDE's best on every task; ``null`` without AIDE).
 
 Across seeds: mean and standard error (sample std / sqrt(n); none for one seed).
-Writes ``embedded_rl.json`` and ``embedded_rl.png`` (valid fraction and mean reward per
+Writes ``NAME.json`` and ``NAME.png`` (``--name``, default ``embedded_rl``) (valid fraction and mean reward per
 policy version, and best score vs wall-clock per task, one line per seed, AIDE's best as a
 dashed line) to ``--out``.
 """
@@ -87,6 +88,15 @@ def quarters(samples: list[dict[str, Any]], updates: int) -> dict[str, Any]:
             sub = [s for s in rows if s.get("kind") == kind]
             out[f"{kind}_valid_{name}_quarter"] = _frac(sub)
             out[f"{kind}_n_{name}_quarter"] = len(sub)
+    # what RL does to the programs that work: execution time and score of valid scratch samples
+    # (the score per task: tasks differ in metric and direction)
+    ok = {name: [s for s in rows if s.get("kind") == "scratch" and s["valid"]] for name, rows in (("first", first), ("last", last))}
+    for name, rows in ok.items():
+        out[f"scratch_exec_s_{name}_quarter"] = _mean([s["duration_s"] for s in rows if s.get("duration_s") is not None])
+    tasks = sorted({s["task_id"] for rows in ok.values() for s in rows})
+    out["scratch_score_by_task"] = {
+        t: {f"{name}_quarter": _mean([s["score"] for s in rows if s["task_id"] == t and s["score"] is not None])
+            for name, rows in ok.items()} for t in tasks}
     return out
 
 
@@ -158,11 +168,15 @@ def mean_se(xs: list[float | None]) -> dict[str, float | None]:
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("valid_first_quarter", "valid_last_quarter", "reward_first_quarter", "reward_last_quarter",
-            "scratch_valid_last_quarter", "improve_valid_last_quarter")
+            "scratch_valid_last_quarter", "improve_valid_last_quarter",
+            "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter")
     walls = [r["wall_clock_minutes"] for r in runs if r["wall_clock_minutes"] is not None]
+    tasks = sorted({t for r in runs for t in r["scratch_score_by_task"]})
     return {
         "seeds": len(runs),
         **{k: mean_se([r[k] for r in runs]) for k in keys},
+        "scratch_score_by_task": {t: {q: mean_se([r["scratch_score_by_task"].get(t, {}).get(q) for r in runs])
+                                      for q in ("first_quarter", "last_quarter")} for t in tasks},
         "valid_gain_ok_every_seed": bool(runs) and all(r["valid_gain_ok"] for r in runs),
         "improve_ok_every_seed": bool(runs) and all(r["improve_ok"] for r in runs),
         "trained_beats_initial_all_tasks": bool(runs) and all(r["trained_beats_initial"] for r in runs),
@@ -182,7 +196,7 @@ def launch(seed: int, run_dir: Path, overrides: list[str]) -> None:
     (run_dir / "wall_clock_s").write_text(f"{time.time() - t0:.1f}")
 
 
-def plot(runs: list[dict[str, Any]], out: Path) -> Path:
+def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl") -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -217,7 +231,7 @@ def plot(runs: list[dict[str, Any]], out: Path) -> Path:
     ax_valid.legend(fontsize=7)
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "embedded_rl.png"
+    path = out / f"{name}.png"
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
@@ -233,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs-dir", type=Path, default=Path("/tmp/embedded_rl"))
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-launch", action="store_true")
+    p.add_argument("--name", default="embedded_rl", help="results file stem (default embedded_rl)")
     args = p.parse_args(argv)
     runs = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -243,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(summarise_run(run_dir))
     result = {"command": command_line(), "commit": git_commit(), "machine": machine_info(), "overrides": overrides,
               "runs": runs, "summary": summarise(runs)}
-    result["plot"] = str(plot(runs, args.out)) if runs else None
+    result["plot"] = str(plot(runs, args.out, args.name)) if runs else None
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "embedded_rl.json").write_text(json.dumps(result, indent=1))
+    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result["summary"], indent=1))
     return 0
 

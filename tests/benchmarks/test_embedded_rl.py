@@ -15,9 +15,9 @@ bench = importlib.import_module("embedded_rl")
 AUC, LOSS = "auc-task", "loss-task"
 
 
-def _sample(v, kind, valid, reward, task=AUC, score=None, t=1.0):
+def _sample(v, kind, valid, reward, task=AUC, score=None, t=1.0, duration_s=0.0):
     return {"policy_version": v, "kind": kind, "valid": valid, "reward": reward, "task_id": task,
-            "score": score, "t": t, "status": "ok" if valid else "not_run"}
+            "score": score, "t": t, "status": "ok" if valid else "not_run", "duration_s": duration_s}
 
 
 def _run_dir(tmp_path: Path, samples, seed=0, updates=8, aide=None) -> Path:
@@ -53,6 +53,22 @@ def test_quarters_hand_numbers():
     assert q["reward_last_quarter"] == pytest.approx((0.8 + 0.6 + 0.7 - 10) / 4)
     assert q["scratch_valid_last_quarter"] == 1.0 and q["improve_valid_last_quarter"] == 0.5
     assert q["improve_valid_first_quarter"] == 0.0
+
+
+def test_valid_scratch_exec_time_and_score_by_quarter():
+    rows = [  # U = 8; failed and improve samples do not count, nor version 3
+        _sample(0, "scratch", True, -0.05, LOSS, score=0.05, duration_s=4.0),
+        _sample(1, "scratch", True, -0.07, LOSS, score=0.07, duration_s=2.0),
+        _sample(1, "scratch", False, -10.0, LOSS, duration_s=0.5),
+        _sample(0, "improve", True, -0.01, LOSS, score=0.01, duration_s=9.0),
+        _sample(3, "scratch", True, -0.01, LOSS, score=0.01, duration_s=9.0),
+        _sample(6, "scratch", True, -0.04, LOSS, score=0.04, duration_s=8.0),
+        _sample(7, "scratch", True, 0.9, AUC, score=0.9, duration_s=5.0),
+    ]
+    q = bench.quarters(rows, 8)
+    assert q["scratch_exec_s_first_quarter"] == 3.0 and q["scratch_exec_s_last_quarter"] == 6.5
+    assert q["scratch_score_by_task"] == {AUC: {"first_quarter": None, "last_quarter": 0.9},
+                                          LOSS: {"first_quarter": pytest.approx(0.06), "last_quarter": 0.04}}
 
 
 def test_summarise_run_targets(tmp_path):
