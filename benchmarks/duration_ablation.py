@@ -17,9 +17,12 @@ Aggregation, per run dir (method and seed from its ``config.yaml``):
   "training step"): mean execution time of the programs that ran (``duration_ran_s``, the
   Figure 8 quantity; responses with no runnable program have no execution time), mean of
   ``duration_s`` over all samples (those count 0 there, as in the learner's batches), mean
-  reward, valid-submission fraction and sample count. The same figures over all versions and
-  over the second half (versions >= ceil(updates / 2)), where the two methods have had time
-  to diverge (version 0 is the same initial policy for both);
+  reward, valid-submission fraction and sample count. The same figures over all versions, the
+  first quarter (versions < ceil(U/4)), the second half (versions >= ceil(U/2)) and the last
+  quarter (the last ceil(U/4) versions below U), where the two methods have had time to diverge (version 0 is the same
+  initial policy for both); per task and per window (and per version, for the plot), the mean
+  grader score of the valid samples (the Figure 8 partner of execution time: did the programs
+  get faster *and* worse?);
 - ``metrics.jsonl`` (learner stream): the batch means per update, and the training wall-clock
   ``train_s`` = time of the last update - ``started_at`` (the learner's start);
 - ``report.json``: per task the trained and initial policy's best-of-K and mean-of-K (one
@@ -30,8 +33,8 @@ Across seeds, per method: mean and standard error (sample std / sqrt(n), none fo
 Headline differences paper - none take s.e. = sqrt(se_paper^2 + se_none^2) (seeds treated as
 independent) and are called "within noise" when |difference| <= 2 s.e.
 
-Writes ``duration_ablation.json`` and ``duration_ablation.png`` (mean execution time and mean
-reward per step, one line per method with an s.e. band) to ``--out`` (default
+Writes ``duration_ablation.json`` and ``duration_ablation.png`` (mean execution time, mean
+reward and, per task, mean score of valid samples per step, one line per method with an s.e. band) to ``--out`` (default
 ``benchmarks/results``) and prints a table.
 """
 
@@ -53,6 +56,7 @@ from _common import RESULTS, command_line, git_commit, machine_info, write_json
 
 METHODS = ("none", "paper")
 SAMPLE_FIGURES = ("duration_ran_s", "duration_s", "reward", "valid_frac")
+WINDOWS = ("all", "first_quarter", "second_half", "last_quarter")
 UPDATE_FIGURES = {"batch/duration_mean": "duration_s", "batch/reward_mean": "reward", "batch/valid_frac": "valid_frac"}
 OWNED_KEYS = ("learner.duration_weighting", "seed", "learner.max_updates", "eval_samples", "hydra.sweep.dir",
               "hydra.sweep.subdir", "hydra.job.config.override_dirname.exclude_keys")
@@ -177,6 +181,25 @@ def sample_figures(samples: list[dict[str, Any]]) -> dict[str, Any]:
             "valid_frac": _mean([1.0 if s["valid"] else 0.0 for s in samples])}
 
 
+def task_scores(samples: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Per task: the mean grader score of the valid samples (tasks differ in metric and direction,
+    so scores are never pooled across tasks)."""
+    tasks = sorted({s["task_id"] for s in samples})
+    return {t: _mean([float(s["score"]) for s in samples if s["task_id"] == t and s["valid"] and s["score"] is not None])
+            for t in tasks}
+
+
+def windows(samples: list[dict[str, Any]], updates: int) -> dict[str, list[dict[str, Any]]]:
+    """The samples of each window, by the policy version that wrote them: ``all``, ``second_half``
+    (versions >= ceil(U / 2)), ``first_quarter`` (versions < q) and ``last_quarter`` (U - q <=
+    version < U), q = ceil(U / 4), so both quarters span q versions."""
+    v = lambda s: int(s["policy_version"])  # noqa: E731
+    q = math.ceil(updates / 4)
+    return {"all": samples, "second_half": [s for s in samples if v(s) >= (updates + 1) // 2],
+            "first_quarter": [s for s in samples if v(s) < q],
+            "last_quarter": [s for s in samples if updates - q <= v(s) < updates]}
+
+
 def per_version(samples: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """:func:`sample_figures` per policy version that wrote the samples."""
     versions = sorted({int(s["policy_version"]) for s in samples})
@@ -224,12 +247,14 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     metrics_path, report_path = run_dir / "metrics.jsonl", run_dir / "report.json"
     metrics = read_jsonl(metrics_path) if metrics_path.is_file() else []
     report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
-    half = (updates + 1) // 2
+    by_window = windows(samples, updates)
+    versions = sorted({int(s["policy_version"]) for s in samples})
     return {
         "run_dir": str(run_dir), "method": method, "seed": seed, "max_updates": updates,
-        "windows": {"all": sample_figures(samples),
-                    "second_half": sample_figures([s for s in samples if int(s["policy_version"]) >= half])},
+        "windows": {w: sample_figures(rows) for w, rows in by_window.items()},
+        "scores": {w: task_scores(rows) for w, rows in by_window.items()},
         "per_version": per_version(samples),
+        "per_version_scores": {v: task_scores([s for s in samples if int(s["policy_version"]) == v]) for v in versions},
         "per_update": per_update(metrics),
         "eval_k": report["k"] if report else None,
         "final": final_scores(report),
@@ -259,11 +284,14 @@ def _by_key(runs: list[dict[str, Any]], part: str, figures: tuple[str, ...]) -> 
 def aggregate_method(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One method's runs (one per seed) -> mean +- s.e. over seeds of every figure."""
     tasks = sorted({t for r in runs for t in r["final"]})
+    score_tasks = tuple(sorted({t for r in runs for t in r["scores"]["all"]}))
     final_figures = ("trained_best", "trained_mean", "trained_valid", "initial_best", "initial_mean", "initial_valid")
     return {
         "seeds": sorted(r["seed"] for r in runs),
-        "windows": {w: across_seeds([r["windows"][w] for r in runs], SAMPLE_FIGURES) for w in ("all", "second_half")},
+        "windows": {w: across_seeds([r["windows"][w] for r in runs], SAMPLE_FIGURES) for w in WINDOWS},
+        "scores": {w: across_seeds([r["scores"][w] for r in runs], score_tasks) for w in WINDOWS},
         "per_version": _by_key(runs, "per_version", SAMPLE_FIGURES),
+        "per_version_scores": _by_key(runs, "per_version_scores", score_tasks),
         "per_update": _by_key(runs, "per_update", tuple(UPDATE_FIGURES.values())),
         "final": {t: {"lower_is_better": next(r["final"][t]["lower_is_better"] for r in runs if t in r["final"]),
                       **across_seeds([r["final"][t] for r in runs if t in r["final"]], final_figures)}
@@ -299,6 +327,9 @@ def differences(methods: dict[str, dict[str, Any]]) -> dict[str, Any]:
         hib = not p["final"][task]["lower_is_better"]
         out["final"][task] = {f: difference(p["final"][task][f], n["final"][task][f], hib)
                               for f in ("trained_best", "trained_mean")}
+    lower = {t: f["lower_is_better"] for m in (p, n) for t, f in m["final"].items()}
+    out["scores"] = {w: {t: difference(p["scores"][w][t], n["scores"][w][t], None if t not in lower else not lower[t])
+                         for t in sorted(set(p["scores"][w]) & set(n["scores"][w]))} for w in p["scores"]}
     return out
 
 
@@ -320,10 +351,13 @@ def table(result: dict[str, Any]) -> str:
     m, d = result["methods"], result["difference"]
     cfg = result["config"]
     rows = [("figure", "none", "paper", "paper - none", "verdict")]
-    for w in ("all", "second_half"):
+    for w in WINDOWS:
         for f in SAMPLE_FIGURES:
             rows.append((f"{f} ({w.replace('_', ' ')})", _ms(m["none"]["windows"][w][f]), _ms(m["paper"]["windows"][w][f]),
                          _diff(d["windows"][w][f]), d["windows"][w][f]["verdict"]))
+        for task, diff in d["scores"][w].items():
+            rows.append((f"score of valid samples, {task} ({w.replace('_', ' ')})", _ms(m["none"]["scores"][w][task], ".4f"),
+                         _ms(m["paper"]["scores"][w][task], ".4f"), _diff(diff, ".4f"), diff["verdict"]))
     for task, figs in d["final"].items():
         for f, diff in figs.items():
             arrow = "↓" if m["paper"]["final"][task]["lower_is_better"] else "↑"
@@ -347,6 +381,8 @@ def headline(result: dict[str, Any]) -> str:
              ("valid fraction", d["valid_frac"], "")]
     lines = ["paper - none (sample figures: second half of training; scores: the closing best-of-K):"]
     lines += [f"- {name}: {_diff(x)}{unit if x['diff'] is not None else ''}: {x['verdict']}" for name, x, unit in parts]
+    for task, x in result["difference"]["scores"]["last_quarter"].items():
+        lines.append(f"- {task}, mean score of valid samples (last quarter): {_diff(x, '.4f')}: {x['verdict']}")
     for task, figs in result["difference"]["final"].items():
         x = figs["trained_best"]
         lines.append(f"- {task}, trained best-of-K: {_diff(x, '.4f')}: {x['verdict']}")
@@ -361,12 +397,15 @@ def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    panels = [("duration_ran_s", "mean execution time (s) of programs that ran"), ("reward", "mean reward")]
-    for ax, (figure, label) in zip(axes, panels):
+    tasks = sorted({t for m in METHODS for v in result["methods"][m]["per_version_scores"].values() for t in v})
+    panels = [("per_version", "duration_ran_s", "mean execution time (s) of programs that ran"),
+              ("per_version", "reward", "mean reward"),
+              *[("per_version_scores", t, f"{t}: mean score of valid samples") for t in tasks]]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for ax, (part, figure, label) in zip(axes[0], panels):
         for method, colour in zip(METHODS, ("tab:orange", "tab:blue")):
-            series = result["methods"][method]["per_version"]
-            pts = [(int(v), s[figure]) for v, s in series.items() if s[figure]["mean"] is not None]
+            series = result["methods"][method][part]
+            pts = [(int(v), s[figure]) for v, s in series.items() if figure in s and s[figure]["mean"] is not None]
             xs = [v for v, _ in pts]
             ys = [s["mean"] for _, s in pts]
             ses = [s["se"] or 0.0 for _, s in pts]
@@ -374,9 +413,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
             ax.fill_between(xs, [y - e for y, e in zip(ys, ses)], [y + e for y, e in zip(ys, ses)], color=colour, alpha=0.2)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("training step (policy version that wrote the sample)")
-        ax.set_ylabel(label)
+        ax.set_ylabel(label, fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[0][0].legend(fontsize=8)
     cfg = result["config"]
     seeds = len(result["methods"]["paper"]["seeds"])
     updates = "/".join(map(str, cfg["updates_in_runs"]))

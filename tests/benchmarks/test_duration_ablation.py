@@ -54,7 +54,8 @@ def _write_run(root: Path, method: str, seed: int) -> Path:
     (run / "config.yaml").write_text(f"seed: {seed}\neval_samples: 2\nlearner:\n  duration_weighting: {method}\n"
                                      f"  max_updates: {UPDATES}\n")
     (run / "samples.jsonl").write_text("".join(
-        json.dumps({"method": f"duration={method}", "seed": seed, "step": v, "task_id": AUC, "score": None,
+        json.dumps({"method": f"duration={method}", "seed": seed, "step": v, "task_id": AUC,
+                    "score": reward if valid else None,  # a valid sample's reward is its AUC
                     "valid": valid, "duration_s": dur, "reward": reward, "policy_version": v, "status": status,
                     "kind": "scratch", "t": 1.0, "sample_id": f"actor-0:{i}"}) + "\n"
         for i, (v, status, dur, reward, valid) in enumerate(SAMPLES[method, seed])))
@@ -140,6 +141,17 @@ def test_aggregates_hand_made_runs(runs_dir: Path, tmp_path: Path):
     assert d["duration_ran_s"]["se"] == approx(math.sqrt(61) / 6)
     assert d["duration_ran_s"]["verdict"].startswith("paper higher, beyond 2 s.e.")
     assert d["reward"]["diff"] == approx(0.0) and d["reward"]["verdict"].startswith("within noise")
+
+    # windows by policy version, U = 2: first quarter = version 0, last quarter = version 1
+    # (version 2 is past the run); scores = mean AUC of the valid samples, per task
+    assert run["windows"]["first_quarter"]["n"] == 2 and run["windows"]["last_quarter"]["n"] == 2
+    assert run["scores"]["first_quarter"] == {AUC: 0.5} and run["scores"]["last_quarter"] == {AUC: approx(0.5)}
+    assert run["scores"]["all"] == {AUC: approx((0.5 + 0.6 + 0.4 + 0.8) / 4)}
+    paper_lq = paper["scores"]["last_quarter"][AUC]  # seeds: (0.9 + 0.7) / 2 = 0.8, 0.8
+    assert _ms(paper_lq) == (approx(0.8), approx(0.0), 2)
+    assert _ms(none["scores"]["last_quarter"][AUC]) == (approx(0.5), approx(0.0), 2)  # seeds: 0.5, 0.5
+    assert result["difference"]["scores"]["last_quarter"][AUC]["verdict"].startswith("paper better")
+    assert _ms(paper["per_version_scores"]["2"][AUC]) == (approx(0.95), approx(0.05), 2)  # seeds: 1.0, 0.9
 
     # final best-of-K / mean-of-K of the trained policy
     auc, loss = paper["final"][AUC], paper["final"][LOSS]
