@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,11 @@ def test_sampling_parameters_have_one_owner_the_actors_section(tmp_path):
     assert cfg.actors.temperature == pytest.approx(0.5)
     assert cfg.actors.sampling(seed=0).temperature == pytest.approx(0.5)
     assert not hasattr(cfg.learner, "temperature")
+
+
+def test_embedded_grpo_preset_is_embedded_with_a_group_baseline():
+    base, grpo = validate(_compose([])).learner, validate(_compose(["learner=embedded_grpo"])).learner
+    changed = {f.name for f in dataclasses.fields(base) if getattr(base, f.name) != getattr(grpo, f.name)}
+    assert changed == {"advantage", "grpo_std", "critic", "lr"}
+    assert grpo.advantage.value == "grpo" and grpo.grpo_std and grpo.critic.value == "none"
+    assert grpo.lr == pytest.approx(1.5e-4)
