@@ -19,10 +19,10 @@ Aggregation, per run dir (method and seed from its ``config.yaml``):
   ``duration_s`` over all samples (those count 0 there, as in the learner's batches), mean
   reward, valid-submission fraction and sample count. The same figures over all versions, the
   first quarter (versions < ceil(U/4)), the second half (versions >= ceil(U/2)) and the last
-  quarter (the last ceil(U/4) versions below U), where the two methods have had time to diverge (version 0 is the same
-  initial policy for both); per task and per window (and per version, for the plot), the mean
-  grader score of the valid samples (the Figure 8 partner of execution time: did the programs
-  get faster *and* worse?);
+  quarter (the last ceil(U/4) versions below U), where the two methods have had time to
+  diverge (version 0 is the same initial policy for both); per task and per window (and per
+  version, for the plot), the mean grader score of the valid samples (the Figure 8 partner of
+  execution time: did the programs get faster *and* worse?);
 - ``metrics.jsonl`` (learner stream): the batch means per update, and the training wall-clock
   ``train_s`` = time of the last update - ``started_at`` (the learner's start);
 - ``report.json``: per task the trained and initial policy's best-of-K and mean-of-K (one
@@ -34,8 +34,8 @@ Headline differences paper - none take s.e. = sqrt(se_paper^2 + se_none^2) (seed
 independent) and are called "within noise" when |difference| <= 2 s.e.
 
 Writes ``duration_ablation.json`` and ``duration_ablation.png`` (mean execution time, mean
-reward and, per task, mean score of valid samples per step, one line per method with an s.e. band) to ``--out`` (default
-``benchmarks/results``) and prints a table.
+reward and, per task, mean score of valid samples per step, one line per method with an s.e.
+band) to ``--out`` (default ``benchmarks/results``) and prints a table.
 """
 
 from __future__ import annotations

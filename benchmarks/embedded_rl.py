@@ -23,9 +23,9 @@ Per run (pure functions of its files, tested on a synthetic run dir):
   ``trained_beats_aide`` (strictly better than AIDE's best on every task; ``null`` without AIDE).
 
 Across seeds: mean and standard error (sample std / sqrt(n); none for one seed).
-Writes ``NAME.json`` and ``NAME.png`` (``--name``, default ``embedded_rl``) (valid fraction and mean reward per
-policy version, and best score vs wall-clock per task, one line per seed, AIDE's best as a
-dashed line) to ``--out``.
+Writes ``NAME.json`` and ``NAME.png`` (``--name``, default ``embedded_rl``: valid fraction and
+mean reward per policy version, and best score vs wall-clock per task, one line per seed,
+AIDE's best as a dashed line) to ``--out``.
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def quarters(samples: list[dict[str, Any]], updates: int) -> dict[str, Any]:
             out[f"{kind}_n_{name}_quarter"] = len(sub)
     # what RL does to the programs that work: execution time and score of valid scratch samples
     # (the score per task: tasks differ in metric and direction)
-    ok = {name: [s for s in rows if s.get("kind") == "scratch" and s["valid"]] for name, rows in (("first", first), ("last", last))}
+    ok = {name: [s for s in rows if s.get("kind") == "scratch" and s["valid"]]
+          for name, rows in (("first", first), ("last", last))}
     for name, rows in ok.items():
         out[f"scratch_exec_s_{name}_quarter"] = _mean([s["duration_s"] for s in rows if s.get("duration_s") is not None])
     tasks = sorted({s["task_id"] for rows in ok.values() for s in rows})
