@@ -43,6 +43,17 @@ def test_grpo_and_rloo():
     # population std of [1, 2, 3] = sqrt(2/3) = 0.816497 -> +-1/0.816497 = +-1.224745
     std = group_advantages(r, groups, AdvantageEstimator.grpo, std_normalise=True)
     assert std.tolist() == pytest.approx([-1.224745, 0, 1.224745, 0], abs=1e-5)
+    # a floor below the std changes nothing; above it, divide by the floor: +-1 / 2 = +-0.5
+    floor = group_advantages(r, groups, AdvantageEstimator.grpo, std_normalise=True, std_floor=0.5)
+    assert floor.tolist() == pytest.approx([-1.224745, 0, 1.224745, 0], abs=1e-5)
+    floor = group_advantages(r, groups, AdvantageEstimator.grpo, std_normalise=True, std_floor=2.0)
+    assert floor.tolist() == pytest.approx([-0.5, 0, 0.5, 0], abs=1e-5)
+    # near-identical rewards (std 5e-5): +-1 without a floor, +-0.005 with a floor of 0.01
+    near = torch.tensor([0.04002, 0.04012])
+    plain = group_advantages(near, [0, 0], AdvantageEstimator.grpo, std_normalise=True)
+    assert plain.abs().tolist() == pytest.approx([5e-5 / (5e-5 + 1e-6)] * 2, rel=1e-2)  # eps 1e-6
+    floored = group_advantages(near, [0, 0], AdvantageEstimator.grpo, std_normalise=True, std_floor=0.01)
+    assert floored.abs().tolist() == pytest.approx([0.005, 0.005], rel=1e-3)
     # RLOO: R_i - mean of the others: 1 - 2.5 = -1.5, 2 - 2 = 0, 3 - 1.5 = 1.5
     assert group_advantages(r, groups, AdvantageEstimator.rloo).tolist() == pytest.approx([-1.5, 0, 1.5, 0])
 

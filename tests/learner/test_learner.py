@@ -87,6 +87,8 @@ def test_config_validation_names_the_field():
         LearnerConfig(advantage="gae", critic="none")
     with pytest.raises(ConfigError, match="duration_weighting"):
         LearnerConfig(duration_weighting="sqrt")
+    with pytest.raises(ConfigError, match="grpo_std_floor"):
+        LearnerConfig(grpo_std_floor=-0.01)
     cfg = to_object(LearnerConfig, {"duration_weighting": "clipped", "lr": 3e-6})
     assert cfg.duration_weighting.value == "clipped" and cfg.lr == 3e-6
     assert LearnerConfig().clip_ratio == 0.2 and LearnerConfig().kl_coef == 0.001  # paper defaults

@@ -97,3 +97,21 @@ def test_k1_is_refused_with_the_reason():
     with pytest.raises(ConfigError, match="kl_estimator.*expected gradient is 0"):
         LearnerConfig(kl_estimator="k1")
     assert LearnerConfig().kl_estimator.value == "k3"
+
+
+def test_grpo_std_floor_reaches_the_policy_gradient(make_sample, tiny_model):
+    # one group of two near-identical rewards (std 5e-5): z-scores +-0.98 (eps 1e-6); a floor of
+    # 0.01 makes them +-0.005, and at ratio 1 the gradient is linear in the advantages
+    base = dict(BASE, advantage="grpo", grpo_std=True, duration_weighting="none")
+    raw = [msgspec.structs.replace(make_sample(seq=i, task_id="t", reward=r, response_len=3 + i), prompt_ids=[5, 6, 7])
+           for i, r in enumerate((0.04002, 0.04012))]
+    samples = _on_policy(raw, tiny_model())
+    grads = []
+    for floor in (0.0, 0.01):
+        learner = _GradRecorder(LearnerConfig(**base, grpo_std_floor=floor), tiny_model())
+        learner.update(samples)
+        grads.append(learner.grads[0])
+    ratio = (5e-5 / (0.01 + 1e-6)) / (5e-5 / (5e-5 + 1e-6))
+    for name in grads[0]:
+        assert torch.allclose(grads[1][name], grads[0][name] * ratio, atol=1e-9, rtol=1e-2), name
+    assert max(g.abs().max().item() for g in grads[0].values()) > 100 * max(g.abs().max().item() for g in grads[1].values())

@@ -60,11 +60,14 @@ def group_advantages(
     estimator: AdvantageEstimator,
     *,
     std_normalise: bool = False,
+    std_floor: float = 0.0,
     eps: float = 1e-6,
 ) -> Tensor:
     """Per-sample advantages (B,) from rewards (B,) and a group key per sample.
 
-    GRPO: A_i = R_i - mean_g(R), divided by (std_g(R) + eps) if ``std_normalise`` (population std).
+    GRPO: A_i = R_i - mean_g(R), divided by (max(std_g(R), ``std_floor``) + eps) if
+    ``std_normalise`` (population std). The floor, in reward units, keeps a group whose rewards
+    differ only by noise (near-identical programs) from getting unit-size advantages.
     RLOO: A_i = R_i - (sum_g R - R_i) / (n_g - 1) = n_g / (n_g - 1) * (R_i - mean_g R).
     """
     if estimator is AdvantageEstimator.gae:
@@ -83,7 +86,7 @@ def group_advantages(
         if estimator is AdvantageEstimator.rloo:
             out[idx] = centred * n / (n - 1)
         elif std_normalise:
-            out[idx] = centred / (r.std(unbiased=False) + eps)
+            out[idx] = centred / (max(float(r.std(unbiased=False)), std_floor) + eps)
         else:
             out[idx] = centred
     return out

@@ -133,6 +133,12 @@ class LearnerConfig:
     """GAE lambda."""
     grpo_std: bool = False
     """Divide GRPO advantages by the group's std (Dr. GRPO argues against it; off by default)."""
+    grpo_std_floor: float = 0.0
+    """With ``grpo_std``: divide by max(group std, this) instead, in reward units. Without it a
+    group of near-identical programs (RMSLE 0.04002 vs 0.04013) gets advantages of +-1 from
+    noise; with a floor of 0.01 those become +-0.005 while real differences keep their size.
+    Task-dependent (the reward is the task's metric); batch whitening (``normalize_advantages``)
+    rescales the batch afterwards and undoes it, so use it without whitening."""
     normalize_advantages: bool = False
     """Whiten advantages over the batch (masked), as some PPO variants do."""
     critic: CriticKind = CriticKind.copy
@@ -223,6 +229,7 @@ class LearnerConfig:
         check(self.kl_coef >= 0, "kl_coef", "must be >= 0")
         check(0 <= self.gamma <= 1, "gamma", "must be in [0, 1]")
         check(0 <= self.lam <= 1, "lam", "must be in [0, 1]")
+        check(self.grpo_std_floor >= 0, "grpo_std_floor", "must be >= 0")
         check(self.value_clip > 0, "value_clip", "must be > 0")
         check(self.value_coef > 0, "value_coef", "must be > 0")
         check(

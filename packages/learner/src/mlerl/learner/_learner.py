@@ -109,7 +109,8 @@ class Learner:
         seq_adv = None
         if cfg.advantage is not AdvantageEstimator.gae:
             groups = [(s.task_id, tuple(s.prompt_ids)) for s in kept]
-            seq_adv = group_advantages(rewards, groups, cfg.advantage, std_normalise=cfg.grpo_std)
+            seq_adv = group_advantages(rewards, groups, cfg.advantage, std_normalise=cfg.grpo_std,
+                                       std_floor=cfg.grpo_std_floor)
         local = list(range(self.rank, n, self.world))
         prep = self._prepare([kept[i] for i in local], rewards[local], weights[local], None if seq_adv is None else seq_adv[local])
 
