@@ -47,6 +47,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,10 +201,13 @@ def windows(samples: list[dict[str, Any]], updates: int) -> dict[str, list[dict[
             "last_quarter": [s for s in samples if updates - q <= v(s) < updates]}
 
 
-def per_version(samples: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """:func:`sample_figures` per policy version that wrote the samples."""
+Figures = Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+
+def per_version(samples: list[dict[str, Any]], figures: Figures = sample_figures) -> dict[int, dict[str, Any]]:
+    """``figures`` (default :func:`sample_figures`) per policy version that wrote the samples."""
     versions = sorted({int(s["policy_version"]) for s in samples})
-    return {v: sample_figures([s for s in samples if int(s["policy_version"]) == v]) for v in versions}
+    return {v: figures([s for s in samples if int(s["policy_version"]) == v]) for v in versions}
 
 
 def per_update(metrics: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -248,13 +252,12 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     metrics = read_jsonl(metrics_path) if metrics_path.is_file() else []
     report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
     by_window = windows(samples, updates)
-    versions = sorted({int(s["policy_version"]) for s in samples})
     return {
         "run_dir": str(run_dir), "method": method, "seed": seed, "max_updates": updates,
         "windows": {w: sample_figures(rows) for w, rows in by_window.items()},
         "scores": {w: task_scores(rows) for w, rows in by_window.items()},
         "per_version": per_version(samples),
-        "per_version_scores": {v: task_scores([s for s in samples if int(s["policy_version"]) == v]) for v in versions},
+        "per_version_scores": per_version(samples, task_scores),
         "per_update": per_update(metrics),
         "eval_k": report["k"] if report else None,
         "final": final_scores(report),
