@@ -17,8 +17,12 @@ Per run (pure functions of its files, tested on a synthetic run dir):
   task, same K and seed, and AIDE driven by the initial policy at K program executions per
   task): per task initial/trained/AIDE best and mean score and valid fraction (AIDE ``null``
   for a report written before AIDE was part of it);
+- improve samples against the parent they revised, where both are valid:
+  ``improve_pairs_valid`` and ``improve_beats_parent`` (the share of those pairs where the
+  revision earned strictly more reward);
 - the targets of issue #14 per seed: ``valid_gain_ok`` (last >= first + 0.20 and reward last >
-  first), ``improve_ok`` (improve valid >= half the scratch valid, last quarter),
+  first), ``improve_ok`` (improve valid >= half the scratch valid, last quarter, and
+  ``improve_beats_parent`` > 0.5),
   ``trained_beats_initial`` (trained best-of-K strictly better than the initial on every task),
   ``trained_beats_aide`` (strictly better than AIDE's best on every task; ``null`` without AIDE).
 
@@ -101,6 +105,23 @@ def quarters(samples: list[dict[str, Any]], updates: int) -> dict[str, Any]:
     return out
 
 
+def improve_vs_parent(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Improve samples against the program they revised, where both are valid.
+
+    A pair is an improve sample whose ``parent_id`` is a sample of the same run; rewards, not
+    scores, are compared (the reward is the score sign-flipped where lower is better, so higher
+    is better on every task). ``improve_beats_parent``: the fraction of pairs where the revision
+    earned strictly more (``None`` without pairs).
+    """
+    by_id = {s.get("sample_id"): s for s in samples if s.get("sample_id") is not None}
+    pairs = [(s, by_id[s["parent_id"]]) for s in samples
+             if s.get("kind") == "improve" and s.get("parent_id") in by_id]
+    both = [(c, p) for c, p in pairs if c["valid"] and p["valid"]]
+    wins = sum(c["reward"] > p["reward"] for c, p in both)
+    return {"improve_pairs_valid": len(both),
+            "improve_beats_parent": wins / len(both) if both else None}
+
+
 def _better(a: float | None, b: float | None, lower: bool) -> bool:
     """a strictly better than b (None is worst)."""
     if a is None:
@@ -141,15 +162,18 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         pass
     updates = max_updates(run_dir)
-    q = quarters(read_jsonl(run_dir / "samples.jsonl"), updates)
-    out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q}
+    samples = read_jsonl(run_dir / "samples.jsonl")
+    q = quarters(samples, updates)
+    out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q,
+                           **improve_vs_parent(samples)}
     report = run_dir / "report.json"
     tasks = per_task(json.loads(report.read_text())) if report.is_file() else {}
     out["tasks"] = tasks
     vf, vl, rf, rl = (q["valid_first_quarter"], q["valid_last_quarter"], q["reward_first_quarter"], q["reward_last_quarter"])
     out["valid_gain_ok"] = None if None in (vf, vl, rf, rl) else bool(vl >= vf + 0.20 and rl > rf)
     sv, iv = q["scratch_valid_last_quarter"], q["improve_valid_last_quarter"]
-    out["improve_ok"] = None if sv is None or iv is None else bool(iv >= 0.5 * sv)
+    beats = out["improve_beats_parent"]
+    out["improve_ok"] = None if sv is None or iv is None else bool(iv >= 0.5 * sv and beats is not None and beats > 0.5)
     out["trained_beats_initial"] = bool(tasks) and all(t["trained_beats_initial"] for t in tasks.values())
     vs_aide = [t["trained_beats_aide"] for t in tasks.values()]
     out["trained_beats_aide"] = None if not vs_aide or None in vs_aide else all(vs_aide)
@@ -170,7 +194,7 @@ def mean_se(xs: list[float | None]) -> dict[str, float | None]:
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("valid_first_quarter", "valid_last_quarter", "reward_first_quarter", "reward_last_quarter",
             "scratch_valid_last_quarter", "improve_valid_last_quarter",
-            "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter")
+            "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter", "improve_beats_parent")
     walls = [r["wall_clock_minutes"] for r in runs if r["wall_clock_minutes"] is not None]
     tasks = sorted({t for r in runs for t in r["scratch_score_by_task"]})
     return {

@@ -38,9 +38,10 @@ def _run_dir(tmp_path: Path, samples, seed=0, updates=8, aide=None) -> Path:
 
 # U = 8: first quarter = versions 0, 1; last quarter = versions 6, 7 (version 8 is past the run)
 SAMPLES = [
-    _sample(0, "scratch", True, 0.5), _sample(0, "improve", False, -10.0), _sample(1, "scratch", False, -10.0),
-    _sample(1, "scratch", False, -10.0), _sample(3, "scratch", True, 0.9),
-    _sample(6, "scratch", True, 0.8), _sample(6, "improve", True, 0.6), _sample(7, "scratch", True, 0.7),
+    dict(_sample(0, "scratch", True, 0.5), sample_id="p"), _sample(0, "improve", False, -10.0),
+    _sample(1, "scratch", False, -10.0), _sample(1, "scratch", False, -10.0), _sample(3, "scratch", True, 0.9),
+    _sample(6, "scratch", True, 0.8), dict(_sample(6, "improve", True, 0.6), parent_id="p"),
+    _sample(7, "scratch", True, 0.7),
     _sample(7, "improve", False, -10.0), _sample(8, "improve", True, 0.9),
 ]
 
@@ -71,11 +72,28 @@ def test_valid_scratch_exec_time_and_score_by_quarter():
                                           LOSS: {"first_quarter": pytest.approx(0.06), "last_quarter": 0.04}}
 
 
+def test_improve_vs_parent_counts_valid_pairs_by_reward():
+    rows = [
+        dict(_sample(0, "scratch", True, -0.05, LOSS, score=0.05), sample_id="a"),
+        dict(_sample(0, "scratch", True, 0.7, AUC, score=0.7), sample_id="b"),
+        dict(_sample(0, "scratch", False, -10.0), sample_id="c"),
+        dict(_sample(1, "improve", True, -0.04, LOSS, score=0.04), parent_id="a", sample_id="d"),  # better
+        dict(_sample(1, "improve", True, 0.6, AUC, score=0.6), parent_id="b"),  # worse
+        dict(_sample(1, "improve", True, 0.7, AUC, score=0.7), parent_id="b"),  # a tie is not a win
+        dict(_sample(1, "improve", True, 0.9), parent_id="c"),  # parent failed: not a pair
+        dict(_sample(2, "improve", False, -10.0), parent_id="d"),  # child failed: not a pair
+        dict(_sample(2, "improve", True, 0.9), parent_id="gone"),  # parent not in the run
+    ]
+    assert bench.improve_vs_parent(rows) == {"improve_pairs_valid": 3, "improve_beats_parent": pytest.approx(1 / 3)}
+    assert bench.improve_vs_parent(rows[:3]) == {"improve_pairs_valid": 0, "improve_beats_parent": None}
+
+
 def test_summarise_run_targets(tmp_path):
     r = bench.summarise_run(_run_dir(tmp_path, SAMPLES))
     assert r["seed"] == 0 and r["updates"] == 8
     assert r["valid_gain_ok"] is True  # 0.75 >= 0.25 + 0.2 and reward up
-    assert r["improve_ok"] is True  # 0.5 >= 0.5 * 1.0
+    assert r["improve_ok"] is True  # 0.5 >= 0.5 * 1.0, and the one valid pair: 0.6 beats 0.5
+    assert r["improve_pairs_valid"] == 1 and r["improve_beats_parent"] == 1.0
     # AUC 0.95 > 0.9 is better; log loss 0.3 > 0.2 is worse (lower is better)
     assert r["tasks"][AUC]["trained_beats_initial"] is True
     assert r["tasks"][LOSS]["trained_beats_initial"] is False
@@ -114,6 +132,14 @@ def test_summary_mean_se_over_seeds(tmp_path):
 
 def test_mean_se_single_value_has_no_se():
     assert bench.mean_se([2.0, None]) == {"mean": 2.0, "se": None, "n": 1}
+
+
+def test_improve_ok_needs_revisions_that_beat_their_parents(tmp_path):
+    # same validity as SAMPLES, but the valid revision (0.6) is now worse than its parent (0.65)
+    rows = [dict(s, reward=0.65) if s.get("sample_id") == "p" else s for s in SAMPLES]
+    r = bench.summarise_run(_run_dir(tmp_path, rows))
+    assert r["improve_valid_last_quarter"] == 0.5 and r["improve_beats_parent"] == 0.0
+    assert r["improve_ok"] is False
 
 
 replay = importlib.import_module("embedded_rl_replay")
