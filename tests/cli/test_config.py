@@ -132,9 +132,17 @@ def test_sampling_parameters_have_one_owner_the_actors_section(tmp_path):
     assert not hasattr(cfg.learner, "temperature")
 
 
-def test_embedded_grpo_preset_is_embedded_with_a_group_baseline():
-    base, grpo = validate(_compose([])).learner, validate(_compose(["learner=embedded_grpo"])).learner
-    changed = {f.name for f in dataclasses.fields(base) if getattr(base, f.name) != getattr(grpo, f.name)}
-    assert changed == {"advantage", "grpo_std", "critic", "lr"}
-    assert grpo.advantage.value == "grpo" and grpo.grpo_std and grpo.critic.value == "none"
-    assert grpo.lr == pytest.approx(1.5e-4)
+def test_embedded_default_is_a_floored_group_baseline_and_embedded_gae_the_previous_default():
+    """`learner=embedded` (the default) scores each program against its siblings (GRPO, std
+    floored at 0.01, no batch whitening, no critic, lr 2.5e-4); `learner=embedded_gae` is the
+    previous default (GAE critic, whitened, lr 5e-5) and differs from it only in those keys."""
+    base, gae = validate(_compose([])).learner, validate(_compose(["learner=embedded_gae"])).learner
+    assert base.advantage.value == "grpo" and base.grpo_std and base.grpo_std_floor == pytest.approx(0.01)
+    assert base.critic.value == "none" and not base.normalize_advantages
+    assert base.lr == pytest.approx(2.5e-4)
+    changed = {f.name for f in dataclasses.fields(base) if getattr(base, f.name) != getattr(gae, f.name)}
+    assert changed == {"advantage", "grpo_std", "grpo_std_floor", "critic", "normalize_advantages", "lr", "critic_lr"}
+    assert gae.advantage.value == "gae" and gae.critic.value == "copy" and gae.normalize_advantages
+    assert gae.grpo_std_floor == 0.0 and gae.lr == pytest.approx(5e-5) and gae.critic_lr == pytest.approx(1e-4)
+
+
