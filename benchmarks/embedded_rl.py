@@ -27,8 +27,9 @@ Per run (pure functions of its files, tested on a synthetic run dir):
   ``trained_beats_aide`` (strictly better than AIDE's best on every task; ``null`` without AIDE).
 
 Across seeds: mean and standard error (sample std / sqrt(n); none for one seed).
-Writes ``NAME.json`` and ``NAME.png`` (``--name``, default ``embedded_rl``: valid fraction and
-mean reward per policy version, and best score vs wall-clock per task, one line per seed,
+Writes ``NAME.json`` and ``NAME.png`` (``--name``, default ``embedded_rl``: per policy version,
+rolling means of the valid fraction by prompt kind, the mean reward and, per task, the valid
+scratch programs' mean score; and per task the best score vs wall-clock, one line per seed,
 AIDE's best as a dashed line) to ``--out``.
 """
 
@@ -221,23 +222,45 @@ def launch(seed: int, run_dir: Path, overrides: list[str]) -> None:
     (run_dir / "wall_clock_s").write_text(f"{time.time() - t0:.1f}")
 
 
-def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl") -> Path:
+def rolling(xs: list[float | None], window: int) -> list[float | None]:
+    """Mean of the last ``window`` non-missing values up to each point (None until one exists)."""
+    out: list[float | None] = []
+    for i in range(len(xs)):
+        vals = [x for x in xs[max(0, i - window + 1): i + 1] if x is not None]
+        out.append(sum(vals) / len(vals) if vals else None)
+    return out
+
+
+def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl", window: int = 5) -> Path:
+    """Per seed: valid fraction by prompt kind and mean reward per policy version; per task, the
+    valid scratch programs' mean score per version (rolling mean over ``window`` versions: where
+    RL's effect on the programs shows) and the best score against wall-clock, with AIDE's."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     tasks = sorted({t for r in runs for t in r["tasks"]})
-    fig, axes = plt.subplots(1, 2 + len(tasks), figsize=(4.5 * (2 + len(tasks)), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, 2 + 2 * len(tasks), figsize=(4.5 * (2 + 2 * len(tasks)), 3.4), squeeze=False)
     ax_valid, ax_reward = axes[0][0], axes[0][1]
     for i, r in enumerate(runs):
         samples = read_jsonl(Path(r["run_dir"]) / "samples.jsonl")
         versions = sorted({s["policy_version"] for s in samples if s["policy_version"] < r["updates"]})
         by_v = {v: [s for s in samples if s["policy_version"] == v] for v in versions}
-        ax_valid.plot(versions, [_frac(by_v[v]) for v in versions], "-o", ms=2, color=f"C{i}", label=f"seed {r['seed']}")
-        ax_reward.plot(versions, [_mean([s["reward"] for s in by_v[v]]) for v in versions], "-o", ms=2, color=f"C{i}")
-        for ax, task in zip(axes[0][2:], tasks):
+        for kind, style in (("scratch", "-"), ("improve", ":")):
+            fr = [_frac([s for s in by_v[v] if s.get("kind") == kind]) for v in versions]
+            ax_valid.plot(versions, rolling(fr, window), style, color=f"C{i}",
+                          label=f"seed {r['seed']} {kind}")
+        ax_reward.plot(versions, rolling([_mean([s["reward"] for s in by_v[v]]) for v in versions], window),
+                       "-", color=f"C{i}")
+        for j, task in enumerate(tasks):
+            ax_score, ax_best = axes[0][2 + 2 * j], axes[0][3 + 2 * j]
             lower = r["tasks"].get(task, {}).get("lower_is_better", False)
+            per_v = [_mean([s["score"] for s in by_v[v] if s["task_id"] == task and s.get("kind") == "scratch"
+                            and s["valid"] and s["score"] is not None]) for v in versions]
+            ax_score.plot(versions, rolling(per_v, window), "-", color=f"C{i}")
+            ax_score.set_title(f"{task}: valid scratch score ({'lower' if lower else 'higher'} better)", fontsize=8)
+            ax_score.set_xlabel("policy version", fontsize=8)
             pts = sorted((s["t"], s["score"]) for s in samples if s["task_id"] == task and s["valid"] and s["score"] is not None)
             best, xs, ys = None, [], []
             for t, sc in pts:
@@ -245,15 +268,17 @@ def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl") -> Pa
                     best = sc
                 xs.append(t / 60)
                 ys.append(best)
-            ax.step(xs, ys, where="post", color=f"C{i}")
+            ax_best.step(xs, ys, where="post", color=f"C{i}")
             aide_best = r["tasks"].get(task, {}).get("aide_best")
             if aide_best is not None:  # AIDE (initial policy, K executions): dashed
-                ax.axhline(aide_best, ls="--", lw=0.8, color=f"C{i}")
-            ax.set_title(f"{task}: best so far ({'lower' if lower else 'higher'} better)", fontsize=8)
-            ax.set_xlabel("wall-clock (min)", fontsize=8)
-    ax_valid.set_title("valid fraction per policy version", fontsize=9)
-    ax_reward.set_title("mean reward per policy version", fontsize=9)
-    ax_valid.legend(fontsize=7)
+                ax_best.axhline(aide_best, ls="--", lw=0.8, color=f"C{i}")
+            ax_best.set_title(f"{task}: best so far, AIDE dashed", fontsize=8)
+            ax_best.set_xlabel("wall-clock (min)", fontsize=8)
+    ax_valid.set_title(f"valid fraction by prompt kind (rolling {window})", fontsize=9)
+    ax_reward.set_title(f"mean reward, all samples (rolling {window})", fontsize=9)
+    ax_valid.set_xlabel("policy version", fontsize=8)
+    ax_reward.set_xlabel("policy version", fontsize=8)
+    ax_valid.legend(fontsize=6)
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.png"
