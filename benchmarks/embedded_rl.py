@@ -222,15 +222,6 @@ def launch(seed: int, run_dir: Path, overrides: list[str]) -> None:
     (run_dir / "wall_clock_s").write_text(f"{time.time() - t0:.1f}")
 
 
-def rolling(xs: list[float | None], window: int) -> list[float | None]:
-    """Mean of the last ``window`` non-missing values up to each point (None until one exists)."""
-    out: list[float | None] = []
-    for i in range(len(xs)):
-        vals = [x for x in xs[max(0, i - window + 1): i + 1] if x is not None]
-        out.append(sum(vals) / len(vals) if vals else None)
-    return out
-
-
 def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl", window: int = 5) -> Path:
     """Per seed: valid fraction by prompt kind and mean reward per policy version; per task, the
     valid scratch programs' mean score per version (rolling mean over ``window`` versions: where
@@ -239,6 +230,8 @@ def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl", windo
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from mlerl.cli._curves import rolling_mean as rolling  # the run plots' own trailing mean
 
     tasks = sorted({t for r in runs for t in r["tasks"]})
     fig, axes = plt.subplots(1, 2 + 2 * len(tasks), figsize=(4.5 * (2 + 2 * len(tasks)), 3.4), squeeze=False)

@@ -130,11 +130,6 @@ def test_summary_mean_se_over_seeds(tmp_path):
     assert bench.plot(runs, tmp_path / "out").stat().st_size > 0
 
 
-def test_rolling_mean_skips_missing_values():
-    assert bench.rolling([None, 1.0, 3.0, None, 5.0], 2) == [None, 1.0, 2.0, 3.0, 5.0]
-    assert bench.rolling([2.0, 4.0, 6.0], 5) == [2.0, 3.0, 4.0]
-
-
 def test_mean_se_single_value_has_no_se():
     assert bench.mean_se([2.0, None]) == {"mean": 2.0, "se": None, "n": 1}
 
