@@ -56,6 +56,9 @@ from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_tag, stage_inp
 
 log = logging.getLogger("mlerl.sandbox")
 
+_REMOVE_PATIENCE_S = 60.0
+"""How long a run cgroup the kernel keeps busy after its run is retried in the background."""
+
 _JOIN = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
 # With cgroups, the shell that joins them also sets the rlimits (POSIX ulimit: -f in 512-byte
 # blocks, -t in seconds; soft and hard), saving the separate ``prlimit`` exec of every run.
@@ -152,6 +155,7 @@ class LocalSandbox:
         self.owner = owner_tag()
         self.roots = _bwrap.interpreter_roots()
         self.stage_root = Path(config.work_root) / "inputs"
+        self._removals: set[asyncio.Task[None]] = set()  # run cgroups still being removed
 
     async def run(
         self, request: ExecutionRequest, on_output: OutputCallback | None = None
@@ -160,7 +164,31 @@ class LocalSandbox:
                                  request, on_output)
 
     async def close(self) -> None:
-        """Nothing is held between runs (each run cleans up after itself)."""
+        """Each run cleans up after itself; wait for the run cgroups whose removal the kernel
+        delayed (``_remove_cgroup``)."""
+        if self._removals:
+            await asyncio.gather(*self._removals, return_exceptions=True)
+
+    async def _remove_cgroup(self, cg: _cgroup.RunCgroup) -> None:
+        """Remove the run's cgroups now, or keep trying in the background.
+
+        A killed process that is still exiting (freeing a large heap, say) keeps its cgroup
+        busy past ``RunCgroup.remove``'s own retries (about 4 s); the run's result does not wait
+        for that, and ``close()`` waits for the retries."""
+        if await cg.remove():
+            return
+        task = asyncio.create_task(self._remove_later(cg))
+        self._removals.add(task)
+        task.add_done_callback(self._removals.discard)
+
+    async def _remove_later(self, cg: _cgroup.RunCgroup, patience_s: float = _REMOVE_PATIENCE_S) -> None:
+        deadline = time.monotonic() + patience_s
+        while time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+            if await cg.remove():
+                return
+        log.warning("could not remove the run cgroups %s in %.0f s (the reaper removes them "
+                    "once this process exits)", cg.procs_files, patience_s)
 
     def _workdir(self, request: ExecutionRequest) -> WorkDir:
         data = request.data_dir
@@ -198,12 +226,22 @@ class LocalSandbox:
         lim = request.limits
         cg = None
         if self.use_cgroups:
-            cg = await asyncio.to_thread(_cgroup.create, self.owner, uuid.uuid4().hex[:16],
-                                         lim.memory_mb, lim.pids, lim.cpus)
+            # Synchronous (about 1 ms of mkdir and writes): a cancellation can then never
+            # strike between the cgroups' creation and the ``finally`` that removes them.
+            cg = _cgroup.create(self.owner, uuid.uuid4().hex[:16], lim.memory_mb, lim.pids, lim.cpus)
             if cg is None:
                 out = Outcome(started_at=time.time())
                 out.infra_error = "cannot create the run's cgroups"
                 return out
+        try:
+            return await self._execute_in(request, wd, sink, cg)
+        finally:
+            if cg is not None:
+                await self._remove_cgroup(cg)
+
+    async def _execute_in(self, request: ExecutionRequest, wd: WorkDir, sink: OutputSink,
+                          cg: _cgroup.RunCgroup | None) -> Outcome:
+        lim = request.limits
         input_host = None
         if self.bwrap and request.data_dir is not None:
             input_host = str(await asyncio.to_thread(
@@ -221,8 +259,6 @@ class LocalSandbox:
                     cwd=wd.path, env=env, start_new_session=True,
                     pass_fds=(status_w,) if self.bwrap else ())
             except OSError as exc:
-                if cg is not None:
-                    await cg.remove()
                 out.infra_error = f"cannot start {request.entry[0]!r}: {exc}"
                 return out
             finally:
@@ -233,7 +269,6 @@ class LocalSandbox:
                 await self._kill(proc, cg)
                 if cg is not None:
                     out.oom = cg.oom_kills() > 0
-                    await cg.remove()
             if self.bwrap and not self._started(status_r):
                 out.setup_failed = True
             return out
