@@ -173,7 +173,7 @@ class LocalSandbox:
         """Remove the run's cgroups now, or keep trying in the background.
 
         A killed process that is still exiting (freeing a large heap, say) keeps its cgroup
-        busy past ``RunCgroup.remove``'s own retries (about 4 s); the run's result does not wait
+        busy past ``RunCgroup.remove``'s own retries (a few seconds); the run's result does not wait
         for that, and ``close()`` waits for the retries."""
         if await cg.remove():
             return
