@@ -96,7 +96,11 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
             ax.plot(steps, ys, ".", color=color, alpha=0.35)
             ax.plot(steps, rolling_mean(ys, window), "-", color=color, label=group.split("/")[-1])
         ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=6)
+        if ax.lines:
+            ax.legend(fontsize=6)
+        else:  # e.g. the value error of a run without a critic
+            ax.text(0.5, 0.5, "not recorded in this run", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=8, color="0.5")
     for ax, (title, key) in zip(flat[len(PANELS):], GLOBAL_PANELS):
         steps, ys = series(rows, key)
         ax.plot(steps, ys, ".", color="C0", alpha=0.35)
