@@ -1,8 +1,9 @@
 """The local backend never leaves a run's cgroups behind: not when the run is cancelled at any
 await, and not when the kernel keeps them busy for a while after the kill.
 
-One left-over cgroup of this process fails every later test's "nothing left" check, which is
-how a slow-to-exit program in one test once turned 56 sandbox tests red.
+One left-over cgroup of this process fails every later test's "nothing left" check: one run
+cgroup left by an earlier test of the same process once turned 56 sandbox tests red. `_left`
+repeats the conftest's `leftover_runs` (a test module cannot import conftest).
 """
 
 from __future__ import annotations
