@@ -4,9 +4,17 @@
 (default ``benchmarks/results/sandbox.json``)
 
 Measured in one process, in one run, on whatever host runs it: executions/s of a trivial
-program at concurrency 1, 2, 4 per backend; mean latency next to a bare ``python -c pass``
-spawn and (Docker) ``docker run --rm`` of the same image; then ``soak`` executions at
-concurrency 4 and a count of what was left behind (processes, containers, cgroups, dirs).
+program at concurrency 1, 2, 4 per backend (runs back to back); mean latency next to a bare
+``python -c pass`` spawn and (Docker) ``docker run --rm`` of the same image; then ``soak``
+executions at concurrency 4 and a count of what was left behind (processes, containers,
+cgroups, dirs).
+
+The local backend is also timed one run at a time with a pause between runs (as in training,
+where programs are generated between executions), with sandboxes started ahead
+(``SandboxConfig.prewarm``, the default) and without (``prewarm=0``), next to a bare spawn
+timed the same way, with the CPU seconds each execution costs (this process and all its
+children, sandboxes started ahead and discarded included): starting ahead hides the start-up
+latency, it does not remove its CPU.
 """
 
 from __future__ import annotations
@@ -57,6 +65,65 @@ async def _spawn_s(argv: list[str], n: int) -> float:
         await proc.wait()
         times.append(time.perf_counter() - t)
     return statistics.mean(times)
+
+
+def _cpu_s() -> float:
+    """Busy CPU seconds of the whole machine so far (``/proc/stat``: every process, so also
+    a sandbox's processes that are not this process's reaped descendants)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+async def _idle_cpu_s(seconds: float) -> float:
+    """The machine's busy CPU seconds per second with this process asleep (the background)."""
+    cpu0 = _cpu_s()
+    await asyncio.sleep(seconds)
+    return (_cpu_s() - cpu0) / seconds
+
+
+def _summary(latencies: list[float], cpu_s: float, seconds: float, background: float
+             ) -> dict[str, float]:
+    """Latency figures, and the machine's CPU per execution less the background's."""
+    return {"median_s": round(statistics.median(latencies), 4),
+            "mean_s": round(statistics.mean(latencies), 4),
+            "cpu_s_per_exec": round((cpu_s - background * seconds) / len(latencies), 4)}
+
+
+async def _paced(config: SandboxConfig, token: str, n: int, gap_s: float, background: float
+                 ) -> dict[str, float]:
+    """``n`` runs one at a time, ``gap_s`` apart: latency and CPU per execution."""
+    sandbox = make_sandbox(SandboxConfig(**(vars(config) | {"max_concurrency": 1})))
+    request = ExecutionRequest(program=TRIVIAL, limits=Limits(wall_time_s=60, memory_mb=512),
+                               collect=(), env={"MLERL_BENCH_TOKEN": token})
+    latencies = []
+    try:
+        await sandbox.run(request)
+        await asyncio.sleep(gap_s)
+        cpu0, t0 = _cpu_s(), time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            await sandbox.run(request)
+            latencies.append(time.perf_counter() - t)
+            await asyncio.sleep(gap_s)
+    finally:
+        await sandbox.close()
+    return _summary(latencies, _cpu_s() - cpu0, time.perf_counter() - t0, background)
+
+
+async def _paced_bare(n: int, gap_s: float, background: float) -> dict[str, float]:
+    latencies = []
+    cpu0, t0 = _cpu_s(), time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "pass", stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL)
+        await proc.wait()
+        latencies.append(time.perf_counter() - t)
+        await asyncio.sleep(gap_s)
+    return _summary(latencies, _cpu_s() - cpu0, time.perf_counter() - t0, background)
 
 
 async def _throughput(config: SandboxConfig, token: str, concurrency: int, n: int
@@ -113,6 +180,18 @@ async def _backend(backend: str, soak: int, root: str) -> dict[str, Any]:
         out["overhead_s"]["docker_run_rm"] = round(await _spawn_s(
             ["docker", "run", "--rm", "--network", "none", config.image, "python3", "-c",
              "pass"], 10), 4)
+    if backend == "local":
+        n, gap = 30, 0.25
+        background = await _idle_cpu_s(n * gap)
+        paced = {"runs": n, "gap_s": gap, "background_cpu_per_s": round(background, 4),
+                 "bare_python_spawn": await _paced_bare(n, gap, background),
+                 "prewarm": await _paced(config, token, n, gap, background),
+                 "prewarm_0": await _paced(SandboxConfig(**(vars(config) | {"prewarm": 0})),
+                                           token, n, gap, background)}
+        bare = paced["bare_python_spawn"]["median_s"]
+        for key in ("prewarm", "prewarm_0"):
+            paced[key]["median_over_bare"] = round(paced[key]["median_s"] / bare, 2)
+        out["paced"] = paced
     if soak:
         t0 = time.perf_counter()
         soak_row = await _throughput(config, token, 4, soak)

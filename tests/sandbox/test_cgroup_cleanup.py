@@ -16,6 +16,7 @@ import pytest
 from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, _cgroup, _local, make_sandbox
 from mlerl.sandbox._doctor import _cgroups_work
 from mlerl.sandbox._local import LocalSandbox
+from mlerl.sandbox._prewarm import WarmPool
 from mlerl.sandbox._workdir import owner_tag
 
 SLOW_STAGING = 0.3  # seconds the staging thread takes in the cancellation test
@@ -78,6 +79,7 @@ class _BusyCgroup:
 async def test_a_busy_cgroup_is_removed_in_the_background_and_close_waits_for_it() -> None:
     sandbox = LocalSandbox.__new__(LocalSandbox)  # only the removal bookkeeping is exercised
     sandbox._removals = set()
+    sandbox._warm = WarmPool(0, sandbox._discard)  # no sandboxes started ahead
     busy = _BusyCgroup(busy_for=2)
     await sandbox._remove_cgroup(busy)  # type: ignore[arg-type]
     assert busy.attempts == 1 and len(sandbox._removals) == 1  # returned without waiting

@@ -49,9 +49,11 @@ async def test_row16_executor_killed_then_reaper_cleans_up(env: Env) -> None:
         os.kill(proc.pid, signal.SIGKILL)  # no finally of the executor runs
         await proc.wait()
     work_root = Path(env.config.work_root)
-    assert list((work_root / owner).iterdir()), "the crashed executor left its run dir"
+    left = list((work_root / owner).iterdir())
+    assert left, "the crashed executor left its run dir"
     counts = await reap(env.config)
-    assert counts["workdirs"] == 1
+    # the run's dir, and (local) the one of a sandbox started ahead if it was ready in time
+    assert counts["workdirs"] == len(left) and len(left) <= 1 + (env.backend == "local")
     if env.backend == "docker":
         assert counts["containers"] == 1
     assert not (work_root / owner).exists()

@@ -34,6 +34,15 @@ _ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/altern
 # Runs inside the sandbox after its mounts are made: says "started" on the status pipe, closes
 # it (the program never holds a descriptor of it), then execs the program (via setpriv as root).
 STARTED = 'printf started >&"$1" || exit 126; fd=$1; exec {fd}>&-; shift; exec "$@"'
+# The same for a sandbox started ahead of its program (``SandboxConfig.prewarm``): it says
+# "started", blocks until the host writes "go" on a second pipe (the program is in place by
+# then), says "running", closes both pipes and execs; any other word, or the go pipe closed,
+# exits unused. "running" is what tells a program that ran from a sandbox that died waiting.
+STARTED_THEN_WAIT = ('printf started >&"$1" || exit 126; read -r go <&"$2"; '
+                     '[ "$go" = go ] || exit 126; printf running >&"$1" || exit 126; '
+                     'fd=$1; exec {fd}>&-; fd=$2; exec {fd}<&-; shift 2; exec "$@"')
+# Or it hands both pipes to the waiting interpreter (``_prewarm.LAUNCHER``), which does the same.
+STARTED_KEEP_PIPES = 'printf started >&"$1" || exit 126; shift 2; exec "$@"'
 
 
 def interpreter_roots() -> list[str]:

@@ -30,6 +30,8 @@ or inode limit beyond the tmpfs size.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -43,6 +45,7 @@ from pathlib import Path
 
 from mlerl.sandbox import _bwrap, _cgroup
 from mlerl.sandbox._output import OutputSink
+from mlerl.sandbox._prewarm import LAUNCHER, Warm, WarmPool, launchable, shape_of
 from mlerl.sandbox._runner import Admission, Outcome, run_request
 from mlerl.sandbox._types import (
     ExecutionRequest,
@@ -156,6 +159,10 @@ class LocalSandbox:
         self.roots = _bwrap.interpreter_roots()
         self.stage_root = Path(config.work_root) / "inputs"
         self._removals: set[asyncio.Task[None]] = set()  # run cgroups still being removed
+        # Sandboxes started ahead (``_prewarm.py``); only where bubblewrap runs the shell that
+        # waits for "go".
+        self._warm = WarmPool(config.prewarm if self.bwrap else 0, self._discard)
+        self._claimed: dict[Path, Warm] = {}  # work dir -> the warm sandbox it belongs to
 
     async def run(
         self, request: ExecutionRequest, on_output: OutputCallback | None = None
@@ -164,8 +171,9 @@ class LocalSandbox:
                                  request, on_output)
 
     async def close(self) -> None:
-        """Each run cleans up after itself; wait for the run cgroups whose removal the kernel
-        delayed (``_remove_cgroup``)."""
+        """Each run cleans up after itself; discard the sandboxes started ahead, and wait for
+        the run cgroups whose removal the kernel delayed (``_remove_cgroup``)."""
+        await self._warm.close()
         if self._removals:
             await asyncio.gather(*self._removals, return_exceptions=True)
 
@@ -191,6 +199,19 @@ class LocalSandbox:
                     "once this process exits)", cg.procs_files, patience_s)
 
     def _workdir(self, request: ExecutionRequest) -> WorkDir:
+        """A warm sandbox's work dir with the program written in, or a fresh one."""
+        warm = self._warm.take(shape_of(request))
+        if warm is not None:
+            try:
+                (warm.wd.path / "main.py").write_text(request.program)
+            except BaseException:
+                self._warm.discard_later(warm)
+                raise
+            self._claimed[warm.wd.path] = warm
+            return warm.wd
+        return self._fresh_workdir(request)
+
+    def _fresh_workdir(self, request: ExecutionRequest) -> WorkDir:
         data = request.data_dir
         return create_workdir(
             self.config.work_root, request.program, request.limits.disk_mb,
@@ -200,8 +221,8 @@ class LocalSandbox:
             input_mountpoint=data is not None and bool(self.bwrap))
 
     def _argv(self, request: ExecutionRequest, wd: WorkDir,
-              cg: _cgroup.RunCgroup | None, status_fd: int, input_host: str | None
-              ) -> list[str]:
+              cg: _cgroup.RunCgroup | None, status_fd: int, input_host: str | None,
+              go_fd: int | None = None) -> list[str]:
         lim = request.limits
         entry = list(request.entry)
         if entry[0] == "python":
@@ -217,12 +238,25 @@ class LocalSandbox:
         if self.bwrap:
             argv += [self.bwrap, *_namespace_args(self.config),
                      *_bwrap.mount_args(str(wd.path), input_host, self.roots),
-                     "--", "/bin/bash", "-c", _bwrap.STARTED, "sh", str(status_fd),
-                     *_drop_privileges(self.config)]
+                     "--", "/bin/bash", "-c"]
+            if go_fd is not None and launchable(request.entry):  # the interpreter waits
+                return argv + [_bwrap.STARTED_KEEP_PIPES, "sh", str(status_fd), str(go_fd),
+                               *_drop_privileges(self.config), entry[0], "-c", LAUNCHER,
+                               str(status_fd), str(go_fd), *entry[1:]]
+            argv += ([_bwrap.STARTED, "sh", str(status_fd)] if go_fd is None else
+                     [_bwrap.STARTED_THEN_WAIT, "sh", str(status_fd), str(go_fd)])
+            argv += _drop_privileges(self.config)
         return argv + entry
 
     async def _execute(self, request: ExecutionRequest, wd: WorkDir,
                        sink: OutputSink) -> Outcome:
+        warm = self._claimed.pop(wd.path, None)
+        if warm is not None:
+            try:
+                return await self._execute_warm(request, warm, sink)
+            finally:
+                if warm.cg is not None:
+                    await self._remove_cgroup(warm.cg)
         lim = request.limits
         cg = None
         if self.use_cgroups:
@@ -263,23 +297,125 @@ class LocalSandbox:
                 return out
             finally:
                 os.close(status_w)
+            self._refill(request)
             try:
                 await self._supervise(proc, sink, lim, out, cg)
             finally:
                 await self._kill(proc, cg)
                 if cg is not None:
                     out.oom = cg.oom_kills() > 0
-            if self.bwrap and not self._started(status_r):
+            if self.bwrap and not self._said(status_r, b"started"):
                 out.setup_failed = True
             return out
         finally:
             os.close(status_r)
 
-    @staticmethod
-    def _started(status_r: int) -> bool:
-        """Whether the shell inside the sandbox said "started" (only it held the pipe)."""
+    def _refill(self, request: ExecutionRequest) -> None:
+        """Once a program has started: start a sandbox for the next run of its shape."""
+        shape = shape_of(request)
+        if self._warm.wants(shape):
+            self._warm.refill(shape, lambda: self._spawn_warm(request))
+
+    async def _spawn_warm(self, request: ExecutionRequest) -> Warm | None:
+        """A sandbox for ``request``'s shape, started up to its "go" (``_prewarm.py``), or None
+        where that failed (the run that would have taken it starts its own, and reports why)."""
+        lim = request.limits
+        template = dataclasses.replace(request, program="")
+        wd = await asyncio.to_thread(self._fresh_workdir, template)
+        cg: _cgroup.RunCgroup | None = None
+        proc: asyncio.subprocess.Process | None = None
+        status_r = go_w = -1
         try:
-            return os.read(status_r, 64) == b"started"
+            if self.use_cgroups:
+                cg = _cgroup.create(self.owner, uuid.uuid4().hex[:16], lim.memory_mb, lim.pids,
+                                    lim.cpus)
+                if cg is None:
+                    raise OSError("cannot create the run's cgroups")
+            input_host = None
+            if request.data_dir is not None:
+                input_host = str(await asyncio.to_thread(
+                    stage_inputs, request.data_dir, self.stage_root))
+            status_r, status_w = os.pipe()
+            go_r, go_w = os.pipe()
+            os.set_blocking(status_r, False)
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *self._argv(template, wd, cg, status_w, input_host, go_fd=go_r),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                    cwd=wd.path, env=_base_env(lim, "/tmp") | request.env,
+                    start_new_session=True, pass_fds=(status_w, go_r))
+            finally:
+                os.close(status_w)
+                os.close(go_r)
+            async with asyncio.timeout(60):
+                word = await _read_when_ready(status_r)
+            if word != b"started":
+                raise OSError("the sandbox did not start")
+            warm = Warm(shape_of(request), proc, wd, cg, go_w, status_r,
+                        asyncio.get_running_loop())
+            go_w = status_r = -1
+            return warm
+        except BaseException as exc:
+            if go_w >= 0:
+                os.close(go_w)
+            if proc is not None:
+                await self._kill(proc, cg)
+                await _reaped(proc)
+            if cg is not None:
+                await self._remove_cgroup(cg)
+            await asyncio.to_thread(wd.remove)
+            if not isinstance(exc, (OSError, TimeoutError)):
+                raise
+            log.debug("could not start a sandbox ahead: %s", exc)
+            return None
+        finally:
+            if status_r >= 0:
+                os.close(status_r)
+
+    async def _execute_warm(self, request: ExecutionRequest, warm: Warm,
+                            sink: OutputSink) -> Outcome:
+        """Run the program a warm sandbox waits for (its ``main.py`` is written)."""
+        out = Outcome(started_at=time.time())
+        try:
+            os.write(warm.go_w, b"go\n")
+        except OSError:  # it died while waiting: the run is retried on a fresh sandbox
+            out.setup_failed = True
+        finally:
+            warm.close_go()
+        self._refill(request)
+        try:
+            if not out.setup_failed:
+                await self._supervise(warm.proc, sink, request.limits, out, warm.cg)
+        finally:
+            await self._kill(warm.proc, warm.cg)
+            if warm.cg is not None:
+                out.oom = warm.cg.oom_kills() > 0
+            if not self._said(warm.status_r, b"running"):
+                out.setup_failed = True  # it died waiting, before the program could start
+            warm.close_status()
+        return out
+
+    async def _discard(self, warm: Warm) -> None:
+        """Kill an unused warm sandbox and remove its cgroups and work dir."""
+        warm.close_go()  # its shell reads end-of-file and exits without running anything
+        warm.close_status()
+        try:
+            if warm.loop is asyncio.get_running_loop():
+                await self._kill(warm.proc, warm.cg)
+                await _reaped(warm.proc)
+            else:  # made on an event loop that is gone: signal it directly
+                self._signal(warm.proc, warm.cg, signal.SIGKILL)
+        finally:
+            if warm.cg is not None:
+                await self._remove_cgroup(warm.cg)
+            await asyncio.to_thread(warm.wd.remove)
+
+    @staticmethod
+    def _said(status_r: int, word: bytes) -> bool:
+        """Whether the sandbox said ``word`` on its status pipe (the program never holds it)."""
+        try:
+            return os.read(status_r, 64) == word
         except BlockingIOError:
             return False
 
@@ -339,3 +475,27 @@ class LocalSandbox:
         if cg is not None:
             await cg.kill_all()
         self._signal(proc, None, signal.SIGKILL)
+
+
+async def _read_when_ready(fd: int) -> bytes:
+    """Read a non-blocking descriptor once it has data or end-of-file."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
+    try:
+        return os.read(fd, 64)
+    except BlockingIOError:
+        return b""
+
+
+async def _reaped(proc: asyncio.subprocess.Process, patience_s: float = 5.0) -> None:
+    """Wait until a killed process has exited and its pipes are closed, so that its transport
+    is finished on this event loop (not left to the garbage collector after the loop ends)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(patience_s):
+            await asyncio.gather(proc.wait(), *(s.read() for s in (proc.stdout, proc.stderr)
+                                                 if s is not None))

@@ -181,6 +181,11 @@ class SandboxConfig:
     """Local: per-run memory/pids/cpu cgroups when writable (needs root)."""
     tmpfs_workdir: bool = True
     """Mount a size-limited tmpfs per work dir when allowed (root), for the disk limit."""
+    prewarm: int = 2
+    """Local with bubblewrap: sandboxes kept started ahead of their programs (namespaces,
+    mounts, cgroups and work dir made, waiting on a pipe), for the request shape (data dir,
+    limits, entry, env) of recent runs. A run whose shape matches takes one and skips the
+    start-up; each is used by one program only. 0: start every sandbox when its run begins."""
     sandbox_uid: int = 65534
     """Unprivileged uid the program runs as (Docker user; local: the host uid as root, else
     the uid inside bubblewrap's user namespace)."""
@@ -196,6 +201,7 @@ class SandboxConfig:
         check(self.backend in ("local", "docker"), "backend", "must be 'local' or 'docker'")
         check(self.max_concurrency >= 1, "max_concurrency", "must be >= 1")
         check(self.queue_size >= 0, "queue_size", "must be >= 0")
+        check(self.prewarm >= 0, "prewarm", "must be >= 0")
         check(bool(self.image), "image", "must not be empty")
         check(self.engine_timeout_s > 0, "engine_timeout_s", "must be > 0")
         check(bool(self.work_root), "work_root", "must not be empty")
