@@ -26,8 +26,8 @@ it into a batch is cut into contiguous parts (they sum to the end-to-end time ex
                   0 when the learner took it before the actor saw the ack
 
 ``framework_pct`` = (generation + queueing + instrumentation + sandbox + grading + bookkeeping)
-/ execution: what the actor adds to a program before its sample is on its way; the issue's
-target is <= 10 % for 1 s programs. Transport and learner wait overlap the next executions and
+/ execution: what the actor adds to a program before its sample is on its way; issue 18's
+target is <= 5 % (median) for 1 s programs. Transport and learner wait overlap the next executions and
 are reported beside it. Writes ``NAME.json`` and ``NAME.png`` (``--name``, default ``overhead``)
 to ``--out`` (default ``benchmarks/results``).
 """

@@ -164,6 +164,26 @@ async def test_a_warm_sandbox_that_died_is_not_used(local: Env, find_processes) 
     assert result.status is ExecStatus.OK and result.stdout.text() == "ran\n"
 
 
+async def test_preloaded_modules_are_imported_before_the_program_arrives(local: Env) -> None:
+    sandbox = local.sandbox(preload=["csv", "no_such_module_anywhere"])
+    seen = "import sys\nprint('csv' in sys.modules)\nimport csv\nprint(csv.__name__)\n"
+    try:
+        first = await sandbox.run(local.request(seen))  # no sandbox was waiting: a fresh start
+        await asyncio.sleep(SETTLE_S)
+        second = await sandbox.run(local.request(seen))
+    finally:
+        await sandbox.close()
+    assert first.stdout.text() == "False\ncsv\n"
+    assert second.status is ExecStatus.OK and second.stdout.text() == "True\ncsv\n"
+
+
+def test_preload_takes_module_names_only() -> None:
+    from mlerl.protocol import ConfigError
+
+    with pytest.raises(ConfigError, match="preload"):
+        SandboxConfig(preload=["os; import shutil"])
+
+
 class _Fake:
     def __init__(self, shape: str, alive: bool = True) -> None:
         self.shape = shape

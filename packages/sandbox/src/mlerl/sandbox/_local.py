@@ -25,6 +25,8 @@ failures by a word a shell inside the sandbox writes on a pipe before it execs t
 closes the pipe first, so the program never holds it. A set-up failure is retried with a fresh
 work dir, then INFRA_ERROR. What it does not isolate: the kernel is shared; there is no disk I/O
 or inode limit beyond the tmpfs size.
+With bubblewrap, the sandbox of the next run of a shape is started while a program runs
+(``SandboxConfig.prewarm``; ``_prewarm.py``): the same layers, made ahead, one program each.
 """
 
 from __future__ import annotations
@@ -242,7 +244,8 @@ class LocalSandbox:
             if go_fd is not None and launchable(request.entry):  # the interpreter waits
                 return argv + [_bwrap.STARTED_KEEP_PIPES, "sh", str(status_fd), str(go_fd),
                                *_drop_privileges(self.config), entry[0], "-c", LAUNCHER,
-                               str(status_fd), str(go_fd), *entry[1:]]
+                               str(status_fd), str(go_fd), ",".join(self.config.preload),
+                               *entry[1:]]
             argv += ([_bwrap.STARTED, "sh", str(status_fd)] if go_fd is None else
                      [_bwrap.STARTED_THEN_WAIT, "sh", str(status_fd), str(go_fd)])
             argv += _drop_privileges(self.config)

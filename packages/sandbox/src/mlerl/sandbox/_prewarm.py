@@ -44,6 +44,11 @@ Shape = tuple[object, ...]
 LAUNCHER = r"""
 import os, sys
 status, go = int(sys.argv[1]), int(sys.argv[2])
+for name in filter(None, sys.argv[3].split(",")):
+    try:
+        __import__(name)
+    except Exception:
+        pass
 word = b""
 while not word.endswith(b"\n") and len(word) < 16:
     chunk = os.read(go, 16)
@@ -56,7 +61,7 @@ os.write(status, b"running")
 os.close(status)
 os.close(go)
 import builtins, importlib.machinery, types
-sys.argv = sys.argv[3:]
+sys.argv = sys.argv[4:]
 path = os.path.abspath(sys.argv[0])
 sys.path[0] = os.path.dirname(path)
 main = types.ModuleType("__main__")
@@ -77,9 +82,9 @@ except BaseException as exc:
     sys.excepthook(type(exc), exc.with_traceback(tb), tb)
     sys.exit(1)
 """
-"""Waits for "go" on the descriptor named by ``argv[2]``, says "running" on ``argv[1]``, closes
-both, then runs ``argv[3]`` (the script) with ``argv[3:]`` as ``sys.argv``, as ``python
-<script>`` would."""
+"""Imports the comma-separated modules of ``argv[3]`` (``SandboxConfig.preload``), waits for
+"go" on the descriptor named by ``argv[2]``, says "running" on ``argv[1]``, closes both, then
+runs ``argv[4]`` (the script) with ``argv[4:]`` as ``sys.argv``, as ``python <script>`` would."""
 
 
 def launchable(entry: tuple[str, ...]) -> bool:

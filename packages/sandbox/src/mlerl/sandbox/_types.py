@@ -186,6 +186,12 @@ class SandboxConfig:
     mounts, cgroups and work dir made, waiting on a pipe), for the request shape (data dir,
     limits, entry, env) of recent runs. A run whose shape matches takes one and skips the
     start-up; each is used by one program only. 0: start every sandbox when its run begins."""
+    preload: list[str] = field(default_factory=list)
+    """Local, with ``prewarm``: modules the waiting interpreter imports before its program
+    arrives (e.g. ``[numpy, pandas, sklearn]``), so a program's own imports of them are
+    instant. They load with the sandbox's environment (a program's later change of, say,
+    ``OMP_NUM_THREADS`` does not reach them) and their memory counts against the run's limit;
+    a module that fails to import is left for the program to import (and fail) itself."""
     sandbox_uid: int = 65534
     """Unprivileged uid the program runs as (Docker user; local: the host uid as root, else
     the uid inside bubblewrap's user namespace)."""
@@ -202,6 +208,8 @@ class SandboxConfig:
         check(self.max_concurrency >= 1, "max_concurrency", "must be >= 1")
         check(self.queue_size >= 0, "queue_size", "must be >= 0")
         check(self.prewarm >= 0, "prewarm", "must be >= 0")
+        check(all(isinstance(m, str) and m.replace(".", "").replace("_", "").isalnum()
+                  for m in self.preload), "preload", "must be module names like 'sklearn.ensemble'")
         check(bool(self.image), "image", "must not be empty")
         check(self.engine_timeout_s > 0, "engine_timeout_s", "must be > 0")
         check(bool(self.work_root), "work_root", "must not be empty")
