@@ -2,10 +2,10 @@
 
 A warm sandbox is a complete run environment made before its program is known: the run's
 cgroups, its work dir (tmpfs, empty ``main.py``), and bubblewrap with all of the run's
-namespaces and mounts, whose inner shell has said "started" and now blocks on a pipe. A run
-takes one whose *shape* (data dir, limits, entry, env: everything that went into its
-namespaces, mounts and environment) equals its request's, writes ``main.py`` into the work
-dir, and writes "go"; the shell closes the pipe and execs the program. So a program gets
+namespaces and mounts, whose inner shell has said "started", and whose waiting process (see
+below) blocks on a pipe. A run takes one whose *shape* (data dir, limits, entry, env:
+everything that went into its namespaces, mounts and environment) equals its request's,
+writes ``main.py`` into the work dir, and writes "go"; the program then starts. So a program gets
 exactly what a freshly started sandbox would give it, and each warm sandbox serves one program
 only: nothing is shared between programs, isolation is unchanged. What is saved is the
 start-up latency (the ``sh``, ``bwrap`` and ``bash`` execs, namespaces and mounts), not its CPU:
@@ -13,7 +13,8 @@ that is spent ahead, while the previous program runs.
 
 For the usual entry (``python <script>.py ...``) the waiting process is the program's own
 interpreter, already started (:data:`LAUNCHER`, ``python -c`` as the sandbox uid): on "go" it
-runs the script as ``__main__`` in place, so the program also skips the interpreter's start-up.
+runs the script as ``__main__`` in place, so the program also skips the interpreter's start-up
+(and, with ``SandboxConfig.preload``, the imports of those modules).
 What the script sees is what ``python main.py`` gives it: ``sys.argv``, ``sys.path[0]`` (the
 script's directory), ``__file__``, ``__name__``, ``__spec__``/``__loader__``, the traceback of an
 uncaught exception (launcher frames removed) and exit status 1, ``SystemExit``'s status, atexit.
