@@ -265,7 +265,7 @@ class LocalSandbox:
         if self.use_cgroups:
             # Synchronous (about 1 ms of mkdir and writes): a cancellation can then never
             # strike between the cgroups' creation and the ``finally`` that removes them.
-            cg = _cgroup.create(self.owner, uuid.uuid4().hex[:16], lim.memory_mb, lim.pids, lim.cpus)
+            cg = self._new_cgroup(lim)
             if cg is None:
                 out = Outcome(started_at=time.time())
                 out.infra_error = "cannot create the run's cgroups"
@@ -279,22 +279,13 @@ class LocalSandbox:
     async def _execute_in(self, request: ExecutionRequest, wd: WorkDir, sink: OutputSink,
                           cg: _cgroup.RunCgroup | None) -> Outcome:
         lim = request.limits
-        input_host = None
-        if self.bwrap and request.data_dir is not None:
-            input_host = str(await asyncio.to_thread(
-                stage_inputs, request.data_dir, self.stage_root))
-        env = _base_env(lim, "/tmp" if self.bwrap else str(wd.path)) | request.env
+        input_host = await self._stage(request)
         out = Outcome(started_at=time.time())
         status_r, status_w = os.pipe()
         os.set_blocking(status_r, False)
         try:
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    *self._argv(request, wd, cg, status_w, input_host),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                    cwd=wd.path, env=env, start_new_session=True,
-                    pass_fds=(status_w,) if self.bwrap else ())
+                proc = await self._spawn(request, wd, cg, input_host, status_w)
             except OSError as exc:
                 out.infra_error = f"cannot start {request.entry[0]!r}: {exc}"
                 return out
@@ -313,6 +304,27 @@ class LocalSandbox:
         finally:
             os.close(status_r)
 
+    def _new_cgroup(self, lim: Limits) -> _cgroup.RunCgroup | None:
+        return _cgroup.create(self.owner, uuid.uuid4().hex[:16], lim.memory_mb, lim.pids, lim.cpus)
+
+    async def _stage(self, request: ExecutionRequest) -> str | None:
+        """The host path of the request's staged public inputs (bubblewrap binds it)."""
+        if not self.bwrap or request.data_dir is None:
+            return None
+        return str(await asyncio.to_thread(stage_inputs, request.data_dir, self.stage_root))
+
+    async def _spawn(self, request: ExecutionRequest, wd: WorkDir, cg: _cgroup.RunCgroup | None,
+                     input_host: str | None, status_w: int, go_r: int | None = None
+                     ) -> asyncio.subprocess.Process:
+        """Start the run's chain (``_argv``); ``go_r``: it waits for "go" (a warm sandbox)."""
+        passed = (status_w,) if go_r is None else (status_w, go_r)
+        return await asyncio.create_subprocess_exec(
+            *self._argv(request, wd, cg, status_w, input_host, go_fd=go_r),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=wd.path,
+            env=_base_env(request.limits, "/tmp" if self.bwrap else str(wd.path)) | request.env,
+            start_new_session=True, pass_fds=passed if self.bwrap else ())
+
     def _refill(self, request: ExecutionRequest) -> None:
         """Once a program has started: start a sandbox for the next run of its shape."""
         shape = shape_of(request)
@@ -322,7 +334,6 @@ class LocalSandbox:
     async def _spawn_warm(self, request: ExecutionRequest) -> Warm | None:
         """A sandbox for ``request``'s shape, started up to its "go" (``_prewarm.py``), or None
         where that failed (the run that would have taken it starts its own, and reports why)."""
-        lim = request.limits
         template = dataclasses.replace(request, program="")
         wd = await asyncio.to_thread(self._fresh_workdir, template)
         cg: _cgroup.RunCgroup | None = None
@@ -330,24 +341,15 @@ class LocalSandbox:
         status_r = go_w = -1
         try:
             if self.use_cgroups:
-                cg = _cgroup.create(self.owner, uuid.uuid4().hex[:16], lim.memory_mb, lim.pids,
-                                    lim.cpus)
+                cg = self._new_cgroup(request.limits)
                 if cg is None:
                     raise OSError("cannot create the run's cgroups")
-            input_host = None
-            if request.data_dir is not None:
-                input_host = str(await asyncio.to_thread(
-                    stage_inputs, request.data_dir, self.stage_root))
+            input_host = await self._stage(request)
             status_r, status_w = os.pipe()
             go_r, go_w = os.pipe()
             os.set_blocking(status_r, False)
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    *self._argv(template, wd, cg, status_w, input_host, go_fd=go_r),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                    cwd=wd.path, env=_base_env(lim, "/tmp") | request.env,
-                    start_new_session=True, pass_fds=(status_w, go_r))
+                proc = await self._spawn(template, wd, cg, input_host, status_w, go_r)
             finally:
                 os.close(status_w)
                 os.close(go_r)
