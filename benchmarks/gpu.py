@@ -41,6 +41,11 @@ The learner is by default the policy alone (group baseline, no critic, no KL ref
 3B policy with fp32 AdamW state fits into on one 80 GB GPU next to vLLM, and what the
 tokens/s targets compare with); ``--paper-losses`` adds the paper's GAE critic and KL reference.
 
+With ``--tests`` (the default on a GPU; ``--no-tests`` skips) it first runs the GPU tests,
+``pytest -m gpu tests`` (``--tests-marker`` to change the selection, e.g. ``"gpu and not docker"``
+without a Docker engine), and records their outcome in the results beside the figures, so one
+command leaves one record of a lent GPU. It replaces ``scripts/gpu_readiness.py``.
+
 Without a CUDA GPU it refuses (exit 2) and writes nothing, unless ``--dry-run``: then it runs
 the same functions on CPU with the ``tiny`` architecture, ``HFEngine`` and small sizes, marks
 the result ``"dry_run": true`` and writes it only to ``--out``, which may not be
@@ -55,13 +60,14 @@ import gc
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, command_line, git_commit, machine_info, write_json  # benchmarks/ is sys.path[0]
+from _common import REPO, RESULTS, command_line, git_commit, machine_info, write_json  # benchmarks/ is sys.path[0]
 from engines import measure as measure_generation
 
 GPU_RESULTS = RESULTS / "gpu.json"
@@ -252,6 +258,21 @@ async def measure_model(arch: str, args: argparse.Namespace, device: str, peak: 
     return row
 
 
+def run_gpu_tests(marker: str, timeout_s: float = 3600) -> dict:
+    """``pytest -m MARKER tests``: exit status, pytest's summary line and wall seconds."""
+    argv = [sys.executable, "-m", "pytest", "-m", marker, "tests", "-q", "-p", "no:cacheprovider"]
+    print(f"== tests: {' '.join(argv[1:])}", flush=True)
+    t0 = time.perf_counter()
+    try:
+        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
+        code, lines = done.returncode, (done.stdout or "").strip().splitlines()
+    except subprocess.TimeoutExpired:
+        code, lines = None, [f"timed out after {timeout_s:.0f} s"]
+    print("\n".join(lines[-30:]), flush=True)
+    return {"command": "python " + " ".join(argv[1:]), "returncode": code, "summary": lines[-1] if lines else "",
+            "wall_s": time.perf_counter() - t0}
+
+
 # ---- entry point ----------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -272,6 +293,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--peak-tflops", type=float, default=None, help="peak dense bf16 TFLOP/s for MFU")
     p.add_argument("--max-model-len", type=int, default=2048)
     p.add_argument("--gpu-memory-utilization", type=float, default=0.2, help="vLLM's share of the GPU")
+    p.add_argument("--tests", action=argparse.BooleanOptionalAction, default=None,
+                   help="run the GPU tests first and record their outcome (default: on a GPU yes, dry run no)")
+    p.add_argument("--tests-marker", default="gpu", help="pytest -m selection for --tests")
     p.add_argument("--cuda-graphs", action="store_true",
                    help="vLLM with CUDA graphs (VLLMEngine's default, and so the training run's, is eager)")
     return p
@@ -279,6 +303,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.dry_run and (args.out is None or args.out.resolve() == GPU_RESULTS.resolve()):
+        print(f"gpu.py: --dry-run needs --out PATH other than {GPU_RESULTS} (it holds measured GPU "
+              "figures; a dry run never replaces them). Nothing was run or written.", file=sys.stderr)
+        return 2
     import torch
 
     cuda = torch.cuda.is_available()
@@ -287,10 +315,6 @@ def main(argv: list[str] | None = None) -> int:
               "is installed). Nothing was run or written. Run it on a GPU machine with CUDA torch "
               "(README, 'Running at the paper's scale'), or check the code path on CPU with "
               "--dry-run --out PATH.", file=sys.stderr)
-        return 2
-    if args.dry_run and (args.out is None or args.out.resolve() == GPU_RESULTS.resolve()):
-        print(f"gpu.py: --dry-run needs --out PATH other than {GPU_RESULTS} (it holds measured GPU "
-              "figures; a dry run never replaces them). Nothing was run or written.", file=sys.stderr)
         return 2
     for key, value in (DRY_DEFAULTS if args.dry_run else GPU_DEFAULTS).items():
         if getattr(args, key) is None:
@@ -307,8 +331,11 @@ def main(argv: list[str] | None = None) -> int:
                          "fwd, + critic fwd and fwd+bwd per epoch when configured; no recomputation counted",
         "torch": torch.__version__, "command": command_line(), "git_commit": git_commit(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine_info(),
-        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "dry_run")}, "models": {},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "dry_run", "tests", "tests_marker")},
+        "gpu_tests": None, "models": {},
     }
+    if args.tests if args.tests is not None else not args.dry_run:
+        result["gpu_tests"] = run_gpu_tests(args.tests_marker)
     for arch in [m for m in args.models.split(",") if m]:
         print(f"== {arch}", flush=True)
         result["models"][arch] = asyncio.run(measure_model(arch, args, device, peak))
