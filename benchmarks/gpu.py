@@ -193,6 +193,8 @@ async def measure_weight_sync(learner: Any, engine: Any, out_dir: Path, repeats:
         await engine.update_weights(update)
         publish.append(t1 - t0)
         load.append(time.perf_counter() - t1)
+        if update.uri != "inline":
+            os.unlink(update.uri)  # 12 GB per file for the 3B model in fp32
         if engine.policy_version != version:
             raise RuntimeError(f"weight sync: the engine is at version {engine.policy_version}, not {version}")
     total = [a + b for a, b in zip(publish, load)]
