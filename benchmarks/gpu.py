@@ -72,7 +72,7 @@ from engines import measure as measure_generation
 
 GPU_RESULTS = RESULTS / "gpu.json"
 PEAK_BF16_TFLOPS = (  # dense (no sparsity) bf16 tensor-core peak, vendor datasheets; first match wins
-    ("H100 NVL", 835.5), ("H100 PCIe", 756.5), ("H100", 989.5), ("H200", 989.5), ("GH200", 989.5),
+    ("H100 NVL", 835.5), ("H100 PCIe", 756.5), ("H100", 989.5), ("GH200", 989.5), ("H200", 989.5),
     ("A100", 312.0), ("L40S", 366.0),
 )
 GPU_DEFAULTS = dict(models="qwen2.5-0.5b,qwen2.5-3b", engine="vllm", prompts=128, new_tokens=1024, repeats=2,
