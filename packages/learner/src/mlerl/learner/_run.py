@@ -64,7 +64,8 @@ log = logging.getLogger("mlerl.learner")
 
 def _init_distributed(timeout_s: float) -> torch.device:
     if "WORLD_SIZE" in os.environ and not is_distributed():
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        # NCCL for CUDA tensors, gloo for any CPU tensor a collective meets (object broadcasts, counts)
+        backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
         # A collective waiting longer than this raises instead of hanging; ranks > 0 waiting
         # for the next batch are kept alive by rank 0 (``KEEPALIVE``).
         torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
