@@ -116,3 +116,19 @@ def test_children_and_their_armed_descendants_die_with_a_killed_supervisor(tmp_p
         assert not any(_alive(p) for p in watched)
     finally:
         proc.kill()
+
+
+def test_events_are_written_as_they_happen(tmp_path):
+    """A supervisor killed with -9 never reaches the end of the run: its record must already be
+    on disk."""
+    log = tmp_path / "supervisor.log"
+    sup = Supervisor([ChildSpec("learner", [sys.executable, "-c", "import sys; sys.exit(4)"], tmp_path / "l.log",
+                                restart=True, max_restarts=1)], primary="learner", events_path=log)
+    sup.start()
+    assert log.read_text().startswith("started learner pid=")
+    try:
+        sup.wait(poll_s=0.1, deadline_s=60)
+    finally:
+        sup.stop()
+    lines = log.read_text().splitlines()
+    assert lines == sup.events and lines[1] == "restarting learner (exit 4, #1)" and lines[-1] == "learner exited 4"

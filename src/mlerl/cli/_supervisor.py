@@ -55,12 +55,16 @@ class _Child:
 class Supervisor:
     """Runs children until the ``primary`` one exits, then stops the rest."""
 
-    def __init__(self, specs: list[ChildSpec], primary: str, grace_s: float = 10.0) -> None:
+    def __init__(self, specs: list[ChildSpec], primary: str, grace_s: float = 10.0,
+                 events_path: Path | None = None) -> None:
         self._specs = specs
+        self._events_path = events_path
         self._primary = primary
         self._grace_s = grace_s
         self._children: dict[str, _Child] = {}
         self.events: list[str] = []
+        """What happened (starts, restarts, exits), also appended to ``events_path`` as it
+        happens, so a supervisor killed with -9 still leaves its record."""
         self.stopped_by = ""
         """The child whose exit ended :meth:`wait` (the primary, or one with a fatal code)."""
         self.reason = ""
@@ -84,7 +88,13 @@ class Supervisor:
     def start(self) -> None:
         for spec in self._specs:
             self._children[spec.name] = _Child(spec, self._spawn(spec))
-            self.events.append(f"started {spec.name} pid={self._children[spec.name].proc.pid}")
+            self._event(f"started {spec.name} pid={self._children[spec.name].proc.pid}")
+
+    def _event(self, line: str) -> None:
+        self.events.append(line)
+        if self._events_path is not None:
+            with open(self._events_path, "a") as f:
+                f.write(line + "\n")
 
     def pid(self, name: str) -> int:
         return self._children[name].proc.pid
@@ -108,11 +118,11 @@ class Supervisor:
                 fatal = code in child.spec.fatal_exit_codes or bool(why)
                 if code != 0 and not fatal and child.spec.restart and child.restarts < child.spec.max_restarts:
                     child.restarts += 1
-                    self.events.append(f"restarting {child.spec.name} (exit {code}, #{child.restarts})")
+                    self._event(f"restarting {child.spec.name} (exit {code}, #{child.restarts})")
                     child.proc = self._spawn(child.spec)
                     continue
                 if child.spec.name == self._primary or fatal:
-                    self.events.append(f"{child.spec.name} exited {code}")
+                    self._event(f"{child.spec.name} exited {code}")
                     self.stopped_by = child.spec.name
                     if code != 0:
                         self.reason = why or (f"exit {code}" + (f" after {child.restarts} restarts"

@@ -87,7 +87,8 @@ def run(train: TrainConfig, run_dir: Path) -> int:
         return 0
     _wait_for_keys(train, run_dir, progress)
 
-    supervisor = Supervisor(_children(train, run_dir, config_path, ports), primary=_primary(train))
+    supervisor = Supervisor(_children(train, run_dir, config_path, ports), primary=_primary(train),
+                            events_path=run_dir / "supervisor.log")  # appended across resumes
     deadline = train.time_limit_s or None
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the run as cleanly as Ctrl-C
     try:
@@ -110,8 +111,6 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     if code == 124:
         progress.say(f"time limit of {train.time_limit_s:.0f} s reached")
         code = 0
-    with open(run_dir / "supervisor.log", "a") as log:  # appended across resumes
-        log.write("\n".join(supervisor.events) + "\n")
     if code == 0 and train.role != "actors" and train.eval_samples > 0:
         from mlerl.cli._report import write_report
 
