@@ -199,7 +199,10 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             while not buffer.ready(cfg.batch_size):
                 arrived.clear()
                 try:
-                    await asyncio.wait_for(arrived.wait(), timeout=cfg.collective_timeout_s / 4)
+                    # not wait_for: on 3.11 it swallows a cancel that meets a set event, and a
+                    # cancel is how a failed receiver (a full disk) stops this loop
+                    async with asyncio.timeout(cfg.collective_timeout_s / 4):
+                        await arrived.wait()
                 except TimeoutError:
                     if is_distributed():  # the other ranks wait in a broadcast: keep it alive
                         await asyncio.to_thread(torch.distributed.broadcast_object_list, [KEEPALIVE, None], 0)
