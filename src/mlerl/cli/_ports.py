@@ -26,6 +26,7 @@ import os
 import random
 import socket
 import tempfile
+import weakref
 from pathlib import Path
 
 LOW, HIGH = 10000, 65535
@@ -58,6 +59,7 @@ class PortLease:
         self.lock_dir = lock_dir or default_lock_dir()
         self.ports: list[int] = []
         self._fds: list[int] = []
+        weakref.finalize(self, _close_all, self._fds)  # a lease nobody released
 
     def take(self, n: int, rng: random.Random | None = None) -> list[int]:
         """``n`` more distinct ports (see the module docstring); raises ``OSError`` when none is left."""
@@ -91,13 +93,14 @@ class PortLease:
         return True
 
     def release(self) -> None:
-        for fd in self._fds:
-            os.close(fd)
-        self._fds.clear()
+        _close_all(self._fds)
         self.ports.clear()
 
-    def __del__(self) -> None:
-        self.release()
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+    fds.clear()
 
 
 def bindable(port: int) -> bool:
