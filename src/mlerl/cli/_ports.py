@@ -78,7 +78,12 @@ class PortLease:
 
     def hold(self, port: int) -> bool:
         """Lock ``port`` for this run when no other run holds it and it is free to bind."""
-        self.lock_dir.mkdir(mode=0o1777, parents=True, exist_ok=True)
+        if not self.lock_dir.is_dir():
+            self.lock_dir.mkdir(parents=True, exist_ok=True)
+            try:  # shared by every user's runs, like /tmp itself (mkdir's mode is masked)
+                os.chmod(self.lock_dir, 0o1777)
+            except OSError:
+                pass
         fd = os.open(self.lock_dir / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
