@@ -175,10 +175,14 @@ def _report(task: TaskSpec, path: Path, score: float | None, exists: bool, error
     )
 
 
-def part_scores(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> tuple[float, float, str]:
-    """(public score, private score, split) of a submission already valid on all answers;
-    raises :class:`InvalidSubmission` when a part cannot be scored."""
+def part_scores(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame,
+                full: float | None = None) -> tuple[float, float, str]:
+    """(public score, private score, split) of a submission already valid on all answers
+    (``full``: its score there, reused when there is no split); raises
+    :class:`InvalidSubmission` when a part cannot be scored."""
     parts = split_answers(task, answers)
+    if full is not None and parts.split.startswith("full"):
+        return full, full, parts.split
     scores = []
     for name, rows in (("public", parts.public), ("private", parts.private)):
         try:
@@ -193,7 +197,7 @@ def _score_file(task: TaskSpec, path: Path) -> tuple[float | None, tuple, bool, 
     try:
         submission, answers = _read_pair(task, path)
         score = score_frame(task, submission, answers)
-        return score, part_scores(task, submission, answers), exists, ""
+        return score, part_scores(task, submission, answers, score), exists, ""
     except InvalidSubmission as exc:
         return None, (None, None, ""), exists, str(exc)
     except FileNotFoundError as exc:
