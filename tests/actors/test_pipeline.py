@@ -122,6 +122,7 @@ def test_grade_adapter_uses_the_pool_and_close_ends_it(tmp_path):
     finally:
         pipeline.close()
     expected = grade_submission(task, path)
-    assert graded[0] == graded[1] and graded[0].valid and graded[0].score == expected.score
+    assert graded[0] == graded[1] and graded[0].valid and graded[0].score == expected.public_score
+    assert graded[0].private_score == expected.private_score  # the reward reads public, reports private
     with pytest.raises(RuntimeError, match="closed"):  # close reached the pool
         pipeline.grade(task, path)
