@@ -31,7 +31,7 @@ import pandas as pd
 from mlerl.bench._graders import GRADERS, InvalidSubmission
 from mlerl.bench._medals import rank_score, thresholds_from_leaderboard
 from mlerl.bench._shape import check_shape
-from mlerl.bench._split import baseline_score, part_frames, split_answers
+from mlerl.bench._split import part_frames, split_answers
 from mlerl.bench._task import TaskSpec
 
 REPORT_KEYS = (
@@ -216,6 +216,26 @@ def grade_submission(task: TaskSpec, submission_path: str | os.PathLike[str], ba
         value = baseline_score(task)
         base = None if math.isnan(value) else value
     return _report(task, path, score, exists, error, parts, base)
+
+
+_BASELINES: dict[tuple, float] = {}
+
+
+def baseline_score(task: TaskSpec) -> float:
+    """The public score of the task's sample submission (NaN when it has none or it is
+    invalid); cached per process while the answers and the sample file are unchanged."""
+    files = (task.answers_path, task.sample_submission_path)
+    key = (task.id, str(task.task_dir), str(task.data_dir), task.grader, task.public_fraction,
+           *(p.stat().st_mtime_ns if p.is_file() else 0 for p in files))
+    if key not in _BASELINES:
+        score = math.nan
+        if task.sample_submission_path.is_file():
+            report = grade_submission(task, task.sample_submission_path, baseline=False)
+            score = math.nan if report.public_score is None else float(report.public_score)
+        if len(_BASELINES) > 256:
+            _BASELINES.clear()
+        _BASELINES[key] = score
+    return _BASELINES[key]
 
 
 def validate_submission(task: TaskSpec, submission_path: str | os.PathLike[str]) -> tuple[bool, str]:

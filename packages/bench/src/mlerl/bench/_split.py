@@ -129,28 +129,6 @@ def part_frames(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame,
     return submission[keep.to_numpy()].reset_index(drop=True), ans
 
 
-_BASELINES: dict[tuple, float] = {}
-
-
-def baseline_score(task: TaskSpec) -> float:
-    """The public score of the task's sample submission (NaN when it has none or it is
-    invalid); cached per process while the answers and the sample file are unchanged."""
-    from mlerl.bench._grade import grade_submission
-
-    files = (task.answers_path, task.sample_submission_path)
-    key = (task.id, str(task.task_dir), str(task.data_dir), task.grader, task.public_fraction,
-           *(p.stat().st_mtime_ns if p.is_file() else 0 for p in files))
-    if key not in _BASELINES:
-        score = math.nan
-        if task.sample_submission_path.is_file():
-            report = grade_submission(task, task.sample_submission_path, baseline=False)
-            score = math.nan if report.public_score is None else float(report.public_score)
-        if len(_BASELINES) > 256:
-            _BASELINES.clear()
-        _BASELINES[key] = score
-    return _BASELINES[key]
-
-
 def reference_scores(task: TaskSpec, baseline: float | None) -> tuple[float, float]:
     """(baseline, best) for the normalised reward, both finite and distinct.
 
@@ -166,5 +144,5 @@ def reference_scores(task: TaskSpec, baseline: float | None) -> tuple[float, flo
     return best - sign, best
 
 
-__all__ = ["Parts", "split_answers", "public_mask", "part_frames", "baseline_score", "reference_scores",
+__all__ = ["Parts", "split_answers", "public_mask", "part_frames", "reference_scores",
            "METRIC_BEST", "METRIC_CHANCE"]
