@@ -194,13 +194,14 @@ def plot_vs_step(frame: pd.DataFrame, column: str, path: Path, per_task: bool,
     """Figures 2/8 (``duration_s``, all tasks pooled) and 10 (``score``, per task) vs step."""
     tasks = sorted(frame["task_id"].unique()) if per_task else ["all tasks"]
     fig, axes = _axes_grid(len(tasks))
-    label = "mean execution time (s)" if column == "duration_s" else "mean valid score"
+    label = "mean execution time (s)" if column == "duration_s" else "mean valid private score"
     for ax, task_id in zip(axes, tasks, strict=False):
         sub = frame if not per_task else frame[frame["task_id"] == task_id]
         if column == "score":
             sub = sub[sub["valid"]]
+        shown = "private_score" if column == "score" else column  # reports show the private board
         for method, g in sub.groupby("method", sort=True):
-            means = g.groupby("step")[column].mean()
+            means = g.groupby("step")[shown].mean()
             ax.plot(means.index, means.to_numpy(), marker=".", label=method)
         ax.set_title(task_id, fontsize=9)
         ax.set_xlabel("training step")
