@@ -42,6 +42,12 @@ BOOTSTRAP = [
 
 @pytest.fixture(scope="session")
 def e2e_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the tiny policy and the task data are built: per session, or ``MLERL_E2E_ROOT``
+    to keep them across sessions (repeated runs of the slow tests, e.g. a flake count)."""
+    keep = os.environ.get("MLERL_E2E_ROOT")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        return Path(keep)
     return tmp_path_factory.mktemp("e2e")
 
 

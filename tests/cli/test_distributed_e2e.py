@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from mlerl.actors._state import ActorState
+from mlerl.cli._ports import PortLease
 from mlerl.learner._buffer import read_journal
 from mlerl.protocol import decode
 
@@ -211,12 +212,7 @@ def test_stalled_learner_bounds_the_actors_and_they_resume(tmp_path, train_argv,
     assert processes(str(run_dir)) == []
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+_PORTS = PortLease()  # held for the session: ports no bind(0) or other run can be given
 
 
 def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, processes):
@@ -225,7 +221,7 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
     actors run; then the actors are stopped and resumed while the learner runs. Nothing lost
     or duplicated."""
     learner_dir, actors_dir = tmp_path / "learner", tmp_path / "actors"
-    samples, weights = f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}"
+    samples, weights = (f"tcp://127.0.0.1:{port}" for port in _PORTS.take(2))
     learner_argv = train_argv(learner_dir, "role=learner", "transport.samples_address=" + samples.replace("127.0.0.1", "0.0.0.0"),
                               "transport.weights_address=" + weights.replace("127.0.0.1", "0.0.0.0"),
                               "learner.max_updates=6", "learner.checkpoint_every=1", "eval_samples=0")

@@ -1,7 +1,9 @@
 """Run two PPO updates (the second with whitened advantages) with FSDP2 (under torchrun) or in one plain process; write the published weights.
 
-Usage: ``python fsdp_worker.py OUT_DIR`` or ``torchrun --standalone --nproc_per_node=2 fsdp_worker.py OUT_DIR``.
-Not a test module: test_fsdp.py runs it both ways and compares.
+Usage: ``python fsdp_worker.py OUT_DIR [cpu|cuda] [SAMPLES]`` or ``torchrun --standalone
+--nproc_per_node=N fsdp_worker.py OUT_DIR [cpu|cuda] [SAMPLES]`` (gloo on CPU, NCCL on CUDA;
+SAMPLES per update, 8 by default, must split over the N ranks).
+Not a test module: test_fsdp.py (CPU) and test_gpu.py (CUDA) run it both ways and compare.
 """
 
 import os
@@ -33,17 +35,20 @@ def batch(start: int, n: int = 8) -> list[Sample]:
     return out
 
 
-def main(out: Path) -> None:
+def main(out: Path, device: str = "cpu", n: int = 8) -> None:
     if "WORLD_SIZE" in os.environ:
-        torch.distributed.init_process_group("gloo")
+        torch.distributed.init_process_group("cpu:gloo,cuda:nccl" if device == "cuda" else "gloo")
+    if device == "cuda":
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+        torch.cuda.set_device(device)
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(**TINY))
-    cfg = LearnerConfig(batch_size=8, micro_batch_size=2, bf16=False, gradient_checkpointing=True, lr=1e-3, critic_lr=1e-3)
-    learner = Learner(cfg, model)
-    for start in (0, 8):
+    cfg = LearnerConfig(batch_size=n, micro_batch_size=2, bf16=False, gradient_checkpointing=True, lr=1e-3, critic_lr=1e-3)
+    learner = Learner(cfg, model, device=device)
+    for start in (0, n):
         # the second update whitens advantages: its mean and std must span both ranks' tokens
-        learner.config.normalize_advantages = start == 8
-        metrics = learner.update(batch(start))
+        learner.config.normalize_advantages = start == n
+        metrics = learner.update(batch(start, n))
     update = publish_weights(learner.policy, learner.version, out, inline_max_bytes=0)
     save_checkpoint(out / "ckpt", learner, {"world": int(os.environ.get("WORLD_SIZE", 1))})
     if update is not None:
@@ -55,4 +60,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), *sys.argv[2:3], *[int(a) for a in sys.argv[3:4]])

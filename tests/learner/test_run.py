@@ -2,7 +2,6 @@
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 
@@ -10,15 +9,17 @@ import msgspec
 import pytest
 import yaml
 
+from mlerl.cli._ports import PortLease
 from mlerl.learner._buffer import read_journal
 from mlerl.learner._publish import load_weight_update
 from mlerl.protocol import CurveKeys, ExecStatus, SampleSender, WeightSubscriber
 
 
+_PORTS = PortLease()  # held for the session: ports no bind(0) or other run can be given
+
+
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return _PORTS.take(1)[0]
 
 
 def _config(tmp_path, model_dir, max_updates, ports):

@@ -136,3 +136,52 @@ def test_make_sink_on_the_same_run_dir_continues_the_wandb_run(tmp_path: Path, q
     other = make_sink(config, tmp_path / "other", name="o")
     other.close()
     assert (tmp_path / "other" / "wandb" / "mlerl-run-id").read_text() != run_id
+
+
+def _rows(path: Path) -> list[tuple[str, int]]:
+    return [(r["stream"], r["step"]) for r in map(json.loads, path.read_text().splitlines())]
+
+
+def test_rewind_cuts_the_updates_a_resume_does_again(tmp_path: Path) -> None:
+    from mlerl.protocol._metrics import rewind_jsonl
+
+    path = tmp_path / "metrics.jsonl"
+    sink = JsonlSink(path)
+    for step in (1, 2, 3, 4):
+        sink.log({"loss": float(step)}, step)
+    sink.close()
+    with open(path, "a") as f:
+        f.write('{"time": 1, "stream": "learner", "st')  # a torn last line of a killed learner
+    assert rewind_jsonl(path, 4) == 1  # only the torn line goes
+    assert rewind_jsonl(path, 2) == 2
+    assert _rows(path) == [("learner", 1), ("learner", 2)]
+    assert rewind_jsonl(path, 2) == 0
+
+
+def test_a_resumed_sink_keeps_one_record_per_step(tmp_path: Path, quiet_wandb: None) -> None:
+    """Restored at step 2 after logging 1..4: metrics.jsonl holds 1, 2, then the redone 3, 4 (not
+    1, 2, 3, 4, 3, 4); W&B gets a new run that replays 1, 2 first, and the old run is listed."""
+    config = MetricsConfig(console=False)
+    first = make_sink(config, tmp_path, name="r", resume_step=0)
+    for step in (1, 2, 3, 4):
+        first.log({"loss": step + 0.25}, step)
+    first.close()
+    old_id = (tmp_path / "wandb" / "mlerl-run-id").read_text()
+    resumed = make_sink(config, tmp_path, name="r", resume_step=2)
+    for step in (3, 4):
+        resumed.log({"loss": 10.5 + step}, step)
+    resumed.close()
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["loss"]) for r in rows] == [(1, 1.25), (2, 2.25), (3, 13.5), (4, 14.5)]
+    new_id = (tmp_path / "wandb" / "mlerl-run-id").read_text()
+    assert new_id != old_id and (tmp_path / "wandb" / "mlerl-superseded-runs").read_text() == old_id + "\n"
+    (new_run,) = [r for r in (tmp_path / "wandb").glob("offline-run-*") if r.name.endswith(new_id)]
+    data = (new_run / f"run-{new_id}.wandb").read_bytes()
+    for needle in [b"learner/loss", b"1.25", b"2.25", b"13.5", b"14.5"]:  # replayed 1, 2; redone 3, 4
+        assert needle in data, needle
+    for needle in [b"3.25", b"4.25"]:  # the superseded 3, 4 are not in the new run
+        assert needle not in data, needle
+    # a resume that redoes nothing keeps the W&B run
+    again = make_sink(config, tmp_path, name="r", resume_step=4)
+    again.close()
+    assert (tmp_path / "wandb" / "mlerl-run-id").read_text() == new_id

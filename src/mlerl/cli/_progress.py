@@ -2,7 +2,9 @@
 
 The learner is the only writer of ``RUN_DIR/metrics.jsonl`` (one JSON object per line, see
 ``mlerl.protocol.JsonlSink``); this reader follows it by byte offset, tolerating a partly
-written last line, so progress never blocks or slows training.
+written last line, so progress never blocks or slows training. A restarted learner cuts the
+rows of the updates it does again (``mlerl.protocol.make_sink(resume_step=...)``); the reader
+then goes on from the new end.
 
 The "best score" column is the batch's best public score in each task's own direction (its
 minimum when lower is better), one value per task in ``directions`` order, read from the
@@ -57,6 +59,9 @@ class Progress:
         if not self._enabled or not self._path.exists():
             return
         with open(self._path, "rb") as f:
+            size = f.seek(0, 2)
+            if size < self._offset:  # a resumed learner cut the updates it does again
+                self._offset = size
             f.seek(self._offset)
             data = f.read()
         end = data.rfind(b"\n")

@@ -14,8 +14,8 @@ and unacked outboxes, so no sample is lost or counted twice.
 
 from __future__ import annotations
 
+import os
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -25,6 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from mlerl.cli._config import TrainConfig, register, resume_conflicts, validate
+from mlerl.cli._ports import PortLease, loopback_port
 from mlerl.cli._progress import Progress
 from mlerl.cli._supervisor import ChildSpec, Supervisor
 from mlerl.actors import EXIT_INFRA_DOWN
@@ -79,14 +80,16 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     data_dir = _prepare_tasks(train, progress)
     progress.directions = _directions(train, data_dir)
     model_path = _policy(train, data_dir, progress)
-    config_path = _write_run_config(train, run_dir, data_dir, model_path)
+    ports = PortLease()  # held (flock) until this process ends, however it ends
+    config_path = _write_run_config(train, run_dir, data_dir, model_path, ports)
     progress.say(f"run dir {run_dir}")
     if train.prepare_only:
         print(f"mlerl train: prepared {config_path} (prepare_only: nothing started)")
         return 0
     _wait_for_keys(train, run_dir, progress)
 
-    supervisor = Supervisor(_children(train, run_dir, config_path), primary=_primary(train))
+    supervisor = Supervisor(_children(train, run_dir, config_path, ports), primary=_primary(train),
+                            events_path=run_dir / "supervisor.log")  # appended across resumes
     deadline = train.time_limit_s or None
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the run as cleanly as Ctrl-C
     try:
@@ -103,11 +106,12 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     if code == EXIT_INFRA_DOWN and supervisor.stopped_by != "learner":
         print(f"mlerl train: {supervisor.stopped_by}: the sandbox stayed down; run stopped "
               f"(see {run_dir / 'logs' / (supervisor.stopped_by + '.log')})", file=sys.stderr)
+    elif code not in (0, 124, 130) and supervisor.reason:
+        print(f"mlerl train: {supervisor.stopped_by} failed: {supervisor.reason} "
+              f"(see {run_dir / 'logs' / (supervisor.stopped_by + '.log')})", file=sys.stderr)
     if code == 124:
         progress.say(f"time limit of {train.time_limit_s:.0f} s reached")
         code = 0
-    with open(run_dir / "supervisor.log", "a") as log:  # appended across resumes
-        log.write("\n".join(supervisor.events) + "\n")
     if code == 0 and train.role != "actors" and train.eval_samples > 0:
         from mlerl.cli._report import write_report
 
@@ -187,16 +191,25 @@ def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
     return str(build_policy(train.model.embedded_cache, bootstrap, log=progress.say))
 
 
-def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_path: str) -> Path:
+def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_path: str,
+                      ports: PortLease | None = None) -> Path:
     """Resolve what start-up decides into the keys that own it, and save what every process
-    reads (each reads every fact from its owner section: nothing is copied between sections)."""
+    reads (each reads every fact from its owner section: nothing is copied between sections).
+    ``ports`` holds the loopback ports picked here for as long as the caller keeps it."""
+    ports = ports or PortLease()
     train.model.path = model_path
     train.tasks.data_dir = str(data_dir)
     transport = train.transport
     if train.role == "all":
-        # One host: fresh loopback ports unless given, so parallel sweep jobs never collide.
-        transport.samples_address = transport.samples_address or f"tcp://127.0.0.1:{_free_port()}"
-        transport.weights_address = transport.weights_address or f"tcp://127.0.0.1:{_free_port()}"
+        # One host: loopback ports that nothing else can be handed (mlerl.cli._ports), unless
+        # given. A resumed run keeps its ports and holds them again.
+        for key in ("samples_address", "weights_address"):
+            address = getattr(transport, key)
+            if not address:
+                setattr(transport, key, f"tcp://127.0.0.1:{ports.take(1)[0]}")
+            elif (port := loopback_port(address)) is not None and not ports.hold(port):
+                raise ConfigError(f"transport.{key}", f"{address} is in use (another run or "
+                                  "program holds its port); stop it, or start a new run")
     for key in ("samples_address", "weights_address"):
         if not getattr(transport, key):
             raise ConfigError(f"transport.{key}", f"required with role={train.role} (the learner "
@@ -234,7 +247,7 @@ def _wait_for_keys(train: TrainConfig, run_dir: Path, progress: Progress) -> Non
         time.sleep(1.0)
 
 
-def _children(train: TrainConfig, run_dir: Path, config_path: Path) -> list[ChildSpec]:
+def _children(train: TrainConfig, run_dir: Path, config_path: Path, ports: PortLease) -> list[ChildSpec]:
     logs = run_dir / "logs"
     specs: list[ChildSpec] = []
     if train.role in ("all", "learner"):
@@ -242,13 +255,20 @@ def _children(train: TrainConfig, run_dir: Path, config_path: Path) -> list[Chil
         if train.learner_procs > 1:
             # when a rank dies torchrun stops the group and exits; the supervisor starts a new
             # torchrun (a fresh rendezvous: torchrun's in-place restart reused the dead rank's
-            # gloo address here) that resumes from the last checkpoint and the journal
-            launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        f"--nproc_per_node={train.learner_procs}", "--max-restarts=0"]
+            # gloo address here) that resumes from the last checkpoint and the journal. Its
+            # rendezvous port is one of ours (``--standalone`` would bind an ephemeral port,
+            # which the kernel may also hand to anyone else).
+            launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1",
+                        f"--nproc_per_node={train.learner_procs}", "--max-restarts=0",
+                        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{ports.take(1)[0]}",
+                        f"--rdzv-id=mlerl-{os.getpid()}"]
         else:
             launcher = [sys.executable]
+        from mlerl.learner import FATAL_FILE  # here: importing mlerl.learner imports torch
+
         specs.append(ChildSpec("learner", launcher + module, logs / "learner.log",
-                               restart=train.learner_procs > 1, max_restarts=train.learner_restarts))
+                               restart=train.learner_procs > 1, max_restarts=train.learner_restarts,
+                               fatal_file=run_dir / FATAL_FILE))
     if train.role in ("all", "actors"):
         for i in range(train.num_actors):
             name = f"{train.actor_prefix}-{i}"
@@ -275,12 +295,6 @@ def _reap_sandboxes(train: TrainConfig) -> None:
         asyncio.run(reap(train.sandbox))
     except Exception as exc:  # noqa: BLE001 - reaping is best effort at shutdown; report it
         print(f"mlerl train: could not reap sandbox containers: {exc}", file=sys.stderr)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 if __name__ == "__main__":

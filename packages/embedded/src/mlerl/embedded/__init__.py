@@ -11,7 +11,10 @@ frozen copy from the same directory.
 The API: build (`BootstrapConfig`, `build_policy`, `read_manifest`, `instrumenter_dir`), the
 tasks it is built for (`default_task_ids`, `task_views`, `TaskView`), the corpus
 (`generate_corpus`, `Example`, `corpus_hash`, `corpus_stats`, `generate_program`, `Program`) and
-measuring a policy directory (`evaluate_policy`, `TaskEval`, `run_program`). The prompts,
+measuring a policy directory (`evaluate_policy`, `TaskEval`, `run_program`), and real-size
+architectures initialised at random for the GPU path (`ARCHITECTURES`, `build_random_model`,
+`architecture_config`, `padded_tokenizer`: Qwen2.5-0.5B and -3B from their published configs,
+no download). The prompts,
 tokenizer and program templates are private modules.
 """
 
@@ -20,17 +23,21 @@ from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_
 from mlerl.embedded._evaluate import TaskEval, evaluate_policy, run_program
 from mlerl.embedded._model import build_policy
 from mlerl.embedded._programs import Program, generate_program
+from mlerl.embedded._random import ARCHITECTURES, architecture_config, build_random_model, padded_tokenizer
 from mlerl.embedded._tasks import TaskView, default_task_ids, task_views
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ARCHITECTURES",
     "BootstrapConfig",
     "Example",
     "Program",
     "TaskEval",
     "TaskView",
+    "architecture_config",
     "build_policy",
+    "build_random_model",
     "corpus_hash",
     "corpus_stats",
     "default_task_ids",
@@ -38,6 +45,7 @@ __all__ = [
     "generate_corpus",
     "generate_program",
     "instrumenter_dir",
+    "padded_tokenizer",
     "read_manifest",
     "run_program",
     "task_views",

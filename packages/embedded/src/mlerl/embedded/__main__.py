@@ -1,4 +1,5 @@
-"""`python -m mlerl.embedded build|eval`: bootstrap the default policy and measure it."""
+"""`python -m mlerl.embedded build|eval|random`: bootstrap the default policy and measure it;
+write a real-size architecture (Qwen2.5-0.5B, -3B) initialised at random, for the GPU path."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--results", type=Path, default=None, help="write figures to this JSON")
     sub.choices["eval"].add_argument("--model-dir", required=True, type=Path)
     sub.choices["eval"].add_argument("--data-dir", required=True, type=Path)
+    from mlerl.embedded._random import ARCHITECTURES
+
+    r = sub.add_parser("random", help="write (or reuse) a randomly initialised real-size model directory")
+    r.add_argument("arch", choices=sorted(ARCHITECTURES), help="published architecture (tiny: CI's scaled-down one)")
+    r.add_argument("--out", required=True, type=Path, help="the model directory to write")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
     return p
 
 
@@ -57,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     from mlerl.embedded import BootstrapConfig, build_policy, evaluate_policy, read_manifest
 
     args = _parser().parse_args(argv)
+    if args.cmd == "random":
+        from mlerl.embedded import build_random_model
+
+        print(build_random_model(args.arch, args.out, seed=args.seed, dtype=args.dtype,
+                                 log=lambda m: print(m, file=sys.stderr)))
+        return 0
     if args.cmd == "build":
         overrides = {"seed": args.seed}
         if args.steps is not None:

@@ -1,7 +1,8 @@
 """mlerl.learner: the PPO learner with duration-aware policy gradients (FSDP2 on CPU or GPU).
 
 - the process: ``run`` (what ``python -m mlerl.learner`` runs), ``build_learner`` and
-  ``train_step`` (one update + publish + checkpoint, for embedding elsewhere);
+  ``train_step`` (one update + publish + checkpoint, for embedding elsewhere), ``FATAL_FILE``
+  (where a rank records why a restart cannot help; read by ``mlerl train``);
 - state: ``LearnerConfig`` (every knob; enum fields take their string values),
   ``Learner`` (one PPO update per call), ``ExperienceBuffer`` (the journaled, timestamped
   buffer), ``publish_weights`` (the policy as a ``mlerl.protocol.WeightUpdate``);
@@ -17,6 +18,7 @@ from mlerl.learner._advantages import gae, group_advantages
 from mlerl.learner._batch import collate, token_logprobs
 from mlerl.learner._buffer import ExperienceBuffer
 from mlerl.learner._config import DurationWeighting, LearnerConfig
+from mlerl.learner._faults import FATAL_FILE
 from mlerl.learner._learner import Learner
 from mlerl.learner._losses import ppo_policy_loss, value_loss
 from mlerl.learner._publish import publish_weights
@@ -27,6 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "run",
+    "FATAL_FILE",
     "build_learner",
     "train_step",
     "LearnerConfig",

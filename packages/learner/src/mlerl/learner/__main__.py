@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from pathlib import Path
 
-from mlerl.protocol import ConfigError, CurveError, MetricsConfig, RunTransportConfig, load_section, load_value
+from mlerl.protocol import ConfigError, MetricsConfig, RunTransportConfig, die_with_parent, load_section, load_value
 
-from mlerl.learner._checkpoint import CheckpointError
 from mlerl.learner._config import LearnerConfig
+from mlerl.learner._faults import RankFailed, die
 from mlerl.learner._run import run
 
 
@@ -25,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, type=Path, help="RUN_DIR/config.yaml, the resolved run config")
     parser.add_argument("--section", default="learner", help="the config section to read")
     args = parser.parse_args(argv)
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a torchrun rank: end with torchrun, however it ends
+        die_with_parent()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         config = load_section(LearnerConfig, args.config, args.section)
@@ -40,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(config, transport, model_path=model_path, run_dir=run_dir, seed=seed, metrics=metrics,
                    reward_bounds=bounds)
-    except (CurveError, CheckpointError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except RankFailed as failed:
+        die(failed)  # logs, records a lasting reason for the supervisor, exits without a collective
+        raise  # unreachable: die() ends the process
 
 
 def _reward_bounds(path: Path) -> tuple[float, float]:

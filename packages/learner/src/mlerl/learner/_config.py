@@ -177,6 +177,11 @@ class LearnerConfig:
     (`benchmarks/learner_vs_trl.py --threads N`)."""
     fsdp: bool = True
     """Shard with FSDP2 (fully_shard per decoder layer) when torch.distributed is initialised."""
+    collective_timeout_s: float = 600.0
+    """With several ranks: a collective that waits longer raises (a hung peer becomes an error
+    and the group is restarted). Rank 0 sends the others a keep-alive every quarter of it while
+    it waits for samples, so a slow actor never trips it; it must cover the slowest single
+    collective (a checkpoint's or publish's gather)."""
     publish_inline_max_bytes: int = 64 * 1024 * 1024
     """Weights up to this size travel inline in the WeightUpdate; larger go to a file."""
     checkpoint_every: int = 10
@@ -206,6 +211,8 @@ class LearnerConfig:
                 raise ConfigError(name, f"unknown value {value!r}; choose one of {choices}") from None
         check(self.batch_size >= 1, "batch_size", "must be >= 1")
         check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
+        check(math.isfinite(self.collective_timeout_s) and self.collective_timeout_s >= 4,
+              "collective_timeout_s", "must be finite and >= 4")
         check(self.max_pending_samples == 0 or self.max_pending_samples >= self.batch_size,
               "max_pending_samples", "must be 0 (4 * B) or >= batch_size")
         check(self.max_pending_bytes > 0, "max_pending_bytes", "must be > 0")

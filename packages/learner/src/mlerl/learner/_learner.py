@@ -175,7 +175,8 @@ class Learner:
         cfg = self.config
         local_tokens = float(prep.tokens.mask[rows].sum())
         if cfg.loss_agg is LossAgg.token_mean:
-            norm = float(_all_reduce_sum(torch.tensor([local_tokens], dtype=torch.float64))[0])
+            # on the learner's device: NCCL reduces CUDA tensors only
+            norm = float(_all_reduce_sum(torch.tensor([local_tokens], dtype=torch.float64, device=self.device))[0])
         else:
             norm = float(mb_size)
         out: dict[str, float] = {}

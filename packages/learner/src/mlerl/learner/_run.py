@@ -54,6 +54,7 @@ from mlerl.protocol import (
 from mlerl.learner._buffer import ExperienceBuffer
 from mlerl.learner._checkpoint import restore_checkpoint, save_checkpoint
 from mlerl.learner._config import LearnerConfig
+from mlerl.learner._faults import RankFailed
 from mlerl.learner._learner import Learner
 from mlerl.learner._models import is_distributed
 from mlerl.learner._publish import full_state_dict, publish_weights
@@ -61,16 +62,22 @@ from mlerl.learner._publish import full_state_dict, publish_weights
 log = logging.getLogger("mlerl.learner")
 
 
-def _init_distributed() -> torch.device:
+def _init_distributed(timeout_s: float) -> torch.device:
     if "WORLD_SIZE" in os.environ and not is_distributed():
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-        # ranks > 0 wait in a collective while rank 0 waits for samples: allow long waits
-        torch.distributed.init_process_group(backend, timeout=datetime.timedelta(hours=24))
+        # NCCL for CUDA tensors, gloo for any CPU tensor a collective meets (object broadcasts, counts)
+        backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+        # A collective waiting longer than this raises instead of hanging; ranks > 0 waiting
+        # for the next batch are kept alive by rank 0 (``KEEPALIVE``).
+        torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
     if torch.cuda.is_available():
         local = int(os.environ.get("LOCAL_RANK", 0))
         torch.cuda.set_device(local)
         return torch.device("cuda", local)
     return torch.device("cpu")
+
+
+KEEPALIVE = "keepalive"
+"""What rank 0 broadcasts instead of a batch while it waits for samples (see ``serve``)."""
 
 
 def build_learner(config: LearnerConfig, device: torch.device, model_path: str, seed: int = 0) -> Learner:
@@ -196,7 +203,14 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
         while not _done(learner):
             while not buffer.ready(cfg.batch_size):
                 arrived.clear()
-                await arrived.wait()
+                try:
+                    # not wait_for: on 3.11 it swallows a cancel that meets a set event, and a
+                    # cancel is how a failed receiver (a full disk) stops this loop
+                    async with asyncio.timeout(cfg.collective_timeout_s / 4):
+                        await arrived.wait()
+                except TimeoutError:
+                    if is_distributed():  # the other ranks wait in a broadcast: keep it alive
+                        await asyncio.to_thread(torch.distributed.broadcast_object_list, [KEEPALIVE, None], 0)
             batch = buffer.take(cfg.batch_size)
             state = buffer.state_dict()
             if is_distributed():
@@ -216,7 +230,8 @@ def follow(learner: Learner, run_dir: Path) -> None:
     """Ranks > 0: take each batch from rank 0 and run the same collective step.
 
     The order of collectives matches rank 0's ``serve``: the initial publish (a full-state-dict
-    gather), then per batch a broadcast of the batch followed by ``train_step``."""
+    gather), then per batch a broadcast of the batch followed by ``train_step``; a broadcast
+    of ``KEEPALIVE`` only restarts the wait, ``None`` ends it."""
     publish_weights(learner.policy, learner.version, run_dir / "weights",
                     learner.config.publish_inline_max_bytes)
     while True:
@@ -224,6 +239,8 @@ def follow(learner: Learner, run_dir: Path) -> None:
         torch.distributed.broadcast_object_list(box, src=0)
         if box[0] is None:
             return
+        if box[0] == KEEPALIVE:
+            continue
         train_step(learner, box[0], box[1], run_dir)
 
 
@@ -260,25 +277,31 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
     journal, checkpoints, published weights and logs in ``run_dir``.
 
     On the way out the current policy is saved to ``RUN_DIR/policy`` (an HF model directory,
-    what ``mlerl eval`` and the closing report load)."""
-    if config.torch_threads > 0:
-        torch.set_num_threads(config.torch_threads)
-    device = _init_distributed()
-    rank = torch.distributed.get_rank() if is_distributed() else 0
+    what ``mlerl eval`` and the closing report load). Any failure raises :class:`RankFailed`
+    (its cause is the error) without entering another collective; the process entry point
+    ends the process with it (``mlerl.learner._faults.die``)."""
     run_dir = Path(run_dir)
-    learner = build_learner(config, device, model_path, seed)
-    buffer = ExperienceBuffer(run_dir / "buffer", config.batch_policy, check=functools.partial(check_sample, limits=sample_limits(learner, reward_bounds))) if rank == 0 else None
-    ckpt, extra = restore_checkpoint(run_dir / "checkpoints", learner)
-    if ckpt is not None:
-        if buffer is not None and extra.get("buffer") is not None:
-            buffer.load_state_dict(extra["buffer"])
-        log.info("resumed from %s at version %d", ckpt, learner.version)
+    rank = int(os.environ.get("RANK", 0))
+    starting = True
     try:
+        if config.torch_threads > 0:
+            torch.set_num_threads(config.torch_threads)
+        device = _init_distributed(config.collective_timeout_s)
+        learner = build_learner(config, device, model_path, seed)
+        buffer = ExperienceBuffer(run_dir / "buffer", config.batch_policy, check=functools.partial(check_sample, limits=sample_limits(learner, reward_bounds))) if rank == 0 else None
+        ckpt, extra = restore_checkpoint(run_dir / "checkpoints", learner)
+        if ckpt is not None:
+            if buffer is not None and extra.get("buffer") is not None:
+                buffer.load_state_dict(extra["buffer"])
+            log.info("resumed from %s at version %d", ckpt, learner.version)
         if rank == 0:
             if transport.keys_dir:
                 generate_keys(transport.keys_dir)
-            sink = make_sink(metrics or MetricsConfig(wandb_mode="disabled"), run_dir, name=run_dir.name)
+            # updates after the restored version are done again: their old records are cut
+            sink = make_sink(metrics or MetricsConfig(wandb_mode="disabled"), run_dir, name=run_dir.name,
+                             resume_step=learner.version)
             samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=seed)
+            starting = False  # from here on a failure may be a peer's: restartable
             try:
                 asyncio.run(serve(learner, buffer, transport, sink, run_dir, samples))
             except (asyncio.CancelledError, KeyboardInterrupt):
@@ -287,12 +310,16 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
                 sink.close()
                 samples.close()
                 buffer.close()
-                if is_distributed():  # tells the other ranks to stop (see ``follow``)
-                    torch.distributed.broadcast_object_list([None, None], src=0)
+            # reached only when serve ended cleanly, so the others wait in ``follow``'s broadcast
+            if is_distributed():
+                torch.distributed.broadcast_object_list([None, None], src=0)
         else:
+            starting = False
             follow(learner, run_dir)
         save_policy(learner, run_dir / "policy", model_path)
-    finally:
-        if is_distributed():
-            torch.distributed.destroy_process_group()
+    except BaseException as exc:  # noqa: BLE001 - every failure ends the rank the same way
+        # no collective from here on: the other ranks may be in a different one
+        raise RankFailed(rank, run_dir, starting) from exc
+    if is_distributed():
+        torch.distributed.destroy_process_group()
     return 0

@@ -14,6 +14,7 @@ contents; they are grouped as in ``__all__``:
 - the weight-file contract every engine loads (``encode_weights``, ``announce``,
   ``read_update_bytes``, ``load_into``, ``tied_names``, ``WeightUpdateError``),
 - metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console),
+- process lifetime (``die_with_parent``: a child ends with its parent, SIGKILL included),
 - config helpers (``ConfigError``, ``check``, ``load_yaml``, ``load_section``, ``to_object``) and
   the ``InferenceEngine`` interface (``ChatMessage``, ``SamplingParams``, ``Completion``).
 
@@ -35,6 +36,7 @@ from mlerl.protocol._messages import (
     decode,
     encode,
 )
+from mlerl.protocol._lifetime import die_with_parent
 from mlerl.protocol._metrics import MetricsConfig, make_sink
 from mlerl.protocol._transport import SampleReceiver, SampleSender
 from mlerl.protocol._transport_config import RunTransportConfig, TransportConfig
@@ -83,6 +85,8 @@ __all__ = [
     # metrics
     "MetricsConfig",
     "make_sink",
+    # process lifetime
+    "die_with_parent",
     # config helpers
     "ConfigError",
     "check",

@@ -232,21 +232,79 @@ WANDB_RUN_ID_FILE = "mlerl-run-id"
 
 
 def make_sink(
-    config: MetricsConfig, run_dir: str | Path, *, name: str, run_config: Mapping[str, Any] | None = None
+    config: MetricsConfig, run_dir: str | Path, *, name: str, run_config: Mapping[str, Any] | None = None,
+    resume_step: int | None = None,
 ) -> MetricsSink:
     """The sinks ``config`` asks for, as one :class:`MultiSink` (JSONL first, then W&B).
 
     The W&B run id is kept in ``<run dir>/wandb/mlerl-run-id``; a later ``make_sink`` on the same
-    run dir (``mlerl train resume=...``) continues that W&B run."""
+    run dir (``mlerl train resume=...``) continues that W&B run.
+
+    ``resume_step``: the learner step a resumed process restarts from. Updates after it are
+    done again, so their earlier rows are cut from ``metrics.jsonl`` (:func:`rewind_jsonl`) and
+    each step keeps one record. W&B cannot delete what a run logged, so a rewound run logs into
+    a new W&B run that first replays the kept rows; the superseded run's id is listed in
+    ``<run dir>/wandb/mlerl-superseded-runs``."""
     sinks: list[MetricsSink] = []
+    jsonl = Path(run_dir) / "metrics.jsonl"
+    rewound = resume_step is not None and jsonl.is_file() and rewind_jsonl(jsonl, resume_step) > 0
     if config.jsonl:
-        sinks.append(JsonlSink(Path(run_dir) / "metrics.jsonl"))
+        sinks.append(JsonlSink(jsonl))
     if config.wandb_mode != "disabled":
         id_file = Path(run_dir) / "wandb" / WANDB_RUN_ID_FILE
         run_id = id_file.read_text().strip() if id_file.is_file() else None
+        if rewound and run_id is not None:
+            with open(id_file.with_name(WANDB_SUPERSEDED_FILE), "a") as f:
+                f.write(run_id + "\n")
+            run_id = None
         sink = WandbSink(run_dir, project=config.wandb_project, mode=config.wandb_mode, name=name,
                          entity=config.wandb_entity or None, config=run_config, run_id=run_id)
         if run_id is None:
             id_file.write_text(sink.run_id)
+            if rewound:
+                for row in read_jsonl(jsonl):
+                    sink.log({k: v for k, v in row.items() if k not in ("time", "stream", "step")},
+                             int(row["step"]), stream=str(row["stream"]))
         sinks.append(sink)
     return MultiSink(sinks)
+
+
+WANDB_SUPERSEDED_FILE = "mlerl-superseded-runs"
+"""Under ``<run dir>/wandb/``: ids of W&B runs replaced after a resume redid their last steps."""
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The complete rows of a metrics.jsonl (a torn last line is skipped), with ``"nan"``,
+    ``"inf"`` and ``"-inf"`` read back as floats."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and "stream" in row and "step" in row:
+                rows.append({k: float(v) if v in ("nan", "inf", "-inf") else v for k, v in row.items()})
+    return rows
+
+
+def rewind_jsonl(path: str | Path, step: int, stream: str = "learner") -> int:
+    """Cut ``path`` just before its first ``stream`` row with a step above ``step``; returns how
+    many rows were cut. The learner writes its steps in increasing order and a rewound file stays
+    so, so what is cut is exactly the suffix of updates a resume will do again. A torn last
+    line is cut too."""
+    data = Path(path).read_bytes()
+    offset = 0
+    for line in data.splitlines(keepends=True):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            break  # torn: only the last line can be
+        if isinstance(row, dict) and row.get("stream") == stream and int(row.get("step", -1)) > step:
+            break
+        offset += len(line)
+    if offset == len(data):
+        return 0
+    cut = sum(1 for line in data[offset:].splitlines() if line.strip())
+    os.truncate(path, offset)
+    return cut
