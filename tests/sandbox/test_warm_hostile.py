@@ -112,14 +112,26 @@ async def test_warm_runs_see_no_host_secret(env: Env, warm: Sandbox,
 
 
 async def test_warm_run_cannot_forge_infra_error_or_start_the_next(env: Env, warm: Sandbox) -> None:
-    """Row 17 warm: the program writes garbage (and "running", "go") into every pipe it can
-    open, then fails as a set-up failure would. It was started on "go", after the waiting
+    """Row 17 warm: the program writes garbage (and "running", "go") into every descriptor it
+    holds and every pipe it can open, then fails as a set-up failure would. It was started on "go", after the waiting
     interpreter closed both pipes: PROGRAM_ERROR, exit 1, run once; the next warm sandbox was
     neither started nor poisoned by it (the next program runs normally, warm)."""
     forge = FORGE_INFRA.replace('os.write(h, b"garbage")',
                                 'os.write(h, b"garbage"); os.write(h, b"go\\n"); '
                                 'os.write(h, b"running")')
     assert forge != FORGE_INFRA
+    # and straight into every descriptor it holds (reopening a host pipe through /proc is
+    # refused to the sandbox uid; a descriptor kept open would not be)
+    forge = forge.replace("import os, sys, time\n", """import os, sys, time
+for fd in os.listdir("/proc/self/fd"):
+    for word in (b"garbage", b"go\\n", b"running"):
+        try:
+            if int(fd) > 2:
+                os.write(int(fd), word)
+        except OSError:
+            pass
+""", 1)
+    assert "os.write(int(fd)" in forge
     # the verdict is printed before os._exit, which skips the WARM line: check it first
     forge = forge.replace("os._exit(1)", SAY_WARM.strip() + "\nos._exit(1)")
     result = await run_warm(warm, env.request(forge))
