@@ -56,6 +56,13 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if mode is DurationWeighting.none or d.numel() == 0:",
      "if mode == DurationWeighting.none or d.numel() == 0:"):
         "an enum member compares equal only to itself: `is` and `==` agree",
+    ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Is_LtE",
+     "if mode is DurationWeighting.clipped:", "if mode <= DurationWeighting.clipped:"):
+        "a str enum: of the modes that reach this line (clipped, log, running) only 'clipped' "
+        "sorts <= 'clipped'",
+    ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Eq_LtE",
+     "if n == 0:", "if n <= 0:"):
+        "n is a numel(), never negative",
 }
 
 SESSIONS = ROOT / "benchmarks" / "results" / "mutation_sessions"
