@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -151,8 +152,14 @@ def merge(results: dict[str, Any], module: str, counts: dict[str, Any],
     return out
 
 
-def run_module(module: str, tests: list[str], timeout_s: float, budget_s: float | None
-               ) -> list[dict[str, Any]]:
+def forget_survivors(session: Path) -> int:
+    """Mark the session's surviving mutants as not run (to test them again after new tests)."""
+    with sqlite3.connect(session) as db:
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+
+
+def run_module(module: str, tests: list[str], timeout_s: float, budget_s: float | None,
+               retest_survivors: bool = False) -> list[dict[str, Any]]:
     """Run (or resume) cosmic-ray over ``module`` with its tests, for at most ``budget_s``;
     return its ``dump`` records (those not run yet have no result)."""
     name = Path(module).stem
@@ -168,6 +175,8 @@ def run_module(module: str, tests: list[str], timeout_s: float, budget_s: float 
     cr = [str(Path(sys.executable).with_name("cosmic-ray"))]
     if not session.exists():
         subprocess.run([*cr, "init", str(config), str(session)], cwd=ROOT, check=True)
+    elif retest_survivors:
+        print(module, "survivors to test again:", forget_survivors(session), flush=True)
     proc = subprocess.Popen([*cr, "exec", str(config), str(session)], cwd=ROOT,
                             start_new_session=True)
     try:
@@ -192,10 +201,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop each module after this long (resume later)")
+    parser.add_argument("--retest-survivors", action="store_true",
+                        help="test a resumed session's survivors again (after adding tests)")
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     for module in args.modules:
-        records = run_module(module, MODULES[module], args.timeout, args.budget_s)
+        records = run_module(module, MODULES[module], args.timeout, args.budget_s,
+                             args.retest_survivors)
         counts, survivors, equivalents = summarize(module, records, EQUIVALENT)
         results = merge(results, module, counts, survivors, equivalents)
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")

@@ -75,3 +75,16 @@ def test_every_module_and_test_file_exists():
         assert "reward" not in module  # being rewritten elsewhere (issue 26: not yet)
     for module, *_ in m.EQUIVALENT:
         assert module in m.MODULES
+
+
+def test_forget_survivors_marks_them_not_run(tmp_path):
+    import sqlite3
+
+    m = _script()
+    db = tmp_path / "s.sqlite"
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TABLE work_results (job_id TEXT, test_outcome TEXT)")
+        c.executemany("INSERT INTO work_results VALUES (?, ?)", [("a", "KILLED"), ("b", "SURVIVED"), ("c", "SURVIVED")])
+    assert m.forget_survivors(db) == 2
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT job_id FROM work_results").fetchall() == [("a",)]
