@@ -22,7 +22,7 @@ from mlerl.protocol import ExecStatus
 from mlerl.sandbox import ExecutionRequest, ExecutionResult, Sandbox
 from mlerl.sandbox._prewarm import shape_of
 
-from .test_integrity import FORGE_INFRA, READ_ANSWERS, plant, prog
+from .test_integrity import FORGE_INFRA, READ_ANSWERS, plant_where_answers_live, prog
 
 Env = Any
 
@@ -67,14 +67,7 @@ async def test_warm_runs_cannot_read_answers(env: Env, warm: Sandbox,
                                              answer_roots: list[Path]) -> None:
     """Row 10 warm: the same canaries as the cold test (home data root, checkout data dir,
     each task's private dir), twice in a row from sandboxes made ahead."""
-    paths, canaries = [], []
-    for root in answer_roots:
-        public, canary = plant(root)
-        (root / "b" / "prepared" / "private").chmod(0o755)
-        canaries.append(canary)
-        root = root.resolve()
-        paths += [str(root / "a/prepared/private/answers.csv"),
-                  str(root / "b/prepared/private/answers.csv"), str(root / "cache.txt")]
+    public, paths, canaries = plant_where_answers_live(answer_roots)
     program = prog(READ_ANSWERS.format(paths=paths)) + SAY_WARM
     for _ in range(2):
         result = await run_warm(warm, env.request(program, data_dir=public, wall_time_s=60.0))
