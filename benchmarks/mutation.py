@@ -51,12 +51,25 @@ MODULES: dict[str, list[str]] = {
         "tests/learner/test_checkpoint.py", "tests/learner/test_checkpoint_integrity.py"],
 }
 
+_W = "packages/learner/src/mlerl/learner/_weights.py"
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # (module, operator, line before, line after) -> why no test can tell them apart
     ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Is_Eq",
      "if mode is DurationWeighting.none or d.numel() == 0:",
      "if mode == DurationWeighting.none or d.numel() == 0:"):
         "an enum member compares equal only to itself: `is` and `==` agree",
+    **{(_W, "core/ReplaceComparisonOperator_Is_Eq", f"if mode is DurationWeighting.{m}:",
+        f"if mode == DurationWeighting.{m}:"):
+       "an enum member compares equal only to itself: `is` and `==` agree"
+       for m in ("paper", "clipped", "log", "running")},
+    (_W, "core/ReplaceComparisonOperator_Is_LtE", "if mode is DurationWeighting.running:",
+     "if mode <= DurationWeighting.running:"):
+        "a str enum: only 'running' reaches this line (every other mode returned above)",
+    (_W, "core/ReplaceComparisonOperator_Eq_Lt",
+     "if mode is DurationWeighting.none or d.numel() == 0:",
+     "if mode is DurationWeighting.none or d.numel() < 0:"):
+        "an empty batch then gets an empty tensor all the same (its mean is nan, every branch "
+        "divides an empty tensor)",
     ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Is_LtE",
      "if mode is DurationWeighting.clipped:", "if mode <= DurationWeighting.clipped:"):
         "a str enum: of the modes that reach this line (clipped, log, running) only 'clipped' "
@@ -159,7 +172,7 @@ def forget_survivors(session: Path) -> int:
 
 
 def run_module(module: str, tests: list[str], timeout_s: float, budget_s: float | None,
-               retest_survivors: bool = False) -> list[dict[str, Any]]:
+               retest_survivors: bool = False, run: bool = True) -> list[dict[str, Any]]:
     """Run (or resume) cosmic-ray over ``module`` with its tests, for at most ``budget_s``;
     return its ``dump`` records (those not run yet have no result)."""
     name = Path(module).stem
@@ -177,15 +190,16 @@ def run_module(module: str, tests: list[str], timeout_s: float, budget_s: float 
         subprocess.run([*cr, "init", str(config), str(session)], cwd=ROOT, check=True)
     elif retest_survivors:
         print(module, "survivors to test again:", forget_survivors(session), flush=True)
-    proc = subprocess.Popen([*cr, "exec", str(config), str(session)], cwd=ROOT,
-                            start_new_session=True)
-    try:
-        proc.wait(timeout=budget_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # cosmic-ray and the mutant's pytest
-        proc.wait()
-    finally:
-        subprocess.run(["git", "checkout", "--", module], cwd=ROOT, check=True)
+    if run:
+        proc = subprocess.Popen([*cr, "exec", str(config), str(session)], cwd=ROOT,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout=budget_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # cosmic-ray and the mutant's pytest
+            proc.wait()
+        finally:
+            subprocess.run(["git", "checkout", "--", module], cwd=ROOT, check=True)
     dump = subprocess.run([*cr, "dump", str(session)], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout
     records = []
@@ -201,13 +215,17 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop each module after this long (resume later)")
+    parser.add_argument("--no-run", action="store_true",
+                        help="only summarise the stored sessions again (after editing EQUIVALENT)")
     parser.add_argument("--retest-survivors", action="store_true",
                         help="test a resumed session's survivors again (after adding tests)")
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     for module in args.modules:
+        if args.no_run and not (SESSIONS / f"{Path(module).stem}.sqlite").exists():
+            continue  # not run: no entry
         records = run_module(module, MODULES[module], args.timeout, args.budget_s,
-                             args.retest_survivors)
+                             args.retest_survivors, run=not args.no_run)
         counts, survivors, equivalents = summarize(module, records, EQUIVALENT)
         results = merge(results, module, counts, survivors, equivalents)
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")
