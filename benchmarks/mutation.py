@@ -77,6 +77,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Eq_LtE",
      "if n == 0:", "if n <= 0:"):
         "n is a numel(), never negative",
+    ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
+     '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
+     '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):
+        "a Sample with duration_s < 0 cannot exist: Sample (and decode) refuse it first",
 }
 
 SESSIONS = ROOT / "benchmarks" / "results" / "mutation_sessions"
@@ -87,10 +91,12 @@ def rule_equivalent(before: str, after: str) -> str | None:
     """Mutants equivalent by construction, whatever the line: an operator swapped inside a
     ``X | None`` annotation (every module here has ``from __future__ import annotations``, so
     annotations are never evaluated)."""
-    if "| None" in before and "| None" not in after:
+    start = before.find("| None")
+    while start >= 0:
         for op in ("%", "//", "/", "*", "+", "-", "**", "<<", ">>", "&", "^", "@"):
-            if before.replace("| None", f"{op} None", 1) == after:
+            if before[:start] + op + before[start + 1:] == after:
                 return "operator inside a postponed annotation (never evaluated)"
+        start = before.find("| None", start + 1)
     return None
 
 

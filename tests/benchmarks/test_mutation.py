@@ -88,3 +88,11 @@ def test_forget_survivors_marks_them_not_run(tmp_path):
     assert m.forget_survivors(db) == 2
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT job_id FROM work_results").fetchall() == [("a",)]
+
+
+def test_the_annotation_rule_finds_the_mutated_one_of_several():
+    m = _script()
+    before = "def f(a: int | None) -> str | None:"
+    assert m.rule_equivalent(before, "def f(a: int | None) -> str >> None:") is not None
+    assert m.rule_equivalent(before, "def f(a: int - None) -> str | None:") is not None
+    assert m.rule_equivalent(before, "def f(a: int | None) -> str | 1:") is None
