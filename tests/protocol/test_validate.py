@@ -111,3 +111,7 @@ def test_empty_token_lists_and_missing_timestamps_pass():
 def test_each_truncation_alone_is_refused():
     assert check_sample(make_sample(top_p=0.999, top_k=-1), LIMITS).startswith("top_p:")
     assert check_sample(make_sample(top_p=1.0, top_k=1), LIMITS).startswith("top_p:")
+
+
+def test_the_rounding_slack_itself_is_accepted():
+    assert check_sample(make_sample(behaviour_logprobs=[-0.5, 1e-4]), LIMITS) is None
