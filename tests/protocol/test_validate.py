@@ -115,3 +115,10 @@ def test_each_truncation_alone_is_refused():
 
 def test_the_rounding_slack_itself_is_accepted():
     assert check_sample(make_sample(behaviour_logprobs=[-0.5, 1e-4]), LIMITS) is None
+
+
+def test_limits_are_frozen():
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        LIMITS.reward_max = 1e9  # type: ignore[misc]
