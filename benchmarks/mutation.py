@@ -77,6 +77,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Eq_LtE",
      "if n == 0:", "if n <= 0:"):
         "n is a numel(), never negative",
+    (_W, "core/ReplaceComparisonOperator_Gt_NotEq",
+     '"grad_mass_fast": (1.0 - slow_share) if total > 0 else 0.0,',
+     '"grad_mass_fast": (1.0 - slow_share) if total != 0 else 0.0,'):
+        "total = sum w |A| with duration weights w >= 0: never negative",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):

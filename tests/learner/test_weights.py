@@ -131,3 +131,9 @@ def test_sub_second_durations_are_weighted_like_any_others():
     # a batch mean below 1 s is still a time to correct for: D / 10 has the weights of D
     for mode in (W.paper, W.clipped, W.log):
         assert duration_weights(D / 10, mode).tolist() == pytest.approx(duration_weights(D, mode).tolist()), mode
+
+
+def test_a_running_mean_below_one_second_is_a_scale_and_zero_weights_have_no_ess():
+    assert duration_weights(D, W.running, running_mean=0.5).tolist() == pytest.approx([2.0, 4.0, 6.0, 12.0])
+    # all weights 0: 0 / max(0, 1e-30) = 0, not nan
+    assert weight_stats(torch.zeros(2), torch.tensor([1.0, 2.0]))["ess_frac"] == 0.0
