@@ -73,7 +73,9 @@ async def test_real_sandbox_grader_and_reward(tmp_path, task, sandbox):
     # all seven markers: imports, data, model, (no loss prints), training, prediction
     assert {"imported packages", "loaded data", "defined model", "trained model",
             "predicted test labels"} <= set(good.markers)
-    assert good.reward == pytest.approx(good.reward_parts["score"] + good.reward_parts["markers"])
+    # the default reward: the public AUC normalised against the sample submission's (0.5) and 1
+    assert good.reward == pytest.approx(good.reward_parts["normalised"] + good.reward_parts["markers"])
+    assert good.reward == pytest.approx((good.score - 0.5) / 0.5) and good.private_score is not None
     assert good.duration_s > 0 and good.t_exec_started <= good.t_exec_finished <= good.t_graded
     assert "imported packages" in good.output_tail  # nonce lines cleaned for prompts
     assert bad.exec_status is ExecStatus.PROGRAM_ERROR and not bad.valid_submission

@@ -109,3 +109,22 @@ async def test_evaluate_reports_best_so_far_in_finish_order(tmp_path):
 def test_best_so_far():
     assert best_so_far([None, 0.3, 0.1, None, 0.5], False) == [None, 0.3, 0.3, 0.3, 0.5]
     assert best_so_far([None, 0.3, 0.1, None, 0.5], True) == [None, 0.3, 0.1, 0.1, 0.1]
+    # chosen on the public scores, shown on the private ones: 0.3 (private 0.2) stays the best
+    # public until 0.5 (private 0.4); the private 0.9 of public 0.1 is never selected
+    assert best_so_far([None, 0.3, 0.1, None, 0.5], False, [None, 0.2, 0.9, None, 0.4]) == \
+        [None, 0.2, 0.2, 0.2, 0.4]
+
+
+def test_summaries_select_on_public_and_report_private():
+    from mlerl.actors._aide import Evaluation, Node
+    from mlerl.actors._evaluate import summarise_aide
+
+    def node(i, metric, private):
+        return Node(i, "draft", None, "", "", Evaluation(metric is None, metric, "", private=private))
+
+    nodes = [node(0, 0.3, 0.2), node(1, 0.1, 0.9), node(2, None, None), node(3, 0.5, 0.4)]
+    s = summarise_aide(nodes, lower_is_better=False)
+    # best public 0.5 -> private 0.4, gap 0.4 - 0.5; means over the three valid nodes
+    assert s["best_public"] == 0.5 and s["best_score"] == 0.4 and s["best_gap"] == pytest.approx(-0.1)
+    assert s["mean_public"] == pytest.approx(0.3) and s["mean_score"] == pytest.approx(0.5)
+    assert s["best_vs_executions"] == [0.2, 0.2, 0.2, 0.4]

@@ -6,7 +6,8 @@ import dataclasses
 from mlerl.actors import ActorsConfig
 from mlerl.actors.__main__ import _optional_section
 from mlerl.actors._admission import AdmissionConfig
-from mlerl.actors._pipeline import real_pipeline
+from mlerl.actors._pipeline import Graded, real_pipeline
+from mlerl.bench import Registry
 from mlerl.instrument import InstrumentConfig, InstrumentMode, LMInstrumenter, MarkerMode, MarkerScanner
 from mlerl.protocol import Completion, ConfigError, ExecStatus
 
@@ -74,10 +75,18 @@ async def test_uninstrumentable_code_runs_as_is():
 
 
 def test_reward_adapter_gives_none_for_infra_errors():
-    reward = real_pipeline().reward
-    assert reward([], ExecStatus.INFRA_ERROR, None, False, False)[0] is None
-    value, parts = reward(["loaded data"], ExecStatus.PROGRAM_ERROR, None, False, False)
-    assert value == pytest.approx(-10.0 + 0.1)  # paper: -10 plus 0.1 per marker
+    pipeline = real_pipeline()
+    task = Registry.load().get("standin-cancer-auc-tiny")
+    nothing = Graded(None, False)
+    assert pipeline.reward([], ExecStatus.INFRA_ERROR, nothing, task)[0] is None
+    value, parts = pipeline.reward(["loaded data"], ExecStatus.PROGRAM_ERROR, nothing, task)
+    assert value == pytest.approx(-10.0 + 0.1)  # -10 plus 0.1 per marker
+    # a valid public AUC of 0.75 against the sample submission's 0.5: (0.75 - 0.5) / (1 - 0.5)
+    value, parts = pipeline.reward([], ExecStatus.OK, Graded(0.75, True, private_score=0.9, baseline=0.5), task)
+    assert value == pytest.approx(0.5) and parts["score"] == 0.75
+    # no baseline (the sample did not grade): AUC's chance score 0.5 is the reference
+    assert pipeline.reward([], ExecStatus.OK, Graded(0.75, True), task)[0] == pytest.approx(0.5)
+    pipeline.close()
 
 
 def test_instrument_section_from_run_config(tmp_path):
@@ -113,6 +122,7 @@ def test_grade_adapter_uses_the_pool_and_close_ends_it(tmp_path):
     finally:
         pipeline.close()
     expected = grade_submission(task, path)
-    assert graded[0] == graded[1] and graded[0].valid and graded[0].score == expected.score
+    assert graded[0] == graded[1] and graded[0].valid and graded[0].score == expected.public_score
+    assert graded[0].private_score == expected.private_score  # the reward reads public, reports private
     with pytest.raises(RuntimeError, match="closed"):  # close reached the pool
         pipeline.grade(task, path)

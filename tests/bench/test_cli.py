@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from mlerl.bench._grade import REPORT_KEYS
+from mlerl.bench._grade import LEADERBOARD_KEYS, REPORT_KEYS
 from mlerl.bench._cli import main
 
 TASK = "standin-cancer-auc-tiny"
@@ -20,7 +20,12 @@ def test_list_prepare_grade_validate(tiny_data, capsys, tmp_path):
     sample = tiny_data / TASK / "prepared" / "public" / "sample_submission.csv"
     assert main(["grade", "--task", TASK, "--submission", str(sample), "--data-dir", str(tiny_data)]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert tuple(report) == REPORT_KEYS and report["score"] == 0.5 and report["valid_submission"]
+    assert tuple(report) == REPORT_KEYS + LEADERBOARD_KEYS and report["score"] == 0.5 and report["valid_submission"]
+    # both leaderboards: a constant prediction scores AUC 0.5 on each part
+    assert report["public_score"] == report["private_score"] == 0.5 and report["split"] == "public 0.5"
+    assert main(["grade", "--task", TASK, "--submission", str(sample), "--data-dir", str(tiny_data),
+                 "--public-fraction", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["split"] == "full"
     assert main(["validate", "--task", TASK, "--submission", str(sample), "--data-dir", str(tiny_data)]) == 0
     assert json.loads(capsys.readouterr().out) == {"valid": True, "reason": "submission is valid"}
     bad = tmp_path / "bad.csv"

@@ -63,3 +63,17 @@ def test_bad_metrics_line_names_file_and_line(tmp_path):
     path.write_text(json.dumps(_rec(0, AUC, 0.5, 1)) + "\n{\"step\": 1}\n")
     with pytest.raises(ValueError, match=r"m.jsonl:2"):
         read_metrics([path])
+
+
+def test_best_is_chosen_on_public_and_reported_on_private(tmp_path):
+    recs = [{**_rec(0, LEAF, 0.5, 1), "private_score": 0.9},  # best public (lower is better)
+            {**_rec(1, LEAF, 0.7, 2), "private_score": 0.4},  # better private, never selected
+            {**_rec(0, AUC, 0.8, 1)}]  # no private score: reports its public one
+    frame = read_metrics([_write(tmp_path / "rl.jsonl", recs)])
+    seeds = per_seed(frame, k=None, registry=Registry.load(data_dir=tmp_path))
+    leaf = seeds[seeds.task_id == LEAF].iloc[0]
+    # public best 0.5 -> private 0.9, gap 0.9 - 0.5 = 0.4; mean private (0.9 + 0.4) / 2
+    assert tuple(leaf[c] for c in ("best", "best_public", "gap", "mean", "mean_public")) == \
+        pytest.approx((0.9, 0.5, 0.4, 0.65, 0.6))
+    auc = seeds[seeds.task_id == AUC].iloc[0]
+    assert (auc.best, auc.best_public, auc.gap) == pytest.approx((0.8, 0.8, 0.0))

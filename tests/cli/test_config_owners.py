@@ -182,7 +182,30 @@ def test_sandbox_limits_reach_the_actors(tmp_path):
     "actors.model_path=/m", "actors.task_ids=[a]", "actors.data_dir=/d", "actors.seed=1",
     "actors.samples_address=tcp://x:1", "actors.keys_dir=/k",
     "actors.exec_time_limit_s=60", "actors.exec_memory_mb=1024", "actors.exec_cpus=2",
+    # the door's reward bounds are the reward function's range now (instrument.reward)
+    "learner.reward_min=-100", "learner.reward_max=100",
 ])
 def test_moved_and_deleted_keys_are_refused(key):
     with pytest.raises(ConfigCompositionException):
         _compose([key])
+
+
+def test_reward_range_and_public_fraction_reach_their_readers(tmp_path):
+    """The learner's door reads the reward's range from `instrument.reward`; the actors read
+    `tasks.public_fraction` (null: each task's own)."""
+    from mlerl.actors.__main__ import _public_fraction
+    from mlerl.learner.__main__ import _reward_bounds
+
+    path = _run_config(tmp_path, [])
+    assert _reward_bounds(path) == (-10.0, 1.0) and _public_fraction(path) is None
+    path = _run_config(tmp_path, ["instrument.reward.kind=paper", "tasks.public_fraction=1"])
+    assert _reward_bounds(path) == (float("-inf"), float("inf")) and _public_fraction(path) == 1.0
+    path = _run_config(tmp_path, ["instrument=paper"])
+    assert _reward_bounds(path) == (float("-inf"), float("inf"))  # the preset's raw reward
+
+
+def test_bad_public_fraction_names_the_key():
+    from mlerl.protocol import ConfigError
+
+    with pytest.raises(ConfigError, match="tasks.public_fraction"):
+        validate(_compose(["tasks.public_fraction=0"]))

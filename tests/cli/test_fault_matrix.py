@@ -222,7 +222,19 @@ def test_kills_of_every_part_recover_and_lose_nothing(tmp_path, train_argv, proc
     assert "restarting learner" in (run_dir / "supervisor.log").read_text()
 
 
-def test_a_port_taken_by_another_program_ends_the_run_with_the_reason(tmp_path, train_argv):
+@pytest.fixture(scope="module")
+def policy(e2e_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cached tiny policy, built before the cells that time a run from its start."""
+    from .conftest import train_args
+
+    run_dir = tmp_path_factory.mktemp("warm")
+    proc, watch = _start(train_args(e2e_root, run_dir, "prepare_only=true"))
+    code, out, _ = _finish(proc, watch, timeout=1200)
+    assert code == 0, out[-3000:]
+    return Path(_model_path(run_dir / "config.yaml"))
+
+
+def test_a_port_taken_by_another_program_ends_the_run_with_the_reason(tmp_path, train_argv, policy):
     """The learner (rank 0 of 2) cannot bind its sample port: it used to wait forever in a
     collective while rank 1 sat in another. Now the run exits non-zero, not restarted, saying why."""
     with socket.socket() as squatter:
@@ -242,14 +254,10 @@ def test_a_port_taken_by_another_program_ends_the_run_with_the_reason(tmp_path, 
     assert left == [], left
 
 
-def test_an_exception_at_learner_start_up_ends_the_run_with_the_reason(tmp_path, train_argv, e2e_root):
-    """Rank 0 of 2 raises while loading the policy (its weights file is corrupt): every rank
+def test_an_exception_at_learner_start_up_ends_the_run_with_the_reason(tmp_path, train_argv, policy):
+    """The 2 learner ranks raise while loading the policy (its weights file is corrupt): every rank
     ends, the run exits non-zero at once with the error, and nothing is left running."""
-    first = tmp_path / "warm"  # builds (or reuses) the cached tiny policy
-    proc, watch = _start(train_argv(first, "prepare_only=true"))
-    code, out, _ = _finish(proc, watch)
-    assert code == 0, out[-3000:]
-    model = Path(_model_path(first / "config.yaml"))
+    model = policy
     broken = tmp_path / "broken-model"
     shutil.copytree(model, broken)
     (weights,) = broken.glob("*.safetensors")

@@ -15,7 +15,9 @@ AUC, LOSS = "auc-task", "loss-task"
 
 
 def _summary(best, lower, curve, elapsed=None):
-    return {"k": len(curve), "best_score": best, "mean_score": best, "valid_frac": 0.5,
+    # the public score 0.01 above the private one: gap (private - public) -0.01
+    return {"k": len(curve), "best_score": best, "best_public": best + 0.01, "best_gap": -0.01,
+            "mean_score": best, "mean_public": best + 0.01, "valid_frac": 0.5,
             "lower_is_better": lower, "best_vs_executions": curve, "elapsed_s": elapsed}
 
 
@@ -35,8 +37,14 @@ def test_markdown_has_the_aide_section():
     assert text.startswith("# Trained vs initial policy")
     assert "## AIDE with the initial policy (2 program executions per task)" in text
     # trained 0.9 < AIDE 0.95 (AUC: worse); trained 0.25 > AIDE 0.2 (loss, lower better: worse)
-    assert f"| {AUC} | 0.9500 | 0.9500 | 0.50 | 0.9000 | no |" in text
-    assert f"| {LOSS} | 0.2000 | 0.2000 | 0.50 | 0.2500 | no |" in text
+    # private score first, then (public, gap); the mean as private (public)
+    assert f"| {AUC} | 0.9500 (0.9600, gap -0.0100) | 0.9500 (0.9600) | 0.50 | 0.9000 (0.9100, gap -0.0100) | no |" in text
+    assert f"| {LOSS} | 0.2000 (0.2100, gap -0.0100) | 0.2000 (0.2100) | 0.50 | 0.2500 (0.2600, gap -0.0100) | no |" in text
+    # an older summary without public keys still renders
+    old = _report_dict()
+    for key in ("best_public", "best_gap", "mean_public"):
+        old["aide"]["per_seed"][0]["tasks"][AUC].pop(key)
+    assert f"| {AUC} | 0.9500 (n/a) | 0.9500 (n/a) |" in _report.render_markdown(old, [AUC, LOSS])
     no_aide = {k: v for k, v in _report_dict().items() if k != "aide"}
     assert "AIDE" not in _report.render_markdown(no_aide, [AUC, LOSS])
 

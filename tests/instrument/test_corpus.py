@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mlerl.instrument import MARKERS, MarkerScanner, compute_reward, instrument_ast, prepare_run
+from mlerl.instrument import MARKERS, MarkerScanner, RewardConfig, RewardKind, compute_reward, instrument_ast, prepare_run
 from mlerl.protocol import ExecStatus
 from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, make_sandbox
 
@@ -27,6 +27,7 @@ MODELS = [
     ("sklearn.svm", "SVC", ""),
     ("sklearn.linear_model", "RidgeClassifier", ""),
 ]
+PAPER = RewardConfig(kind=RewardKind.PAPER)
 STAGES = ["import", "missing", "badcol", "fit", "wrongpath", "wrongname", "success"]
 
 
@@ -128,7 +129,8 @@ def test_corpus_earns_exactly_the_expected_credit(tmp_path: Path) -> None:
         assert got_status is status, where
         assert set(markers) == reached, where
         valid, score = grade(sub, labels)
-        reward = compute_reward(markers, got_status, score, valid, False).reward
+        # the paper's raw reward: a valid run is rewarded its accuracy itself
+        reward = compute_reward(markers, got_status, score, valid, False, PAPER).reward
         if stage == "success":
             assert valid and reward == score and 0.0 <= score <= 1.0, where
         else:

@@ -10,6 +10,7 @@ from mlerl.instrument import MARKERS, Reference, RewardConfig, RewardKind, compu
 from mlerl.protocol import ConfigError, ExecStatus
 
 THREE = MARKERS[:3]
+PAPER = RewardConfig(kind=RewardKind.PAPER)
 
 
 @pytest.mark.parametrize(
@@ -42,8 +43,8 @@ def test_ok_but_invalid_submission_gets_partial_credit() -> None:
 
 
 def test_valid_submission_gets_the_score_sign_flipped_when_lower_is_better() -> None:
-    assert compute_reward(MARKERS, ExecStatus.OK, 0.83, True, False).reward == 0.83
-    r = compute_reward(MARKERS, ExecStatus.OK, 0.25, True, True)
+    assert compute_reward(MARKERS, ExecStatus.OK, 0.83, True, False, PAPER).reward == 0.83
+    r = compute_reward(MARKERS, ExecStatus.OK, 0.25, True, True, PAPER)
     assert r.reward == -0.25 and r.case == "graded"
 
 
@@ -63,7 +64,7 @@ def test_infra_error_gives_no_reward() -> None:
 
 
 def test_configurable_constants() -> None:
-    cfg = RewardConfig(failure=-1.0, per_marker=0.05, markers_on_success=True)
+    cfg = RewardConfig(kind=RewardKind.PAPER, failure=-1.0, per_marker=0.05, markers_on_success=True)
     assert compute_reward(THREE, ExecStatus.TIMEOUT, None, False, False, cfg).reward == pytest.approx(-0.85)
     # graded: 0.5 + 0.05*3
     assert compute_reward(THREE, ExecStatus.OK, 0.5, True, False, cfg).reward == pytest.approx(0.65)
@@ -91,6 +92,8 @@ def test_bad_inputs_are_clear_errors() -> None:
         compute_reward(["loaded"], ExecStatus.OK, None, False, False)
     with pytest.raises(ValueError, match="without a score"):
         compute_reward([], ExecStatus.OK, None, True, False)
+    with pytest.raises(ValueError, match="reference"):
+        compute_reward([], ExecStatus.OK, 0.5, True, False)  # the normalised default needs one
     with pytest.raises(ValueError):
         compute_reward([], "exploded", None, False, False)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="per_marker"):

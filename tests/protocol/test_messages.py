@@ -87,3 +87,14 @@ def test_invariants_checked_on_construction_too() -> None:
         make_sample(behaviour_logprobs=[])
     with pytest.raises(ProtocolError, match="payload"):
         WeightUpdate(version=1, uri="inline", size_bytes=0, sha256="")
+
+
+def test_private_score_is_optional_on_the_wire() -> None:
+    """A sample from a sender that predates the public/private split decodes with no private
+    score; a current one carries it through."""
+    raw = msgspec.msgpack.decode(encode(make_sample(score=0.8, valid_submission=True)))
+    raw.pop("private_score", None)
+    old = decode(msgspec.msgpack.encode(raw))
+    assert old.score == 0.8 and old.private_score is None
+    new = decode(encode(make_sample(score=0.8, private_score=0.75, valid_submission=True)))
+    assert (new.score, new.private_score) == (0.8, 0.75)

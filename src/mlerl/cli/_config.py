@@ -59,9 +59,15 @@ class TasksConfig:
     """Extra task-spec directories (user tasks) besides the built-in ones."""
     prepare: bool = True
     """Prepare stand-in tasks that are missing from ``data_dir`` before training."""
+    public_fraction: float | None = None
+    """Share of each task's answers on its public leaderboard, which rewards and selections read
+    (the rest is the private one, which reports show). None: each task's own (``task.yaml``'s
+    ``public_fraction``, else 0.5). 1: no split, rewards and reports on all answers (the paper)."""
 
     def __post_init__(self) -> None:
         check(len(self.ids) > 0, "ids", "must name at least one task")
+        check(self.public_fraction is None or 0.0 < self.public_fraction <= 1.0, "public_fraction",
+              "must lie in (0, 1] (1: no split), or be null for each task's own")
 
 
 @dataclass

@@ -10,7 +10,10 @@ For each seed and task, K samples are drawn from the fixed policy (half of them 
 earlier sample once one exists: generate from scratch, improve, take the best), run in the
 sandbox, graded outside it and summarised. The output JSON holds per-seed summaries, the mean
 +- s.e. over seeds of best-of-K and mean-of-K (the paper's protocol), and for the best
-submission score the MLE-bench medal flags from the task's thresholds.
+submission score the MLE-bench medal flags from the task's thresholds. The best of K is chosen
+on the public leaderboard and reported on the private one (``best_of_k_mean``), with its public
+score (``best_public_mean``) and the gap beside it; ``--public-fraction 1`` (or a run with
+``tasks.public_fraction=1``) grades everything on all answers, as the paper did.
 
 ``--aide`` runs the AIDE-style baseline instead (``mlerl.actors.evaluate_aide``): a greedy tree
 search (draft, debug, improve) driven by the same fixed policy, K steps = K program executions
@@ -43,6 +46,7 @@ def evaluate_policy(
     sandbox_backend: str = "local",
     sandbox_config: Any = None,
     method: str = "best_of_k",
+    public_fraction: float | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``model_path`` and return the JSON-ready result (see the module docstring).
 
@@ -50,14 +54,15 @@ def evaluate_policy(
     section; the engine is always ``hf``); ``data_dir``/``tasks_dir`` are a run's ``tasks``
     keys. ``sandbox_config`` (a run's ``sandbox`` section) overrides ``sandbox_backend``.
     ``method``: ``best_of_k`` (the paper's test-time protocol) or ``aide`` (the baseline, K
-    executions per task)."""
+    executions per task). ``public_fraction``: a run's ``tasks.public_fraction`` (None: each
+    task's own)."""
     if method not in ("best_of_k", "aide"):
         raise ValueError(f"method must be 'best_of_k' or 'aide', not {method!r}")
     from mlerl.actors import ActorsConfig
     from mlerl.bench import Registry
 
     config = dataclasses.replace(base or ActorsConfig(), engine="hf")
-    registry = Registry.load(tasks_dir or None, data_dir or None)
+    registry = Registry.load(tasks_dir or None, data_dir or None, public_fraction=public_fraction)
     tasks = {t: registry.get(t) for t in task_ids}
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
@@ -69,6 +74,7 @@ def evaluate_policy(
         "method": method,
         "k": k,
         "seeds": seeds,
+        "public_fraction": {t: tasks[t].public_fraction for t in task_ids},
         "per_seed": per_seed,
         "tasks": {t: _across_seeds(t, tasks[t], per_seed) for t in task_ids},
     }
@@ -108,19 +114,32 @@ def _across_seeds(task_id: str, task: Any, per_seed: list[dict[str, Any]]) -> di
 
     best = [run["tasks"][task_id]["best_score"] for run in per_seed]
     mean = [run["tasks"][task_id]["mean_score"] for run in per_seed]
+    public = [run["tasks"][task_id].get("best_public") for run in per_seed]
+    gap = [run["tasks"][task_id].get("best_gap") for run in per_seed]
     best_m, best_se = mean_se(best)
     mean_m, mean_se_ = mean_se(mean)
     medals: dict[str, Any] = {}
     if best_m is not None and task.thresholds is not None:
         medals = _medal_flags(rank_score, best_m, task)
-    return {"best_of_k_mean": best_m, "best_of_k_se": best_se, "mean_of_k_mean": mean_m,
-            "mean_of_k_se": mean_se_, "valid_runs": sum(b is not None for b in best), **medals}
+    return {"best_of_k_mean": best_m, "best_of_k_se": best_se, "best_public_mean": mean_se(public)[0],
+            "best_gap_mean": mean_se(gap)[0], "mean_of_k_mean": mean_m, "mean_of_k_se": mean_se_,
+            "valid_runs": sum(b is not None for b in best), **medals}
 
 
 def _medal_flags(rank_score: Any, score: float, task: Any) -> dict[str, Any]:
     t = task.thresholds
     ranking = rank_score(score, t.gold, t.silver, t.bronze, t.median, task.lower_is_better)
     return {k: getattr(ranking, k) for k in ("gold_medal", "silver_medal", "bronze_medal", "above_median")}
+
+
+def _run_public_fraction(path: Path) -> float | None:
+    """A run's ``tasks.public_fraction`` (None: each task's own, also in older run configs)."""
+    from omegaconf import OmegaConf
+
+    from mlerl.protocol import load_yaml
+
+    value = OmegaConf.select(load_yaml(path), "tasks.public_fraction")
+    return None if value is None else float(value)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="local", choices=["local", "docker"])
     parser.add_argument("--aide", action="store_true",
                         help="run the AIDE baseline with the policy (K executions per task) instead of best-of-K")
+    parser.add_argument("--public-fraction", type=float, default=None,
+                        help="share of each task's answers on the public leaderboard, which selects the best "
+                             "(default: the run's tasks.public_fraction, else each task's; 1: no split)")
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args(argv)
     if args.k < 1 or args.seeds < 1:
@@ -143,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     from mlerl.actors import ActorsConfig
     from mlerl.protocol import ConfigError, load_section, load_value
 
-    base, run_tasks, data_dir, tasks_dir = ActorsConfig(), [], "", ""
+    base, run_tasks, data_dir, tasks_dir, fraction = ActorsConfig(), [], "", "", None
     if args.run:
         path = args.run / "config.yaml"
         try:
@@ -151,14 +173,20 @@ def main(argv: list[str] | None = None) -> int:
             run_tasks = load_value(path, "tasks.ids", list)
             data_dir = load_value(path, "tasks.data_dir", str)
             tasks_dir = load_value(path, "tasks.tasks_dir", str)
+            fraction = _run_public_fraction(path)
         except (ConfigError, OSError) as exc:
             parser.error(f"--run {args.run}: {exc}")
+    if args.public_fraction is not None:
+        if not 0.0 < args.public_fraction <= 1.0:
+            parser.error("--public-fraction must lie in (0, 1]")
+        fraction = args.public_fraction
     from mlerl.cli._config import TasksConfig
 
     tasks = [t for t in args.tasks.split(",") if t] or run_tasks or TasksConfig().ids
     result = evaluate_policy(args.model, tasks, k=args.k, seeds=list(range(args.seeds)), base=base,
                              data_dir=args.data_dir or data_dir, tasks_dir=tasks_dir,
-                             sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k")
+                             sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k",
+                             public_fraction=fraction)
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text)

@@ -26,6 +26,7 @@ import os
 import random
 import socket
 import tempfile
+import weakref
 from pathlib import Path
 
 LOW, HIGH = 10000, 65535
@@ -58,6 +59,7 @@ class PortLease:
         self.lock_dir = lock_dir or default_lock_dir()
         self.ports: list[int] = []
         self._fds: list[int] = []
+        weakref.finalize(self, _close_all, self._fds)  # a lease nobody released
 
     def take(self, n: int, rng: random.Random | None = None) -> list[int]:
         """``n`` more distinct ports (see the module docstring); raises ``OSError`` when none is left."""
@@ -76,7 +78,12 @@ class PortLease:
 
     def hold(self, port: int) -> bool:
         """Lock ``port`` for this run when no other run holds it and it is free to bind."""
-        self.lock_dir.mkdir(mode=0o1777, parents=True, exist_ok=True)
+        if not self.lock_dir.is_dir():
+            self.lock_dir.mkdir(parents=True, exist_ok=True)
+            try:  # shared by every user's runs, like /tmp itself (mkdir's mode is masked)
+                os.chmod(self.lock_dir, 0o1777)
+            except OSError:
+                pass
         fd = os.open(self.lock_dir / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -91,13 +98,14 @@ class PortLease:
         return True
 
     def release(self) -> None:
-        for fd in self._fds:
-            os.close(fd)
-        self._fds.clear()
+        _close_all(self._fds)
         self.ports.clear()
 
-    def __del__(self) -> None:
-        self.release()
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+    fds.clear()
 
 
 def bindable(port: int) -> bool:

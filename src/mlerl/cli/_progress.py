@@ -5,6 +5,10 @@ The learner is the only writer of ``RUN_DIR/metrics.jsonl`` (one JSON object per
 written last line, so progress never blocks or slows training. A restarted learner cuts the
 rows of the updates it does again (``mlerl.protocol.make_sink(resume_step=...)``); the reader
 then goes on from the new end.
+
+The "best score" column is the batch's best public score in each task's own direction (its
+minimum when lower is better), one value per task in ``directions`` order, read from the
+learner's ``split/task/<id>/score_min|score_max``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ _COLUMNS = (
     ("step", "step", "{:>4.0f}"),
     ("reward", "batch/reward_mean", "{:>8.3f}"),
     ("valid", "batch/valid_frac", "{:>5.2f}"),
-    ("best score", "batch/score_max", "{:>10.4f}"),
+    ("best score", "", "{:>10.4f}"),
     ("exec s", "batch/duration_mean", "{:>7.2f}"),
     ("loss", "loss/policy", "{:>8.4f}"),
     ("stale v", "staleness/versions_mean", "{:>7.2f}"),
@@ -26,8 +30,10 @@ _COLUMNS = (
 
 
 class Progress:
-    def __init__(self, run_dir: Path, enabled: bool = True) -> None:
+    def __init__(self, run_dir: Path, enabled: bool = True, directions: dict[str, bool] | None = None) -> None:
         self._path = run_dir / "metrics.jsonl"
+        self.directions: dict[str, bool] = dict(directions or {})
+        """Task id -> lower is better, for the best column (set once the tasks are loaded)."""
         self._offset = 0
         self._enabled = enabled
         self._t0 = time.monotonic()
@@ -76,7 +82,20 @@ class Progress:
             self._header_done = True
         cells = []
         for name, key, fmt in _COLUMNS:
-            value = record.get(key)
             width = max(len(name), len(fmt.format(0.0)))
+            if not key:
+                cells.append(best_cell(record, self.directions).rjust(width))
+                continue
+            value = record.get(key)
             cells.append(fmt.format(value).rjust(width) if isinstance(value, int | float) else "-".rjust(width))
         self.say("  ".join(cells))
+
+
+def best_cell(record: dict[str, Any], directions: dict[str, bool]) -> str:
+    """Each task's best public score of the batch, in the task's direction, space-separated
+    ("-" for a task with no valid sample in the batch; "-" overall when directions are unknown)."""
+    cells = []
+    for task, lower in directions.items():
+        value = record.get(f"split/task/{task}/score_{'min' if lower else 'max'}")
+        cells.append(f"{value:.4f}" if isinstance(value, int | float) else "-")
+    return " ".join(cells) if cells else "-"

@@ -9,7 +9,9 @@ Writes into the run directory:
   the paper's test-time protocol (scratch and improve, best of both), and (``aide``) the
   AIDE-style tree search driven by the initial policy at the same K program executions per
   task (same seed, prompts, sampling, sandbox, instrumentation and grader; it optimises the
-  graded score). Stated as measured, whatever it shows;
+  graded score). Every best is chosen on the public leaderboard and shown on the private one,
+  with its public score and the gap (private - public) beside it. Stated as measured, whatever
+  it shows;
 - ``plots/rl_vs_aide.png``: best score so far against executions and against wall-clock
   seconds, per task: trained and initial best-of-K, and AIDE (the paper's Figure 1 in
   miniature; the best-of-K samples run several at a time, AIDE's steps one after the other).
@@ -35,7 +37,7 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
         return run_dir
     kwargs: dict[str, Any] = dict(k=train.eval_samples, seeds=[train.seed], base=train.actors,
                                   data_dir=train.tasks.data_dir, tasks_dir=train.tasks.tasks_dir,
-                                  sandbox_config=train.sandbox)
+                                  sandbox_config=train.sandbox, public_fraction=train.tasks.public_fraction)
     progress.say(f"evaluating the initial policy: best of {train.eval_samples} per task")
     before = evaluate_policy(str(initial_model), list(train.tasks.ids), **kwargs)
     progress.say(f"evaluating the trained policy: best of {train.eval_samples} per task")
@@ -80,6 +82,15 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
+def _board(summary: dict[str, Any], key: str = "best") -> str:
+    """``private (public, gap +x)`` of a summary's best, or of its mean."""
+    if key == "mean":
+        return f"{_fmt(summary['mean_score'])} ({_fmt(summary.get('mean_public'))})"
+    gap = summary.get("best_gap")
+    tail = "" if gap is None else f", gap {gap:+.4f}"
+    return f"{_fmt(summary['best_score'])} ({_fmt(summary.get('best_public'))}{tail})"
+
+
 def better(a: float | None, b: float | None, lower_is_better: bool) -> bool:
     """``a`` strictly better than ``b`` (no score is the worst)."""
     if a is None:
@@ -115,7 +126,7 @@ def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> P
             if len(elapsed) == len(best):
                 row[1].plot(elapsed, ys, **style)
         direction = "lower" if lower else "higher"
-        row[0].set_title(f"{task}: best so far ({direction} is better)", fontsize=9)
+        row[0].set_title(f"{task}: private score of the best public so far ({direction} is better)", fontsize=9)
         row[0].set_xlabel("program executions", fontsize=8)
         row[1].set_title(f"{task}: best so far vs wall-clock", fontsize=9)
         row[1].set_xlabel("seconds", fontsize=8)
@@ -132,30 +143,36 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
     lines = [
         f"# Trained vs initial policy (best of {k} samples per task, seed {report['seed']})",
         "",
-        "| task | initial best | trained best | initial mean | trained mean | initial valid | trained valid |",
+        "| task | initial best: private (public, gap) | trained best: private (public, gap) | "
+        "initial mean: private (public) | trained mean: private (public) | initial valid | trained valid |",
         "|---|---|---|---|---|---|---|",
     ]
     for task in task_ids:
         b = report["initial"]["per_seed"][0]["tasks"][task]
         a = report["trained"]["per_seed"][0]["tasks"][task]
         lines.append(
-            f"| {task}{' (lower is better)' if a['lower_is_better'] else ''} | {_fmt(b['best_score'])} | "
-            f"{_fmt(a['best_score'])} | {_fmt(b['mean_score'])} | {_fmt(a['mean_score'])} | "
+            f"| {task}{' (lower is better)' if a['lower_is_better'] else ''} | {_board(b)} | "
+            f"{_board(a)} | {_board(b, 'mean')} | {_board(a, 'mean')} | "
             f"{b['valid_frac']:.2f} | {a['valid_frac']:.2f} |"
         )
-    lines += ["", "Scores are the tasks' raw metrics; 'valid' is the fraction of samples with a valid "
-              "submission. One seed: differences within a few samples' noise are not significant."]
+    lines += ["", "Scores are the tasks' raw metrics on the private leaderboard, the public one in "
+              "brackets: each best is the sample with the best public score (what training rewarded), "
+              "shown with its private score and the gap (private - public). 'valid' is the fraction "
+              "of samples with a valid submission. One seed: differences within a few samples' noise "
+              "are not significant."]
     if "aide" in report:
         lines += ["", f"## AIDE with the initial policy ({k} program executions per task)", "",
-                  "| task | AIDE best | AIDE mean | AIDE valid | trained best | trained beats AIDE |",
+                  "| task | AIDE best: private (public, gap) | AIDE mean: private (public) | AIDE valid | "
+                  "trained best: private (public, gap) | trained beats AIDE |",
                   "|---|---|---|---|---|---|"]
         for task in task_ids:
             c = report["aide"]["per_seed"][0]["tasks"][task]
             a = report["trained"]["per_seed"][0]["tasks"][task]
             wins = better(a["best_score"], c["best_score"], a["lower_is_better"])
-            lines.append(f"| {task} | {_fmt(c['best_score'])} | {_fmt(c['mean_score'])} | {c['valid_frac']:.2f} | "
-                         f"{_fmt(a['best_score'])} | {'yes' if wins else 'no'} |")
+            lines.append(f"| {task} | {_board(c)} | {_board(c, 'mean')} | {c['valid_frac']:.2f} | "
+                         f"{_board(a)} | {'yes' if wins else 'no'} |")
         lines += ["", "AIDE: greedy tree search (up to 5 drafts, then debug a buggy leaf with probability 0.5 "
-                  "or improve the best node), one program execution per step, optimising the graded "
-                  "score; the same prompts, sampling, sandbox and grader as best-of-K."]
+                  "or improve the best node), one program execution per step, optimising the public "
+                  "score; the same prompts, sampling, sandbox and grader as best-of-K. 'trained beats "
+                  "AIDE' compares private scores."]
     return "\n".join(lines) + "\n"

@@ -78,6 +78,7 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     _check_isolation(train, run_dir, progress)
     data_dir = _prepare_tasks(train, progress)
+    progress.directions = _directions(train, data_dir)
     model_path = _policy(train, data_dir, progress)
     ports = PortLease()  # held (flock) until this process ends, however it ends
     config_path = _write_run_config(train, run_dir, data_dir, model_path, ports)
@@ -139,6 +140,14 @@ def _check_isolation(train: TrainConfig, run_dir: Path, progress: Progress) -> N
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _directions(train: TrainConfig, data_dir: Path) -> dict[str, bool]:
+    """Task id -> lower is better, for the console's best column."""
+    from mlerl.bench import Registry
+
+    registry = Registry.load(train.tasks.tasks_dir or None, data_dir)
+    return {task_id: registry.get(task_id).lower_is_better for task_id in train.tasks.ids}
 
 
 def _prepare_tasks(train: TrainConfig, progress: Progress) -> Path:

@@ -39,6 +39,16 @@ def _optional_section(cls, path: Path, section: str):  # type: ignore[no-untyped
         raise
 
 
+def _public_fraction(config_path: Path) -> float | None:
+    """The run's ``tasks.public_fraction`` (None: each task's own, also for older configs)."""
+    from omegaconf import OmegaConf
+
+    from mlerl.protocol import load_yaml
+
+    value = OmegaConf.select(load_yaml(config_path), "tasks.public_fraction")
+    return None if value is None else float(value)
+
+
 async def run_actor(config_path: Path, actor_id: str) -> str:
     """Run one actor until stopped; returns '' or why it gave up (the sandbox stayed down)."""
     from mlerl.bench import Registry
@@ -54,7 +64,8 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     run_dir = config_path.resolve().parent
     transport = load_section(RunTransportConfig, config_path, "transport").resolve(run_dir)
     registry = Registry.load(load_value(config_path, "tasks.tasks_dir", str) or None,
-                             load_value(config_path, "tasks.data_dir", str) or None)
+                             load_value(config_path, "tasks.data_dir", str) or None,
+                             public_fraction=_public_fraction(config_path))
     tasks = {task_id: registry.get(task_id) for task_id in load_value(config_path, "tasks.ids", list)}
     state_root = Path(config.state_dir) if config.state_dir else run_dir / "actors"
     state = ActorState(state_root / actor_id)

@@ -357,9 +357,7 @@ class Actor:
     async def _finish(self, aid: int, outcome: _Outcome) -> None:
         action = self.actions.pop(aid)
         task = self.tasks[action.task_id]
-        reward, parts = self.pipeline.reward(
-            outcome.markers, outcome.status, outcome.graded.score, outcome.graded.valid, task.lower_is_better
-        )
+        reward, parts = self.pipeline.reward(outcome.markers, outcome.status, outcome.graded, task)
         verdict = self.admission.on_finished(aid, self.clock())
         parsed = action.parsed
         assert parsed is not None and reward is not None
@@ -409,7 +407,8 @@ class Actor:
             temperature=p.temperature, top_p=p.top_p, top_k=p.top_k,
             t_sampled=t0, t_exec_started=t1, t_exec_finished=t2, t_graded=t3,
             duration_s=out.duration_s, parse_status=parsed.status, exec_status=out.status,
-            markers=list(out.markers), score=out.graded.score, valid_submission=out.graded.valid,
+            markers=list(out.markers), score=out.graded.score, private_score=out.graded.private_score,
+            valid_submission=out.graded.valid,
             reward=float(reward), reward_parts=parts, code=parsed.code, output_tail=out.output,
         )  # fmt: skip
 

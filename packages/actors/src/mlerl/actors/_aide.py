@@ -42,6 +42,8 @@ class Evaluation:
     """The program's execution time (0 when nothing ran)."""
     status: str = ""
     """How the execution ended (an ``ExecStatus`` value; ``not_run`` when nothing ran)."""
+    private: float | None = None
+    """The private leaderboard's score, for reports only: the search never reads it."""
 
 
 @dataclass

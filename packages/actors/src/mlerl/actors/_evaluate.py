@@ -8,6 +8,12 @@ improving earlier ones once any exist, and each task's samples are summarised by
 :func:`summarise` (best and mean score, valid fraction). Nothing is sent over the network: a
 local collector stands in for the learner.
 
+Public and private leaderboards (mlerl.bench): every selection (the best of K, the best so far,
+AIDE's best node) reads the public score; the summaries report the selected submission's
+private score as ``best_score`` (``mean_score``: the mean private score), with the public one
+(``best_public``, ``mean_public``) and ``best_gap`` = private - public beside it. A sample
+without a private score (a grader that predates the split) reports its public one.
+
 :func:`evaluate_aide` is the baseline at an equal number of program executions: AIDE's tree
 search (:mod:`._aide`) driven by the same fixed policy, ``k`` steps per task, every program run
 by :func:`sandbox_evaluator` exactly as an RL action runs (same instrumentation, sandbox,
@@ -51,15 +57,45 @@ def _valid_score(score: float | None, valid: bool) -> float | None:
     return score if valid and score is not None and not math.isnan(score) else None
 
 
-def best_so_far(scores: list[float | None], lower_is_better: bool) -> list[float | None]:
-    """The best score after each execution (None until the first valid one; None = invalid)."""
+def best_so_far(scores: list[float | None], lower_is_better: bool,
+                reported: list[float | None] | None = None) -> list[float | None]:
+    """The best score after each execution (None until the first valid one; None = invalid).
+    With ``reported`` (e.g. private scores, one per execution), the best is still chosen on
+    ``scores`` (public) and its ``reported`` value is returned."""
     out: list[float | None] = []
     best: float | None = None
-    for s in scores:
+    shown: float | None = None
+    for i, s in enumerate(scores):
         if s is not None and (best is None or (s < best if lower_is_better else s > best)):
             best = s
-        out.append(best)
+            shown = s if reported is None or reported[i] is None else reported[i]
+        out.append(shown)
     return out
+
+
+def _private(s: Sample) -> float | None:
+    """A valid sample's private score (its public one when it has none)."""
+    if _valid_score(s.score, s.valid_submission) is None:
+        return None
+    p = s.private_score
+    return s.score if p is None or math.isnan(p) else p
+
+
+def _leaderboards(public: list[float | None], private: list[float | None], lower: bool) -> dict[str, Any]:
+    """Best (chosen on public) and mean, private and public, over one task's executions."""
+    pairs = [(p, q) for p, q in zip(public, private) if p is not None]
+    best = best_so_far(public, lower, private)
+    best_public = best_so_far(public, lower)
+    top = best[-1] if best else None
+    top_public = best_public[-1] if best_public else None
+    return {
+        "best_score": top,
+        "best_public": top_public,
+        "best_gap": None if top is None or top_public is None else top - top_public,
+        "mean_score": sum(q for _, q in pairs) / len(pairs) if pairs else None,
+        "mean_public": sum(p for p, _ in pairs) / len(pairs) if pairs else None,
+        "best_vs_executions": best,
+    }
 
 
 def _finished(s: Sample) -> float:
@@ -70,22 +106,23 @@ def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = N
     """Best-of-K and mean over the K samples of one task (invalid samples have no score).
 
     Every sample is one of the K, a ``not_run`` one (no program in the response) included.
-    ``best_vs_executions`` is the best score after each sample in the order they finished;
-    with ``t0`` (when the evaluation began), ``elapsed_s`` is when each finished."""
-    scores = [s.score for s in samples if s.valid_submission and s.score is not None and not math.isnan(s.score)]
-    best = (min(scores) if lower_is_better else max(scores)) if scores else None
+    The best is chosen on the public score and reported on the private one (see the module
+    docstring). ``best_vs_executions`` is the best (private) score after each sample in the
+    order they finished; with ``t0`` (when the evaluation began), ``elapsed_s`` is when each
+    finished."""
     ordered = sorted(samples, key=_finished)
+    public = [_valid_score(s.score, s.valid_submission) for s in ordered]
+    boards = _leaderboards(public, [_private(s) for s in ordered], lower_is_better)
+    n_valid = sum(p is not None for p in public)
     return {
         "k": len(samples),
-        "best_score": best,
-        "mean_score": sum(scores) / len(scores) if scores else None,
-        "valid_frac": len(scores) / len(samples) if samples else 0.0,
+        **{k: v for k, v in boards.items() if k != "best_vs_executions"},
+        "valid_frac": n_valid / len(samples) if samples else 0.0,
         "mean_reward": sum(s.reward for s in samples) / len(samples) if samples else None,
         "mean_duration_s": sum(s.duration_s for s in samples) / len(samples) if samples else None,
         "improve_frac": sum(s.prompt_kind.value == "improve" for s in samples) / len(samples) if samples else 0.0,
         "lower_is_better": lower_is_better,
-        "best_vs_executions": best_so_far([_valid_score(s.score, s.valid_submission) for s in ordered],
-                                          lower_is_better),
+        "best_vs_executions": boards["best_vs_executions"],
         "elapsed_s": [max(_finished(s) - t0, 0.0) for s in ordered] if t0 is not None else None,
     }
 
@@ -158,19 +195,24 @@ def sandbox_evaluator(
             return Evaluation(True, None, "The program could not be run (the sandbox failed).",
                               status=ExecStatus.INFRA_ERROR.value)
         score = _valid_score(outcome.graded.score, outcome.graded.valid)
-        return Evaluation(score is None, score, outcome.output, outcome.duration_s, outcome.status.value)
+        private = outcome.graded.private_score if score is not None else None
+        return Evaluation(score is None, score, outcome.output, outcome.duration_s, outcome.status.value,
+                          private=score if private is None or math.isnan(private) else private)
 
     return evaluate_code
 
 
 def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
-    """:func:`summarise`'s keys for one AIDE search: each node (step) is one of the K
+    """:func:`summarise`'s keys for one AIDE search (its best node chosen on the public score,
+    reported on the private one): each node (step) is one of the K
     executions, a node whose response held no program (``not_run``: it cost an LLM call and
     ran nothing, duration 0) included, as a ``not_run`` sample is on the RL side. Plus the
     best score after each step (``best_vs_executions``), each step's wall-clock seconds
     (``wall_s``: generation, execution, grading; the steps run one after the other, so
     ``elapsed_s`` is their running sum) and the count of each action and status."""
     scores = [n.evaluation.metric if not n.evaluation.buggy else None for n in nodes]
+    private = [n.evaluation.private if not n.evaluation.buggy else None for n in nodes]
+    boards = _leaderboards(scores, private, lower_is_better)
     valid = [s for s in scores if s is not None]
     elapsed, total = [], 0.0
     for n in nodes:
@@ -179,12 +221,11 @@ def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
     count = lambda xs: {x: xs.count(x) for x in sorted(set(xs))}  # noqa: E731
     return {
         "k": len(nodes),
-        "best_score": (min(valid) if lower_is_better else max(valid)) if valid else None,
-        "mean_score": sum(valid) / len(valid) if valid else None,
+        **{k: v for k, v in boards.items() if k != "best_vs_executions"},
         "valid_frac": len(valid) / len(nodes) if nodes else 0.0,
         "mean_duration_s": sum(n.evaluation.duration_s for n in nodes) / len(nodes) if nodes else None,
         "lower_is_better": lower_is_better,
-        "best_vs_executions": best_so_far(scores, lower_is_better),
+        "best_vs_executions": boards["best_vs_executions"],
         "wall_s": [n.wall_s for n in nodes],
         "elapsed_s": elapsed,
         "actions": count([n.action for n in nodes]),

@@ -124,12 +124,12 @@ class Scanner:
         return self.found
 
 
-def fake_reward(markers, status, score, valid, lower):
+def fake_reward(markers, status, graded, task):
     # the paper's scheme: -10 + 0.1 per marker on failure, the score when graded
     if status is ExecStatus.INFRA_ERROR:
         return None, {}
-    if status is ExecStatus.OK and valid:
-        return score, {"score": score}
+    if status is ExecStatus.OK and graded.valid:
+        return graded.score, {"score": graded.score}
     return -10.0 + 0.1 * len(markers), {"base": -10.0, "markers": 0.1 * len(markers)}
 
 

@@ -11,7 +11,9 @@ wires the real ones:
 - ``scanner``: a streaming ``MarkerScanner`` fed with stdout chunks as they arrive.
 - ``grade``: a ``GraderPool`` (warm child processes with a timeout and a memory cap), outside
   the sandbox; ``close`` ends its children.
-- ``reward``: ``compute_reward``; None for INFRA_ERROR (never rewarded).
+- ``reward``: ``compute_reward`` on the public score, with the task's reference scores
+  (``mlerl.bench``'s ``reference_scores``: the sample submission's public score and the
+  metric's best value); None for INFRA_ERROR (never rewarded).
 - ``clean``: ``clean_output``, turning nonce lines back into what the paper's prompts show.
 """
 
@@ -37,8 +39,13 @@ class Prepared:
 @dataclass(frozen=True)
 class Graded:
     score: float | None
+    """The public leaderboard's score: what the reward and every selection read."""
     valid: bool
     error: str = ""
+    private_score: float | None = None
+    """The private leaderboard's score: what reports show."""
+    baseline: float | None = None
+    """The task's sample submission's public score (the normalised reward's reference)."""
 
 
 class Scanner(Protocol):
@@ -53,8 +60,8 @@ class Pipeline:
     scanner: Callable[[str | None], Scanner]
     grade: Callable[[Any, Path], Graded]
     """(task, submission path) -> Graded; blocking, the actor runs it in a thread."""
-    reward: Callable[[list[str], ExecStatus, float | None, bool, bool], tuple[float | None, dict]]
-    """(markers, status, score, valid, lower_is_better) -> (reward or None, parts)."""
+    reward: Callable[[list[str], ExecStatus, Graded, Any], tuple[float | None, dict]]
+    """(markers, status, graded, task) -> (reward or None, parts)."""
     clean: Callable[[str, str | None], str]
     close: Callable[[], None] = lambda: None
     """Release what the adapters hold (the grading processes); idempotent."""
@@ -71,9 +78,9 @@ def real_pipeline(config: Any = None, instrument: Any = None, lm_instrumenter: A
     interpreter start and pandas import, and replaced as soon as one retires or dies;
     ``Pipeline.close`` ends them. The grade timeout is ``grade_timeout_s``.
     """
-    from mlerl.bench import GraderPool
+    from mlerl.bench import GraderPool, reference_scores
     from mlerl.instrument import (
-        InstrumentConfig, MarkerScanner, clean_output, compute_reward, instrument_ast, prepare_run,
+        InstrumentConfig, MarkerScanner, Reference, clean_output, compute_reward, instrument_ast, prepare_run,
     )
 
     from mlerl.actors._config import ActorsConfig
@@ -99,10 +106,13 @@ def real_pipeline(config: Any = None, instrument: Any = None, lm_instrumenter: A
 
     def grade(task: Any, path: Path) -> Graded:
         report = graders.grade(task, path)
-        return Graded(report.score, bool(report.valid_submission), report.error)
+        return Graded(report.public_score, bool(report.valid_submission), report.error,
+                      report.private_score, report.baseline_score)
 
-    def reward(marks: list[str], status: ExecStatus, score: float | None, valid: bool, lower: bool):
-        result = compute_reward(marks, status, score, valid, lower, reward_config)
+    def reward(marks: list[str], status: ExecStatus, graded: Graded, task: Any):
+        ref = Reference(*reference_scores(task, graded.baseline)) if graded.valid else None
+        result = compute_reward(marks, status, graded.score, graded.valid, task.lower_is_better,
+                                reward_config, reference=ref)
         parts = {k: float(v) for k, v in result.parts.items()}
         return result.reward, parts
 

@@ -7,6 +7,8 @@ NaN valid, Kaggle medal rules) and read/write MLE-bench's on-disk layout and rep
   ``prepare`` (build a task's data in MLE-bench's layout), ``default_data_dir``;
 - grading: ``grade_submission``, ``validate_submission``, ``grade_in_subprocess`` and the warm
   ``GraderPool`` (separate processes), ``GRADERS`` (the grader names a task.yaml may use);
+- public and private leaderboards: ``split_answers`` (each report holds ``public_score`` and
+  ``private_score``), ``reference_scores`` (the normalised reward's baseline and best value);
 - comparisons: ``compare_runs`` (tables and plots), ``mean_se``, ``rank_score``.
 
 The command is ``mlerl-bench``; see docs/bench.md.
@@ -17,6 +19,7 @@ from mlerl.bench._grade import grade_submission, validate_submission
 from mlerl.bench._graders import GRADERS
 from mlerl.bench._medals import rank_score
 from mlerl.bench._prepare import prepare
+from mlerl.bench._split import reference_scores, split_answers
 from mlerl.bench._subprocess import GraderPool, grade_in_subprocess
 from mlerl.bench._task import Registry, TaskError, TaskSpec, default_data_dir
 
@@ -33,6 +36,8 @@ __all__ = [
     "grade_in_subprocess",
     "GraderPool",
     "GRADERS",
+    "split_answers",
+    "reference_scores",
     "compare_runs",
     "mean_se",
     "rank_score",

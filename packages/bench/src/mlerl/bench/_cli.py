@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true")
     p = sub.add_parser("grade", help="grade one submission; prints one JSON report")
     _common(p)
+    p.add_argument("--public-fraction", type=float, default=None,
+                   help="share of the answers on the public leaderboard (default: the task's; 1: no split)")
     p.add_argument("--task", required=True)
     p.add_argument("--submission", required=True)
     p.add_argument("--timeout", type=float, default=None, help="grade in a subprocess with this timeout")
@@ -83,14 +85,14 @@ def _cmd_grade(a: argparse.Namespace) -> int:
     from mlerl.bench._grade import grade_submission
     from mlerl.bench._subprocess import grade_in_subprocess
 
-    task = Registry.load(a.tasks_dir, a.data_dir).get(a.task)
+    task = Registry.load(a.tasks_dir, a.data_dir, public_fraction=a.public_fraction).get(a.task)
     if a.timeout is not None:
         report = grade_in_subprocess(task, a.submission, a.timeout)
     else:
         report = grade_submission(task, a.submission)
     if report.error:
         print(f"invalid: {report.error}", file=sys.stderr)
-    print(json.dumps(report.to_dict()))
+    print(json.dumps(report.to_json()))
     return 0
 
 

@@ -7,6 +7,12 @@ Input: one or more metrics JSONL files, one record per graded sample (docs/bench
 time order; best@K is the best valid score, mean@K the mean of valid scores; across seeds
 report mean +- standard error. A medal flag is computed for the best@K score of each seed
 from the task's thresholds (when the task is known to the registry).
+
+Public and private leaderboards: ``score`` is the public score (what the reward read); an
+optional ``private_score`` is the private one. The best of K is chosen on the public score and
+reported on the private one (``best``), with its public score (``best_public``) and the gap
+(private - public) beside it; ``mean`` is the mean private score. Records without
+``private_score`` report their public score.
 """
 
 from __future__ import annotations
@@ -40,11 +46,24 @@ def read_metrics(paths: list[Path]) -> pd.DataFrame:
                 raise ValueError(f"{path}:{n}: bad metrics record ({exc}); fields {FIELDS}") from None
             row["method"] = str(rec.get("method") or path.stem)
             row["seed"] = int(rec.get("seed", 0))
+            row["private_score"] = rec.get("private_score")
             rows.append(row)
-    frame = pd.DataFrame(rows, columns=[*FIELDS, "method", "seed"])
+    frame = pd.DataFrame(rows, columns=[*FIELDS, "method", "seed", "private_score"])
     frame["score"] = pd.to_numeric(frame["score"], errors="coerce")
     frame["valid"] = frame["valid"].astype(bool) & frame["score"].notna()
+    private = pd.to_numeric(frame["private_score"], errors="coerce")
+    frame["private_score"] = private.where(private.notna(), frame["score"])
     return frame
+
+
+def best_reported(public: pd.Series, private: pd.Series, lower: bool) -> pd.Series:
+    """After each row, the private score of the best public score so far (NaN before any)."""
+    out, best, shown = [], math.nan, math.nan
+    for p, q in zip(public.to_numpy(dtype=float), private.to_numpy(dtype=float)):
+        if not math.isnan(p) and (math.isnan(best) or (p < best if lower else p > best)):
+            best, shown = p, q
+        out.append(shown)
+    return pd.Series(out, index=public.index)
 
 
 def mean_se(values: list[float]) -> tuple[float, float]:
@@ -72,14 +91,18 @@ def per_seed(frame: pd.DataFrame, k: int | None, registry: Registry | None) -> p
         g = g.sort_values(["t", "step"]).head(k) if k else g.sort_values(["t", "step"])
         lower, task = _direction(task_id, registry)
         scores = g.loc[g["valid"], "score"]
-        best = (scores.min() if lower else scores.max()) if len(scores) else math.nan
+        private = g.loc[g["valid"], "private_score"]
+        best_public = (scores.min() if lower else scores.max()) if len(scores) else math.nan
+        best = float(best_reported(scores, private, lower).iloc[-1]) if len(scores) else math.nan
         medal = math.nan
         if task is not None and (task.thresholds is not None or task.leaderboard is not None):
             gold, silver, bronze, median = task_thresholds(task)
             medal = float(rank_score(None if math.isnan(best) else float(best), gold, silver, bronze,
                                      median, lower).any_medal)
         out.append({"method": method, "task_id": task_id, "seed": seed, "best": best,
-                    "mean": float(scores.mean()) if len(scores) else math.nan,
+                    "best_public": best_public, "gap": best - best_public,
+                    "mean": float(private.mean()) if len(scores) else math.nan,
+                    "mean_public": float(scores.mean()) if len(scores) else math.nan,
                     "valid_rate": float(g["valid"].mean()), "medal": medal, "lower": lower})
     return pd.DataFrame(out)
 
@@ -90,10 +113,11 @@ def summary_table(seeds: pd.DataFrame) -> pd.DataFrame:
     for task_id, g in seeds.groupby("task_id", sort=True):
         row: dict[str, Any] = {"task_id": task_id, "direction": "min" if g["lower"].iloc[0] else "max"}
         for method, h in g.groupby("method", sort=True):
-            for col in ("best", "mean", "valid_rate", "medal"):
+            for col, name in (("best", "best@K"), ("best_public", "public best@K"), ("gap", "gap@K"),
+                              ("mean", "mean@K"), ("valid_rate", "valid_rate"), ("medal", "medal")):
                 m, se = mean_se(h[col].tolist())
-                row[f"{method} {col}@K" if col in ("best", "mean") else f"{method} {col}"] = m
-                row[f"{method} {col}@K se" if col in ("best", "mean") else f"{method} {col} se"] = se
+                row[f"{method} {name}"] = m
+                row[f"{method} {name} se"] = se
             row[f"{method} seeds"] = len(h)
         for table, name in ((TABLE1, "paper T1"), (TABLE2, "paper T2")):
             for col, val in table.get(task_id, {}).items():
@@ -121,7 +145,9 @@ def to_markdown(table: pd.DataFrame) -> str:
                 cell += f" ± {_fmt(se)}"
             cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + f"\n\nPaper columns: {SOURCE}. K = samples per task and seed; ± = s.e. over seeds.\n"
+    return "\n".join(lines) + (f"\n\nPaper columns: {SOURCE}. K = samples per task and seed; ± = s.e. over "
+                                "seeds. best@K: the private score of the sample with the best public score; "
+                                "gap@K: private - public of that sample; mean@K: mean private score.\n")
 
 
 def _axes_grid(n: int):  # type: ignore[no-untyped-def]
@@ -139,7 +165,8 @@ def _axes_grid(n: int):  # type: ignore[no-untyped-def]
 
 
 def plot_best_vs_time(frame: pd.DataFrame, registry: Registry | None, path: Path) -> Path:
-    """Figure 7: best valid score so far vs wall-clock (hours), mean over seeds, per task."""
+    """Figure 7: best valid score so far (chosen on public, shown on private) vs wall-clock
+    (hours), mean over seeds, per task."""
     tasks = sorted(frame["task_id"].unique())
     fig, axes = _axes_grid(len(tasks))
     for ax, task_id in zip(axes, tasks, strict=False):
@@ -148,8 +175,7 @@ def plot_best_vs_time(frame: pd.DataFrame, registry: Registry | None, path: Path
             curves = []
             for _, s in g.groupby("seed"):
                 s = s.sort_values("t")
-                sc = s["score"].where(s["valid"])
-                best = sc.cummin() if lower else sc.cummax()
+                best = best_reported(s["score"].where(s["valid"]), s["private_score"], lower)
                 curves.append(pd.Series(best.to_numpy(), index=s["t"].to_numpy() / 3600))
             joined = pd.concat(curves, axis=1).sort_index().ffill()
             ax.step(joined.index, joined.mean(axis=1), where="post", label=method)
@@ -168,13 +194,14 @@ def plot_vs_step(frame: pd.DataFrame, column: str, path: Path, per_task: bool,
     """Figures 2/8 (``duration_s``, all tasks pooled) and 10 (``score``, per task) vs step."""
     tasks = sorted(frame["task_id"].unique()) if per_task else ["all tasks"]
     fig, axes = _axes_grid(len(tasks))
-    label = "mean execution time (s)" if column == "duration_s" else "mean valid score"
+    label = "mean execution time (s)" if column == "duration_s" else "mean valid private score"
     for ax, task_id in zip(axes, tasks, strict=False):
         sub = frame if not per_task else frame[frame["task_id"] == task_id]
         if column == "score":
             sub = sub[sub["valid"]]
+        shown = "private_score" if column == "score" else column  # reports show the private board
         for method, g in sub.groupby("method", sort=True):
-            means = g.groupby("step")[column].mean()
+            means = g.groupby("step")[shown].mean()
             ax.plot(means.index, means.to_numpy(), marker=".", label=method)
         ax.set_title(task_id, fontsize=9)
         ax.set_xlabel("training step")

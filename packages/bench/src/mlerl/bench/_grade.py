@@ -7,6 +7,12 @@ a huge file costs no memory, and a file of absurd shape for the answers (far too
 lines or rows, an overlong line) is refused in one bounded streaming pass before pandas parses
 it. ``validate_submission`` returns only valid/invalid and a reason
 free of answer values and scores. Scores are rounded to 5 places; NaN is a valid score.
+
+Public and private leaderboards (:mod:`mlerl.bench._split`): ``score`` is MLE-bench's, on all
+answers; ``public_score`` and ``private_score`` grade each part of the answers as its own
+answer set. A submission valid on all answers whose part cannot be scored is invalid.
+``baseline_score`` is the sample submission's public score (a reference of the normalised
+reward). ``to_dict`` holds MLE-bench's keys only; ``to_json`` adds these.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import pandas as pd
 from mlerl.bench._graders import GRADERS, InvalidSubmission
 from mlerl.bench._medals import rank_score, thresholds_from_leaderboard
 from mlerl.bench._shape import check_shape
+from mlerl.bench._split import part_frames, split_answers
 from mlerl.bench._task import TaskSpec
 
 REPORT_KEYS = (
@@ -33,6 +40,8 @@ REPORT_KEYS = (
     "above_median", "submission_exists", "valid_submission", "is_lower_better", "created_at",
     "submission_path",
 )
+LEADERBOARD_KEYS = ("public_score", "private_score", "baseline_score", "split")
+"""Keys beyond MLE-bench's report: the two leaderboards and the normalised reward's baseline."""
 
 
 @dataclass(frozen=True)
@@ -56,14 +65,27 @@ class GradeReport:
     created_at: str
     submission_path: str
     error: str = field(default="", compare=False)
+    public_score: float | None = None
+    """The score on the public part of the answers (what rewards and selections read)."""
+    private_score: float | None = None
+    """The score on the private part (what reports show)."""
+    baseline_score: float | None = None
+    """The sample submission's public score (None when not computed or not valid)."""
+    split: str = ""
+    """How the answers were split (see :class:`mlerl.bench._split.Parts`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Exactly MLE-bench's report keys, JSON-ready."""
         return {k: getattr(self, k) for k in REPORT_KEYS}
 
+    def to_json(self) -> dict[str, Any]:
+        """MLE-bench's keys, then :data:`LEADERBOARD_KEYS`."""
+        return {**self.to_dict(), **{k: getattr(self, k) for k in LEADERBOARD_KEYS}}
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GradeReport:
-        return cls(**{k: data[k] for k in REPORT_KEYS}, error=str(data.get("error", "")))
+        extra = {k: data[k] for k in LEADERBOARD_KEYS if k in data}
+        return cls(**{k: data[k] for k in REPORT_KEYS}, error=str(data.get("error", "")), **extra)
 
 
 def task_thresholds(task: TaskSpec) -> tuple[float, float, float, float]:
@@ -137,7 +159,9 @@ def score_frame(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame)
     return score if math.isnan(score) else round(score, 5)
 
 
-def _report(task: TaskSpec, path: Path, score: float | None, exists: bool, error: str) -> GradeReport:
+def _report(task: TaskSpec, path: Path, score: float | None, exists: bool, error: str,
+            parts: tuple[float | None, float | None, str] = (None, None, ""),
+            baseline: float | None = None) -> GradeReport:
     g, s, b, med = task_thresholds(task)
     r = rank_score(score, g, s, b, med, task.lower_is_better)
     return GradeReport(
@@ -146,28 +170,72 @@ def _report(task: TaskSpec, path: Path, score: float | None, exists: bool, error
         silver_medal=r.silver_medal, bronze_medal=r.bronze_medal, above_median=r.above_median,
         submission_exists=exists, valid_submission=score is not None,
         is_lower_better=task.lower_is_better, created_at=datetime.now().isoformat(),
-        submission_path=str(path), error=error,
+        submission_path=str(path), error=error, public_score=parts[0], private_score=parts[1],
+        split=parts[2], baseline_score=baseline,
     )
 
 
-def _score_file(task: TaskSpec, path: Path) -> tuple[float | None, bool, str]:
+def part_scores(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame,
+                full: float | None = None) -> tuple[float, float, str]:
+    """(public score, private score, split) of a submission already valid on all answers
+    (``full``: its score there, reused when there is no split); raises
+    :class:`InvalidSubmission` when a part cannot be scored."""
+    parts = split_answers(task, answers)
+    if full is not None and parts.split.startswith("full"):
+        return full, full, parts.split
+    scores = []
+    for name, rows in (("public", parts.public), ("private", parts.private)):
+        try:
+            scores.append(score_frame(task, *part_frames(task, submission, answers, rows)))
+        except Exception as exc:
+            raise InvalidSubmission(f"the {name} part cannot be scored ({type(exc).__name__})") from None
+    return scores[0], scores[1], parts.split
+
+
+def _score_file(task: TaskSpec, path: Path) -> tuple[float | None, tuple, bool, str]:
     exists = path.is_file() and path.suffix.lower() == ".csv"
     try:
         submission, answers = _read_pair(task, path)
-        return score_frame(task, submission, answers), exists, ""
+        score = score_frame(task, submission, answers)
+        return score, part_scores(task, submission, answers, score), exists, ""
     except InvalidSubmission as exc:
-        return None, exists, str(exc)
+        return None, (None, None, ""), exists, str(exc)
     except FileNotFoundError as exc:
-        return None, exists, str(exc)
+        return None, (None, None, ""), exists, str(exc)
     except Exception as exc:  # MLE-bench: any exception in a grader means "invalid"
-        return None, exists, f"grader raised {type(exc).__name__}: {exc}"
+        return None, (None, None, ""), exists, f"grader raised {type(exc).__name__}: {exc}"
 
 
-def grade_submission(task: TaskSpec, submission_path: str | os.PathLike[str]) -> GradeReport:
-    """Grade one submission file; never raises for a bad submission."""
+def grade_submission(task: TaskSpec, submission_path: str | os.PathLike[str], baseline: bool = True) -> GradeReport:
+    """Grade one submission file; never raises for a bad submission. With ``baseline``, a
+    valid report carries the sample submission's public score (cached per process)."""
     path = Path(submission_path)
-    score, exists, error = _score_file(task, path)
-    return _report(task, path, score, exists, error)
+    score, parts, exists, error = _score_file(task, path)
+    base = None
+    if baseline and score is not None:
+        value = baseline_score(task)
+        base = None if math.isnan(value) else value
+    return _report(task, path, score, exists, error, parts, base)
+
+
+_BASELINES: dict[tuple, float] = {}
+
+
+def baseline_score(task: TaskSpec) -> float:
+    """The public score of the task's sample submission (NaN when it has none or it is
+    invalid); cached per process while the answers and the sample file are unchanged."""
+    files = (task.answers_path, task.sample_submission_path)
+    key = (task.id, str(task.task_dir), str(task.data_dir), task.grader, task.public_fraction,
+           *(p.stat().st_mtime_ns if p.is_file() else 0 for p in files))
+    if key not in _BASELINES:
+        score = math.nan
+        if task.sample_submission_path.is_file():
+            report = grade_submission(task, task.sample_submission_path, baseline=False)
+            score = math.nan if report.public_score is None else float(report.public_score)
+        if len(_BASELINES) > 256:
+            _BASELINES.clear()
+        _BASELINES[key] = score
+    return _BASELINES[key]
 
 
 def validate_submission(task: TaskSpec, submission_path: str | os.PathLike[str]) -> tuple[bool, str]:
@@ -181,6 +249,7 @@ def validate_submission(task: TaskSpec, submission_path: str | os.PathLike[str])
     try:
         submission, answers = _read_pair(task, path)
         score_frame(task, submission, answers)
+        part_scores(task, submission, answers)
     except InvalidSubmission as exc:
         return False, str(exc)
     except FileNotFoundError:

@@ -52,7 +52,7 @@ def grade_in_subprocess(task: TaskSpec, submission_path: str | os.PathLike[str],
     """Like :func:`grade_submission`, in a child process killed after ``timeout_s``."""
     path = Path(submission_path)
     request = json.dumps({"task_dir": str(task.task_dir), "data_dir": str(task.data_dir),
-                          "submission": str(path)})
+                          "submission": str(path), "public_fraction": task.public_fraction})
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "mlerl.bench._subprocess"], input=request, capture_output=True,
@@ -91,7 +91,8 @@ def _drain(stream: IO[bytes], tail: collections.deque[str]) -> None:
 def _request_line(task: TaskSpec, path: Path) -> bytes:
     """One request: absolute paths, so a later ``chdir`` of the caller cannot redirect it."""
     return (json.dumps({"task_dir": os.path.abspath(task.task_dir), "data_dir": os.path.abspath(task.data_dir),
-                        "submission": os.path.abspath(path)}) + "\n").encode("utf-8")
+                        "submission": os.path.abspath(path), "public_fraction": task.public_fraction})
+            + "\n").encode("utf-8")
 
 
 def _parse_reply(line: bytes, path: Path) -> tuple[GradeReport, bool]:
@@ -392,8 +393,10 @@ class GraderPool:
 def _grade_request(req: dict[str, Any]) -> dict[str, Any]:
     """Grade one request; the report's MLE-bench keys plus ``error``."""
     task = load_task(Path(req["task_dir"]), Path(req["data_dir"]))
+    if "public_fraction" in req:
+        task = dataclasses.replace(task, public_fraction=float(req["public_fraction"]))
     report = grade_submission(task, req["submission"])
-    return {**report.to_dict(), "error": report.error}
+    return {**report.to_json(), "error": report.error}
 
 
 def _child() -> None:

@@ -9,6 +9,7 @@ this package (``mlerl/bench/tasks``); ``--tasks-dir`` adds or overrides tasks by
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,10 @@ import yaml
 BUILTIN_TASKS_DIR = Path(__file__).parent / "tasks"
 MODALITIES = ("tabular", "text", "image")
 DEFAULT_MAX_SUBMISSION_BYTES = 256 * 1024 * 1024
+DEFAULT_PUBLIC_FRACTION = 0.5
+"""Share of a task's answer rows on its public leaderboard (see :mod:`mlerl.bench._split`):
+half, so that on the tiny stand-ins (~100 answers) the reward's part and the reported part are
+equally precise; Kaggle's public share is often 20-30% of a test set far larger than ours."""
 
 
 class TaskError(ValueError):
@@ -68,6 +73,14 @@ class TaskSpec:
     leaderboard: Path | None = None
     max_submission_bytes: int = DEFAULT_MAX_SUBMISSION_BYTES
     extra: dict[str, Any] = field(default_factory=dict)
+    public_fraction: float = DEFAULT_PUBLIC_FRACTION
+    """Share of the answer rows on the public leaderboard, in (0, 1]; 1: no split, both scores
+    are the full-answer score (the paper). ``task.yaml``'s ``public_fraction``, or the run's
+    ``tasks.public_fraction`` for every task."""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.public_fraction, int | float) and 0.0 < self.public_fraction <= 1.0):
+            raise TaskError(f"task {self.id}: public_fraction must lie in (0, 1], got {self.public_fraction!r}")
 
     @property
     def public_dir(self) -> Path:
@@ -140,6 +153,7 @@ def load_task(task_dir: Path, data_dir: Path) -> TaskSpec:
         source=str(raw.get("source", "")), leaderboard=task_dir / lb if lb else None,
         max_submission_bytes=int(raw.get("max_submission_bytes", DEFAULT_MAX_SUBMISSION_BYTES)),
         extra=dict(raw.get("extra") or {}),
+        public_fraction=float(raw.get("public_fraction", DEFAULT_PUBLIC_FRACTION)),
     )
 
 
@@ -151,7 +165,9 @@ class Registry:
         self.data_dir = data_dir
 
     @classmethod
-    def load(cls, tasks_dir: str | Path | None = None, data_dir: str | Path | None = None) -> Registry:
+    def load(cls, tasks_dir: str | Path | None = None, data_dir: str | Path | None = None,
+             public_fraction: float | None = None) -> Registry:
+        """``public_fraction`` (a run's ``tasks.public_fraction``) overrides every task's."""
         data = Path(data_dir).expanduser() if data_dir else default_data_dir()
         tasks: dict[str, TaskSpec] = {}
         roots = [BUILTIN_TASKS_DIR] + ([Path(tasks_dir)] if tasks_dir else [])
@@ -160,6 +176,8 @@ class Registry:
                 raise TaskError(f"tasks directory {root} does not exist")
             for sub in sorted(p for p in root.iterdir() if (p / "task.yaml").is_file()):
                 spec = load_task(sub, data)
+                if public_fraction is not None:
+                    spec = dataclasses.replace(spec, public_fraction=float(public_fraction))
                 tasks[spec.id] = spec
         return cls(tasks, data)
 

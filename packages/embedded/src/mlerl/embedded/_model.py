@@ -20,6 +20,7 @@ import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from mlerl.embedded._config import MANIFEST, BootstrapConfig, read_manifest
 from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus, with_real_outputs
@@ -158,6 +159,24 @@ def _as_loaded(tok, model_config):
         return AutoTokenizer.from_pretrained(tmp)
 
 
+def save_model_dir(out: Path, model: Any, tok: Any, manifest_name: str, manifest: dict[str, Any]) -> None:
+    """``model`` and ``tok`` as a Hugging Face directory at ``out``, with ``manifest`` as JSON
+    under ``manifest_name``: written beside it, then renamed into place (a reader never sees
+    half a directory; an existing one is replaced)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / manifest_name).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *,
                  data_dir: str | Path | None = None, log=print) -> Path:
     """The bootstrapped policy's model directory, built (or reused) under `cache_dir`."""
@@ -204,22 +223,11 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
         torch.set_num_threads(threads)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache))
-    try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        manifest = {"key": key, "corpus_hash": chash, "config": asdict(cfg),
-                    "corpus": corpus_stats(examples), "params": model.num_parameters(),
-                    "build_seconds": round(time.monotonic() - t0, 2), "created_at": time.time(),
-                    **record}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    manifest = {"key": key, "corpus_hash": chash, "config": asdict(cfg),
+                "corpus": corpus_stats(examples), "params": model.num_parameters(),
+                "build_seconds": round(time.monotonic() - t0, 2), "created_at": time.time(),
+                **record}
+    save_model_dir(out, model, tok, MANIFEST, manifest)
     if record["steps"] < cfg.sft_steps:
         log(f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after {record['steps']} of "
             f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but not "

@@ -37,8 +37,6 @@ Guarantees:
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -127,19 +125,10 @@ def build_random_model(arch: str, out_dir: str | Path, *, seed: int = 0, dtype: 
     params = model.num_parameters()
     log(f"random model: {arch}, {params / 1e6:.1f} M parameters in {dtype}, "
         f"initialised in {time.monotonic() - t0:.1f} s; saving to {out}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        manifest = {**wanted, "params": params, "build_seconds": round(time.monotonic() - t0, 2),
-                    "created_at": time.time()}
-        (tmp / RANDOM_MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    manifest = {**wanted, "params": params, "build_seconds": round(time.monotonic() - t0, 2),
+                "created_at": time.time()}
+    from mlerl.embedded._model import save_model_dir
+
+    save_model_dir(out, model, tok, RANDOM_MANIFEST, manifest)
     log(f"random model: {out} written in {time.monotonic() - t0:.1f} s")
     return out

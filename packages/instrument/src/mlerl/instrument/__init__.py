@@ -10,7 +10,8 @@ for a complete output; ``clean_output``: the output with plain markers, for prom
 - the LM instrumenter: ``LMInstrumenter``, ``LMInstrumentConfig``, its prompt
   ``INSTRUMENT_PROMPT``, ``judge`` (accept an answer or fall back to the AST) and
   ``drop_unjustified`` (the markers ``judge`` would refuse, removed);
-- the reward: ``compute_reward``, ``RewardConfig``, ``RewardKind``, ``Reference``;
+- the reward: ``compute_reward`` (its range: ``reward_range``; the normalised score:
+  ``normalised_score``), ``RewardConfig``, ``RewardKind``, ``Reference``;
 - the run's ``instrument`` section: ``InstrumentConfig`` (``InstrumentMode``, ``MarkerMode``).
 
 See docs/instrument.md.
@@ -26,7 +27,14 @@ from mlerl.instrument._lm import (
     judge,
 )
 from mlerl.instrument._markers import MARKERS
-from mlerl.instrument._reward import Reference, RewardConfig, RewardKind, compute_reward
+from mlerl.instrument._reward import (
+    Reference,
+    RewardConfig,
+    RewardKind,
+    compute_reward,
+    normalised_score,
+    reward_range,
+)
 from mlerl.instrument._run import clean_output, prepare_run
 from mlerl.instrument._scanner import MarkerScanner, scan_text
 
@@ -45,6 +53,8 @@ __all__ = [
     "scan_text",
     "clean_output",
     "compute_reward",
+    "normalised_score",
+    "reward_range",
     "RewardConfig",
     "RewardKind",
     "Reference",

@@ -26,7 +26,7 @@ from mlerl.protocol import ChatMessage, Completion, ExecStatus, SamplingParams
 
 from mlerl.instrument._ast_instrument import instrument_ast
 from mlerl.instrument._lm import LMInstrumenter
-from mlerl.instrument._reward import RewardConfig, compute_reward
+from mlerl.instrument._reward import RewardConfig, RewardKind, compute_reward
 from mlerl.instrument._run import MarkerMode, prepare_run
 from mlerl.instrument._scanner import scan_text
 
@@ -105,7 +105,7 @@ def _credit(args: argparse.Namespace) -> int:
         print(f"mlerl-instrument: cannot read {args.stdout}: {exc}", file=sys.stderr)
         return 1
     markers = scan_text(data, args.nonce)
-    cfg = RewardConfig()
+    cfg = RewardConfig(kind=RewardKind.PAPER)  # the paper's raw score: no task reference needed
     out: dict[str, object] = {
         "mode": "secure" if args.nonce else "paper",
         "markers": markers,

@@ -1,7 +1,24 @@
 """The reward: a pure function of (markers reached, execution status, grade, direction).
 
-Paper reward (section 3.2, :attr:`RewardKind.PAPER`), with ``n`` = number of distinct known
-markers reached (0..7) and ``s`` = the grader's score:
+It is the only place a reward is computed; :func:`reward_range` is its documented range, from
+which the learner's door takes its bounds. ``s`` below is the score the reward reads: the
+public leaderboard's (see mlerl.bench), or all answers' with ``tasks.public_fraction=1``.
+
+Normalised reward (the default, :attr:`RewardKind.NORMALIZED`): failures as in the paper
+(``failure + per_marker * n``, in [-10, -9.3]); a valid submission gets
+
+    p = (s' - b') / (B' - b')        r = min(p, 1) if p >= 0 else p / (1 - p)
+
+where primes flip the sign when lower is better, ``b`` is the task's baseline (its sample
+submission's public score, else the metric's chance score) and ``B`` the metric's best value
+(1 for AUC, accuracy, QWK, Pearson, Jaccard; 0 for log loss and RMSLE), both given as
+``reference``. So r = 0 at the baseline, 1 at a perfect score, and an arbitrarily bad valid
+score tends to -1 (reached only by floating-point rounding, for absurd scores): every valid
+submission is rewarded in [-1, 1], above the best failure, and r is increasing in the score. (+ ``per_marker * n`` with
+``markers_on_success``.) The config refuses constants that would break "valid > failure".
+
+Paper reward (section 3.2, :attr:`RewardKind.PAPER`, the raw signed score), with ``n`` = number
+of distinct known markers reached (0..7):
 
 ============================================  ==========================================
 case                                          reward (defaults)
@@ -39,22 +56,25 @@ from mlerl.instrument._markers import MARKERS
 
 
 class RewardKind(str, enum.Enum):
+    NORMALIZED = "normalized"
+    """-10 + 0.1 per marker on failure, the score normalised into [-1, 1] on success (default)."""
     PAPER = "paper"
-    """-10 + 0.1 per marker on failure, the grader's score on success."""
+    """-10 + 0.1 per marker on failure, the grader's raw signed score on success (unbounded)."""
     MLAGENT = "mlagent"
     """0 / 0.5 / sigmoid-normalised score (ML-Agent, arXiv 2505.23723)."""
 
 
 @dataclass
 class RewardConfig:
-    kind: RewardKind = RewardKind.PAPER
-    """Which reward: ``paper`` (default) or ``mlagent``."""
+    kind: RewardKind = RewardKind.NORMALIZED
+    """Which reward: ``normalized`` (default; valid in [-1, 1]), ``paper`` (the paper's raw
+    signed score, unbounded) or ``mlagent``."""
     failure: float = -10.0
-    """Paper: base reward of a run that fails or produces no valid submission."""
+    """Normalized and paper: base reward of a run that fails or produces no valid submission."""
     per_marker: float = 0.1
-    """Paper: added to ``failure`` per distinct marker reached (partial credit)."""
+    """Normalized and paper: added to ``failure`` per distinct marker reached (partial credit)."""
     markers_on_success: bool = False
-    """Paper: also add ``per_marker * n`` to a graded run (the paper does not)."""
+    """Normalized and paper: also add ``per_marker * n`` to a graded run (the paper does not)."""
     mlagent_error: float = 0.0
     """ML-Agent: reward of a failed run or no program."""
     mlagent_invalid: float = 0.5
@@ -74,11 +94,17 @@ class RewardConfig:
         check(self.per_marker >= 0, "per_marker", "must be >= 0")
         check(self.mlagent_scale > 0, "mlagent_scale", "must be > 0")
         check(self.mlagent_best != self.mlagent_init, "mlagent_best", "must differ from mlagent_init")
+        if self.kind is RewardKind.NORMALIZED:
+            best_failure = self.failure + self.per_marker * len(MARKERS)
+            check(best_failure < -1.0, "failure",
+                  f"failure + per_marker * {len(MARKERS)} = {best_failure:g} must stay below -1, the "
+                  "lowest normalised reward of a valid submission")
 
 
 @dataclass(frozen=True)
 class Reference:
-    """A task's reference scores for the ML-Agent reward (e.g. median and gold thresholds)."""
+    """A task's reference scores: the normalised reward's baseline (``init``) and the metric's
+    best value; for the ML-Agent reward e.g. median and gold thresholds."""
 
     init: float
     best: float
@@ -138,10 +164,53 @@ def compute_reward(
         return _mlagent(cfg, case, signed, n, lower_is_better, reference)
     if graded:
         bonus = cfg.per_marker * n if cfg.markers_on_success else 0.0
+        value = signed
+        if cfg.kind is RewardKind.NORMALIZED:
+            if reference is None:
+                raise ValueError("the normalized reward needs the task's reference scores")
+            value = normalised_score(score, lower_is_better, reference.init, reference.best)  # type: ignore[arg-type]
         parts = {"score": signed, "markers": bonus, "n_markers": n}
-        return RewardResult(signed + bonus, case, parts)
+        if cfg.kind is RewardKind.NORMALIZED:
+            parts["normalised"] = value
+        return RewardResult(value + bonus, case, parts)
     bonus = cfg.per_marker * n
     return RewardResult(cfg.failure + bonus, case, {"base": cfg.failure, "markers": bonus, "n_markers": n})
+
+
+def normalised_score(score: float, lower_is_better: bool, baseline: float, best: float) -> float:
+    """The score mapped into [-1, 1]: 0 at ``baseline``, 1 at ``best``, -> -1 as it worsens.
+
+    With primes for sign-flipped values when lower is better, p = (s' - b') / (B' - b'); the
+    result is min(p, 1) for p >= 0 and p / (1 - p) for p < 0 (increasing, continuous, slope 1
+    at p = 0; strictly increasing below 1 but for floating-point rounding near -1). Raises ValueError unless all three are finite and ``best`` is better
+    than ``baseline``.
+    """
+    if not all(math.isfinite(x) for x in (score, baseline, best)):
+        raise ValueError("score, baseline and best must be finite")
+    sign = -1.0 if lower_is_better else 1.0
+    span = sign * (best - baseline)
+    if span <= 0:
+        raise ValueError(f"best {best} must be better than baseline {baseline}")
+    p = sign * (score - baseline) / span  # may overflow to -inf for an absurd score: still -1
+    return min(p, 1.0) if p >= 0 else -1.0 / (1.0 + 1.0 / -p)  # = p / (1 - p)
+
+
+def reward_range(config: RewardConfig | None = None) -> tuple[float, float]:
+    """[lowest, highest] reward :func:`compute_reward` can return under ``config`` (None aside).
+
+    Normalized: [failure, max(1 + markers bonus, failure + per_marker * 7)] = [-10, 1] by
+    default. Paper: the raw score is unbounded, so (-inf, inf): any finite reward. ML-Agent:
+    the hull of its three constants and the sigmoid's [0, 1].
+    """
+    cfg = config or RewardConfig()
+    top_failure = cfg.failure + cfg.per_marker * len(MARKERS)
+    if cfg.kind is RewardKind.NORMALIZED:
+        bonus = cfg.per_marker * len(MARKERS) if cfg.markers_on_success else 0.0
+        return cfg.failure, max(1.0 + bonus, top_failure)
+    if cfg.kind is RewardKind.PAPER:
+        return -math.inf, math.inf
+    values = (cfg.mlagent_error, cfg.mlagent_invalid, 0.0, 1.0)
+    return min(values), max(values)
 
 
 def _mlagent(

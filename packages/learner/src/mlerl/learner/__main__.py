@@ -36,14 +36,31 @@ def main(argv: list[str] | None = None) -> int:
         model_path = load_value(args.config, "model.path", str)
         seed = load_value(args.config, "seed", int)
         metrics = _metrics_config(args.config)
+        bounds = _reward_bounds(args.config)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     try:
-        return run(config, transport, model_path=model_path, run_dir=run_dir, seed=seed, metrics=metrics)
+        return run(config, transport, model_path=model_path, run_dir=run_dir, seed=seed, metrics=metrics,
+                   reward_bounds=bounds)
     except RankFailed as failed:
         die(failed)  # logs, records a lasting reason for the supervisor, exits without a collective
         raise  # unreachable: die() ends the process
+
+
+def _reward_bounds(path: Path) -> tuple[float, float]:
+    """The door's reward bounds: the range of the run's reward (its ``instrument`` section, the
+    one owner of the reward; without one, the default reward's)."""
+    from mlerl.instrument import InstrumentConfig, reward_range
+
+    try:
+        instrument = load_section(InstrumentConfig, path, "instrument")
+    except ConfigError as exc:
+        if exc.key == "instrument" and "missing" in exc.message:
+            instrument = InstrumentConfig()
+        else:
+            raise
+    return reward_range(instrument.reward)
 
 
 def _metrics_config(path: Path) -> MetricsConfig:

@@ -190,12 +190,6 @@ class LearnerConfig:
     """Complete checkpoints kept on disk (older ones are deleted after a new one commits)."""
     max_updates: int = 0
     """Stop after this many updates (0: run until stopped)."""
-    reward_min: float = -100.0
-    """Samples with a lower reward are refused at the door (never journaled nor trained on).
-    Paper rewards lie in [-10, 1] for bounded metrics and -log-loss >= -35 (MLE-bench clips
-    probabilities at 1e-15); ML-Agent rewards in [0, 1]. Widen it for unbounded metrics."""
-    reward_max: float = 100.0
-    """Samples with a higher reward are refused (a reward of 1e6 would own the batch)."""
     max_duration_s: float = 86400.0
     """Samples whose execution ``duration_s`` exceeds this are refused (it sets Δt weights)."""
 
@@ -251,8 +245,6 @@ class LearnerConfig:
         check(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
         check(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
         check(self.max_updates >= 0, "max_updates", "must be >= 0")
-        check(math.isfinite(self.reward_min) and math.isfinite(self.reward_max) and self.reward_min < self.reward_max,
-              "reward_min", "reward_min < reward_max, both finite")
         check(math.isfinite(self.max_duration_s) and self.max_duration_s > 0, "max_duration_s", "must be finite and > 0")
 
 

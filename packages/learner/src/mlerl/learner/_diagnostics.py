@@ -93,12 +93,17 @@ def _std(xs: Sequence[float]) -> float:
 
 def _group(rows: list[dict[str, Any]], total_mass: float) -> dict[str, float]:
     n = len(rows)
-    scores = [r["score"] for r in rows if r["valid"] and r["score"] is not None]
+    scores = [r["score"] for r in rows if r["valid"] and r["score"] is not None and not math.isnan(r["score"])]
+    private = [r.get("private_score") for r in rows if r["valid"]]
+    private = [p for p in private if p is not None and not math.isnan(p)]
     out = {
         "n": float(n),
         "valid_frac": sum(bool(r["valid"]) for r in rows) / n,
         "reward_mean": _mean([r["reward"] for r in rows]),
         "score_mean": _mean(scores) if scores else math.nan,
+        "score_max": max(scores) if scores else math.nan,
+        "score_min": min(scores) if scores else math.nan,
+        "private_score_mean": _mean(private) if private else math.nan,
         "exec_s_mean": _mean([r["exec_s"] for r in rows]),
         "tokens_mean": _mean([r.get("tokens", math.nan) for r in rows]),
         "entropy": _mean([r.get("entropy", math.nan) for r in rows]),
@@ -125,8 +130,8 @@ def gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def split_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Rows (keys: kind, task, valid, reward, score, status, exec_s, and optionally the
-    :func:`per_sample_stats` fields) -> ``split/<group>/<metric>``, groups ``all``,
+    """Rows (keys: kind, task, valid, reward, score (public), status, exec_s, and optionally
+    private_score and the :func:`per_sample_stats` fields) -> ``split/<group>/<metric>``, groups ``all``,
     ``kind/<scratch|improve>`` and ``task/<task_id>``. NaN metrics (e.g. the score mean of a
     group with no valid sample) are left out, so a logged value is always a measured one."""
     if not rows:

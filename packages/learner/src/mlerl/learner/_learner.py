@@ -137,7 +137,7 @@ class Learner:
             ref_logprobs=prep.ref_logprobs, values=prep.old_values, returns=prep.returns,
         )
         rows = [{"kind": s.prompt_kind.value, "task": s.task_id, "valid": s.valid_submission, "reward": s.reward,
-                 "score": s.score, "status": s.exec_status.value, "exec_s": s.duration_s,
+                 "score": s.score, "private_score": s.private_score, "status": s.exec_status.value, "exec_s": s.duration_s,
                  **{k: v[i] for k, v in stats.items()}} for i, s in enumerate(samples)]
         return split_metrics(gather_rows(rows))
 

@@ -96,11 +96,13 @@ def build_learner(config: LearnerConfig, device: torch.device, model_path: str, 
     return Learner(config, model, seed=seed, pad_token_id=pad if pad is not None else 0, device=str(device))
 
 
-def sample_limits(learner: Learner) -> SampleLimits:
-    """What a sample must satisfy to be stored: the policy's vocabulary, the configured bounds."""
-    cfg = learner.config
-    return SampleLimits(vocab_size=int(learner.policy.config.vocab_size), reward_min=cfg.reward_min,
-                        reward_max=cfg.reward_max, max_duration_s=cfg.max_duration_s)
+def sample_limits(learner: Learner, reward_bounds: tuple[float, float] = (-math.inf, math.inf)) -> SampleLimits:
+    """What a sample must satisfy to be stored: the policy's vocabulary, the reward function's
+    documented range (``mlerl.instrument.reward_range`` of the run's ``instrument.reward``; no
+    second constant here) and the configured duration bound."""
+    lo, hi = reward_bounds
+    return SampleLimits(vocab_size=int(learner.policy.config.vocab_size), reward_min=lo, reward_max=hi,
+                        max_duration_s=learner.config.max_duration_s)
 
 
 def train_step(learner: Learner, batch: list[Sample], buffer_state: dict[str, Any] | None,
@@ -120,7 +122,8 @@ def _done(learner: Learner) -> bool:
 
 class SampleLog:
     """``RUN_DIR/samples.jsonl``: one record per sample received, the input of ``mlerl tasks
-    compare`` (fields of docs/bench.md) plus reward, policy version, sample and parent id, parse
+    compare`` (fields of docs/bench.md; ``score`` is the public leaderboard's, which the reward
+    read, ``private_score`` the private one's) plus reward, policy version, sample and parent id, parse
     status, response length, markers, the program and the last 400 characters of its output
     (so a run can be read, not only averaged).
 
@@ -144,8 +147,10 @@ class SampleLog:
             return
         t = (sample.t_graded or sample.t_exec_finished or sample.t_sampled) - self.t0
         score = sample.score if sample.score is None or math.isfinite(sample.score) else None
+        private = sample.private_score
+        private = private if private is None or math.isfinite(private) else None
         record = {"method": self.method, "seed": self.seed, "step": step, "task_id": sample.task_id,
-                  "score": score, "valid": sample.valid_submission, "duration_s": sample.duration_s,
+                  "score": score, "private_score": private, "valid": sample.valid_submission, "duration_s": sample.duration_s,
                   "t": round(t, 3), "reward": sample.reward, "policy_version": sample.policy_version,
                   "status": sample.exec_status.value, "kind": sample.prompt_kind.value,
                   "sample_id": sample.sample_id, "parent_id": sample.parent_id,
@@ -212,7 +217,10 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             while not buffer.ready(cfg.batch_size):
                 arrived.clear()
                 try:
-                    await asyncio.wait_for(arrived.wait(), timeout=cfg.collective_timeout_s / 4)
+                    # not wait_for: on 3.11 it swallows a cancel that meets a set event, and a
+                    # cancel is how a failed receiver (a full disk) stops this loop
+                    async with asyncio.timeout(cfg.collective_timeout_s / 4):
+                        await arrived.wait()
                 except TimeoutError:
                     if is_distributed():  # the other ranks wait in a broadcast: keep it alive
                         await asyncio.to_thread(torch.distributed.broadcast_object_list, [KEEPALIVE, None], 0)
@@ -271,8 +279,11 @@ def save_policy(learner: Learner, out_dir: Path, model_path: str) -> None:
 
 
 def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, run_dir: str | Path,
-        seed: int = 0, metrics: MetricsConfig | None = None) -> int:
+        seed: int = 0, metrics: MetricsConfig | None = None,
+        reward_bounds: tuple[float, float] = (-math.inf, math.inf)) -> int:
     """The learner process; returns 0 when ``max_updates`` was reached or SIGTERM stopped it.
+
+    ``reward_bounds``: the reward function's range; a sample outside it is refused at the door.
 
     Trains the HF model in ``model_path``; binds ``transport``'s sample and weight addresses
     (CURVE with the keys in ``transport.keys_dir``, created when missing; None: plain); keeps the
@@ -290,7 +301,7 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
             torch.set_num_threads(config.torch_threads)
         device = _init_distributed(config.collective_timeout_s)
         learner = build_learner(config, device, model_path, seed)
-        buffer = ExperienceBuffer(run_dir / "buffer", config.batch_policy, check=functools.partial(check_sample, limits=sample_limits(learner))) if rank == 0 else None
+        buffer = ExperienceBuffer(run_dir / "buffer", config.batch_policy, check=functools.partial(check_sample, limits=sample_limits(learner, reward_bounds))) if rank == 0 else None
         ckpt, extra = restore_checkpoint(run_dir / "checkpoints", learner)
         if ckpt is not None:
             if buffer is not None and extra.get("buffer") is not None:

@@ -107,7 +107,11 @@ class Sample(_Message, tag="sample", kw_only=True):
     markers: list[str] = []
     """Progress markers reached, in the order they were first printed."""
     score: float | None = None
-    """Grader score of the submission (raw metric, not sign-flipped); None when invalid."""
+    """Grader score of the submission on the public leaderboard (raw metric, not sign-flipped):
+    what the reward reads; None when invalid."""
+    private_score: float | None = None
+    """The same submission's score on the private leaderboard (reports only; never trained on).
+    None when invalid or from a sender that predates the split."""
     valid_submission: bool = False
     reward: float
     reward_parts: dict[str, float] = {}

@@ -13,6 +13,7 @@ field                       accepted                                   else
 ``prompt_ids``,             ``0 <= id < vocab_size``                   IndexError in the embedding
 ``response_ids``
 ``reward``                  finite, ``reward_min <= r <= reward_max``  one sample dominates the batch
+                            (the reward function's documented range)
 ``duration_s``              finite, ``0 <= d <= max_duration_s``       Δt weights of every other
                                                                        sample go to ~0
 ``t_*``                     finite                                     NaN breaks batch ordering
@@ -45,10 +46,10 @@ class SampleLimits:
 
     vocab_size: int | None = None
     """Token ids must be below this (the learner model's ``config.vocab_size``); None: unchecked."""
-    reward_min: float = -100.0
-    """Lowest accepted reward (see ``LearnerConfig.reward_min``)."""
-    reward_max: float = 100.0
-    """Highest accepted reward."""
+    reward_min: float = -math.inf
+    """Lowest accepted reward: the reward function's range (``mlerl.instrument.reward_range``)."""
+    reward_max: float = math.inf
+    """Highest accepted reward (infinite: any finite reward, the paper's raw score)."""
     max_duration_s: float = 86400.0
     """Longest accepted execution time."""
 
