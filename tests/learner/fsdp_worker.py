@@ -6,6 +6,7 @@ SAMPLES per update, 8 by default, must split over the N ranks).
 Not a test module: test_fsdp.py (CPU) and test_gpu.py (CUDA) run it both ways and compare.
 """
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -54,6 +55,7 @@ def main(out: Path, device: str = "cpu", n: int = 8) -> None:
     if update is not None:
         (out / "uri").write_text(update.uri)
         (out / "grad_norm").write_text(repr(metrics["grad_norm/policy"]))
+        (out / "split.json").write_text(json.dumps({k: v for k, v in metrics.items() if k.startswith("split/")}))
         assert latest_checkpoint(out / "ckpt") is not None
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

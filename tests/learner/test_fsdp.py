@@ -1,6 +1,7 @@
 """A 2-rank FSDP2 run (torchrun, CPU, gloo) matches the single-process run."""
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -32,3 +33,7 @@ def test_two_rank_fsdp_matches_single_process(tmp_path, tiny_model):
         assert torch.allclose(w1[k], w2[k], atol=2e-5, rtol=1e-4), k
     assert float((one / "grad_norm").read_text()) == pytest.approx(float((two / "grad_norm").read_text()), rel=1e-4)
     assert (two / "ckpt").exists()
+    # the split metrics are the whole batch's on 2 ranks too (each rank holds half of it)
+    split1, split2 = (json.loads((d / "split.json").read_text()) for d in (one, two))
+    assert split2["split/all/n"] == 8.0 and split1.keys() == split2.keys()
+    assert split2 == pytest.approx(split1, rel=1e-4, abs=1e-6)

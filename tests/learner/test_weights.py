@@ -90,3 +90,50 @@ def test_weight_stats():
     assert s["grad_mass_fast"] == pytest.approx(0.25)
     # with |A| = [0, 0, 1, 0]: all mass on the sample with dt = 3 (slow)
     assert weight_stats(torch.ones(4), D, torch.tensor([0.0, 0.0, -1.0, 0.0]))["grad_mass_slow"] == 1.0
+
+
+# Mutation survivors (benchmarks/mutation.py): the edges the tests above left open.
+
+def test_a_single_sample_and_a_non_positive_running_mean():
+    one = torch.tensor([2.0])
+    # one sample still gets dt / running mean (not a weight of 1): 2 / 4
+    assert duration_weights(one, W.running, running_mean=4.0).tolist() == [0.5]
+    assert duration_weights(torch.zeros(0), W.paper).tolist() == []
+    # a running mean of 0 (or below) is no scale: the batch mean (3) is used, as with none
+    for bad in (0.0, -1.0):
+        assert duration_weights(D, W.running, running_mean=bad).tolist() == pytest.approx([1 / 3, 2 / 3, 1.0, 2.0])
+    # the EMA of an empty batch is the previous value
+    assert update_running_mean(2.5, torch.zeros(0), 0.9) == 2.5
+    assert update_running_mean(None, torch.zeros(0), 0.9) is None
+
+
+def test_weight_stats_of_an_empty_batch_small_weights_and_no_mass():
+    empty = torch.zeros(0)
+    assert weight_stats(empty, empty) == {"ess_frac": 0.0, "grad_mass_slow": 0.0, "grad_mass_fast": 0.0, "w_max": 0.0}
+    # small uniform weights: ESS = (0.2)^2 / 0.02 = 2 of 2 samples -> 1.0 (no clamp at work)
+    small = weight_stats(torch.tensor([0.1, 0.1]), torch.tensor([1.0, 2.0]))
+    assert small["ess_frac"] == pytest.approx(1.0) and small["w_max"] == pytest.approx(0.1)
+    # all |A| = 0: no mass anywhere, both shares 0 (not nan)
+    none = weight_stats(torch.ones(4), D, torch.zeros(4))
+    assert none["grad_mass_slow"] == 0.0 and none["grad_mass_fast"] == 0.0
+    # the slow set is strictly above the median (torch's lower median of [1, 2, 3, 6] is 2)
+    at_median = weight_stats(torch.ones(4), D, torch.tensor([0.0, 1.0, 0.0, 0.0]))
+    assert at_median["grad_mass_slow"] == 0.0 and at_median["grad_mass_fast"] == 1.0
+
+
+def test_clipped_caps_at_five_batch_means_by_default():
+    # [1] * 9 + [7]: mean 1.6, the slow one at 7 / 1.6 = 4.375 < 5: nothing clipped (= paper)
+    d = torch.tensor([1.0] * 9 + [7.0])
+    assert duration_weights(d, W.clipped).tolist() == pytest.approx([0.625] * 9 + [4.375])
+
+
+def test_sub_second_durations_are_weighted_like_any_others():
+    # a batch mean below 1 s is still a time to correct for: D / 10 has the weights of D
+    for mode in (W.paper, W.clipped, W.log):
+        assert duration_weights(D / 10, mode).tolist() == pytest.approx(duration_weights(D, mode).tolist()), mode
+
+
+def test_a_running_mean_below_one_second_is_a_scale_and_zero_weights_have_no_ess():
+    assert duration_weights(D, W.running, running_mean=0.5).tolist() == pytest.approx([2.0, 4.0, 6.0, 12.0])
+    # all weights 0: 0 / max(0, 1e-30) = 0, not nan
+    assert weight_stats(torch.zeros(2), torch.tensor([1.0, 2.0]))["ess_frac"] == 0.0

@@ -73,3 +73,52 @@ def test_a_sample_needs_a_positive_finite_temperature(temperature):
     with pytest.raises(ProtocolError, match="temperature"):
         make_sample(temperature=temperature)
 
+
+
+# Mutation survivors (benchmarks/mutation.py): the edges the tests above left open.
+
+def test_default_limits_and_the_log_prob_floor():
+    assert SampleLimits() == SampleLimits(vocab_size=None, reward_min=-100.0, reward_max=100.0, max_duration_s=86400.0)
+    open_vocab = SampleLimits()
+    assert check_sample(make_sample(reward=100.0, duration_s=86400.0), open_vocab) is None
+    assert check_sample(make_sample(reward=100.5), open_vocab).startswith("reward:")
+    assert check_sample(make_sample(reward=-100.5), open_vocab).startswith("reward:")
+    assert check_sample(make_sample(duration_s=86401.0), open_vocab).startswith("duration_s:")
+    # just below -1000 is refused, whatever else the sample holds
+    assert check_sample(make_sample(behaviour_logprobs=[-0.5, -1000.001]), LIMITS) == (
+        "behaviour_logprobs: -1000.001 is below -1000.0")
+
+
+def test_reasons_name_the_offending_value():
+    assert check_sample(make_sample(behaviour_logprobs=[-0.5, math.nan]), LIMITS) == "behaviour_logprobs: nan is not finite"
+    assert check_sample(make_sample(behaviour_logprobs=[-0.5, 0.5]), LIMITS) == "behaviour_logprobs: 0.5 > 0 is not a log-probability"
+    assert check_sample(make_sample(response_ids=[12, 10]), LIMITS) == (
+        "response_ids: token id 12 is outside the vocabulary (size 10)")
+    assert check_sample(make_sample(reward=6.0), LIMITS) == "reward: 6.0 is outside [-20.0, 5.0]"
+
+
+def test_empty_token_lists_and_missing_timestamps_pass():
+    empty = make_sample(response_ids=[], behaviour_logprobs=[])
+    assert check_sample(empty, LIMITS) is None
+    assert check_sample(make_sample(prompt_ids=[]), LIMITS) is None
+    untimed = make_sample(t_exec_started=None, t_exec_finished=None, t_graded=None)
+    assert check_sample(untimed, LIMITS) is None
+    for name in ("t_sampled", "t_exec_started", "t_exec_finished"):
+        reason = check_sample(make_sample(**{name: math.nan}), LIMITS)
+        assert reason == f"{name}: nan is not finite", reason
+
+
+def test_each_truncation_alone_is_refused():
+    assert check_sample(make_sample(top_p=0.999, top_k=-1), LIMITS).startswith("top_p:")
+    assert check_sample(make_sample(top_p=1.0, top_k=1), LIMITS).startswith("top_p:")
+
+
+def test_the_rounding_slack_itself_is_accepted():
+    assert check_sample(make_sample(behaviour_logprobs=[-0.5, 1e-4]), LIMITS) is None
+
+
+def test_limits_are_frozen():
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        LIMITS.reward_max = 1e9  # type: ignore[misc]

@@ -10,7 +10,7 @@ import asyncio
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -125,3 +125,21 @@ async def sandbox(env: Env) -> AsyncIterator[Sandbox]:
 def find_processes():  # type: ignore[no-untyped-def]
     """``processes_with(token)`` for tests that build their own sandbox."""
     return processes_with
+
+
+@pytest.fixture
+def answer_roots() -> Iterator[list[Path]]:
+    """Data roots where answers really live, outside /tmp (the sandbox's private /tmp hides
+    anything there whatever the mounts): MLE-bench's default cache under ``$HOME``, and a data
+    dir configured inside the checkout (world-readable: as root the program's uid drop cannot
+    hide it, only the mount allowlist does). Removed afterwards."""
+    tag = "mlerl-canary-" + uuid.uuid4().hex[:12]
+    checkout = Path(__file__).resolve().parents[2]
+    tops = [Path.home() / ".cache" / tag]
+    if not str(checkout).startswith("/tmp/"):
+        tops.append(checkout / f".{tag}")
+    try:
+        yield [tops[0] / "mle-bench" / "data", *(top / "data" for top in tops[1:])]
+    finally:
+        for top in tops:
+            shutil.rmtree(top, ignore_errors=True)

@@ -43,6 +43,20 @@ def plant(root: Path) -> tuple[Path, str]:
     return root / "a" / "prepared" / "public", canary
 
 
+def plant_where_answers_live(roots: list[Path]) -> tuple[Path, list[str], list[str]]:
+    """:func:`plant` in each root (the ``answer_roots`` fixture), task b's private dir without
+    its 0700 (as a copy without ``-p`` leaves it); (a public dir, every canary path, canaries)."""
+    paths, canaries = [], []
+    for root in roots:
+        public, canary = plant(root)
+        (root / "b" / "prepared" / "private").chmod(0o755)
+        canaries.append(canary)
+        root = root.resolve()
+        paths += [str(root / "a/prepared/private/answers.csv"),
+                  str(root / "b/prepared/private/answers.csv"), str(root / "cache.txt")]
+    return public, paths, canaries
+
+
 READ_ANSWERS = """
 import os, re, sys
 canary_paths = {paths!r}
@@ -98,17 +112,17 @@ print("FOUND" if found else "nothing", found)
 
 
 async def test_row10_answers_unreachable_by_every_route(
-        env: Env, sandbox: Sandbox, tmp_path: Path) -> None:
+        env: Env, sandbox: Sandbox, answer_roots: list[Path]) -> None:
+    """Canaries in the home data root and a checkout data dir: each task's private dir (task
+    b's lost its 0700, as a copy without ``-p`` would) and the root itself."""
     env.require("bwrap")
-    public, canary = plant(tmp_path / "data")
-    root = (tmp_path / "data").resolve()
-    paths = [str(root / "a/prepared/private/answers.csv"),
-             str(root / "b/prepared/private/answers.csv"), str(root / "cache.txt")]
+    public, paths, canaries = plant_where_answers_live(answer_roots)
     result = await sandbox.run(env.request(prog(READ_ANSWERS.format(paths=paths)),
                                            data_dir=public, wall_time_s=60.0))
     assert result.status is ExecStatus.OK, result
     assert result.stdout.text().startswith("nothing"), result.stdout.text()
-    assert canary not in result.stdout.text() + result.stderr.text()
+    for canary in canaries:
+        assert canary not in result.stdout.text() + result.stderr.text()
     assert "submission.csv" not in result.files
 
 

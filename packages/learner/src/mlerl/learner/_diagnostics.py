@@ -1,8 +1,9 @@
 """Per-update diagnostics split by prompt kind and task: what the update trained on, and where
 its policy gradient came from (issue #14, "see the learning").
 
-Pure functions. :func:`per_sample_stats` turns the update's per-token tensors into one row of
-scalars per sample; :func:`split_metrics` groups rows (all / kind / task) into flat metric
+Pure functions but :func:`gather_rows` (a collective). :func:`per_sample_stats` turns the update's per-token tensors into one row of
+scalars per sample; :func:`gather_rows` collects every rank's rows (each rank holds only its
+share of the batch); :func:`split_metrics` groups rows (all / kind / task) into flat metric
 names ``split/<group>/<metric>`` that go to metrics.jsonl and W&B with the rest.
 
 Definitions (per sample i, masked over its response tokens t):
@@ -116,6 +117,16 @@ def _group(rows: list[dict[str, Any]], total_mass: float) -> dict[str, float]:
     for status in _STATUSES:
         out[f"status/{status}"] = sum(r["status"] == status for r in rows) / n
     return out
+
+
+def gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every rank's rows, in rank order (this rank's own when not distributed): each rank holds
+    only its share of the batch, and a group's mean or share is a whole-batch quantity."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return rows
+    gathered: list[list[dict[str, Any]] | None] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(gathered, rows)
+    return [row for part in gathered for row in (part or [])]
 
 
 def split_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:

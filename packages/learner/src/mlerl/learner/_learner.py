@@ -31,7 +31,7 @@ from mlerl.protocol import ExecStatus, Sample
 from mlerl.learner._advantages import gae, group_advantages, terminal_rewards, whiten
 from mlerl.learner._batch import TokenBatch, collate, token_logprobs, token_values, use_varlen_attention
 from mlerl.learner._config import AdvantageEstimator, LearnerConfig, LossAgg, RatioBase
-from mlerl.learner._diagnostics import per_sample_stats, split_metrics
+from mlerl.learner._diagnostics import gather_rows, per_sample_stats, split_metrics
 from mlerl.learner._losses import aggregate, kl_penalty, ppo_policy_loss, value_loss
 from mlerl.learner._models import enable_checkpointing, is_distributed, make_critic, make_reference, shard
 from mlerl.learner._weights import duration_weights, update_running_mean, weight_stats
@@ -125,11 +125,12 @@ class Learner:
         self.version += 1
         metrics.update(self._batch_metrics(kept, weights, seq_adv if seq_adv is not None else rewards - rewards.mean(), durations))
         metrics.update({"batch/infra_error_excluded": float(len(samples) - n), "version": float(self.version), "time/update_s": time.time() - t0})
-        metrics.update(self._split_metrics([kept[i] for i in local], prep))  # this rank's share
+        metrics.update(self._split_metrics([kept[i] for i in local], prep))
         return metrics
 
     def _split_metrics(self, samples: list[Sample], prep: _Prepared) -> dict[str, float]:
-        """Diagnostics by prompt kind and task (``mlerl.learner._diagnostics``)."""
+        """Diagnostics by prompt kind and task (``mlerl.learner._diagnostics``), over the whole
+        batch: every rank's rows are gathered, so each rank logs the same global values."""
         tb = prep.tokens
         stats = per_sample_stats(
             tb.mask, tb.behaviour_logprobs, prep.advantages, prep.weights, seq_mean=self.config.loss_agg is LossAgg.seq_mean,
@@ -138,7 +139,7 @@ class Learner:
         rows = [{"kind": s.prompt_kind.value, "task": s.task_id, "valid": s.valid_submission, "reward": s.reward,
                  "score": s.score, "private_score": s.private_score, "status": s.exec_status.value, "exec_s": s.duration_s,
                  **{k: v[i] for k, v in stats.items()}} for i, s in enumerate(samples)]
-        return split_metrics(rows)
+        return split_metrics(gather_rows(rows))
 
     @torch.no_grad()
     def _per_token(self, fn, tokens: TokenBatch) -> Tensor:

@@ -33,6 +33,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -167,6 +168,23 @@ class SampleLog:
         self._file.close()
 
 
+def pending_full(pending: int, pending_bytes: int, cfg: LearnerConfig) -> bool:
+    """Backpressure: the learner holds enough unconsumed samples (``cfg.pending_bound``), or
+    enough bytes of them (``max_pending_bytes``); the byte bound never blocks forming a batch."""
+    return pending >= cfg.pending_bound or (pending >= cfg.batch_size and pending_bytes >= cfg.max_pending_bytes)
+
+
+def open_receiver(buffer: ExperienceBuffer, transport: TransportConfig, cfg: LearnerConfig,
+                  on_sample: Callable[[Sample], None], commit: Callable[[], None],
+                  on_refused: Callable[[Sample, str], None]) -> SampleReceiver:
+    """The learner's door: stores into ``buffer``, refuses what its check refuses, and stops
+    acking new samples while :func:`pending_full` holds for the buffer."""
+    refuse = {"check": buffer.check, "on_refused": on_refused} if buffer.check is not None else {}
+    return SampleReceiver.from_config(
+        transport, on_sample, stored=buffer.stored_keys(), commit=commit,
+        full=lambda: pending_full(len(buffer), buffer.pending_bytes, cfg), **refuse)
+
+
 async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: Any,
                 run_dir: Path, samples: SampleLog | None = None) -> None:
     """Rank 0's loop until ``max_updates``, cancellation or SIGTERM (a clean stop)."""
@@ -190,12 +208,7 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
     def on_refused(sample: Sample, reason: str) -> None:
         buffer.refuse(sample, reason, sync=False)  # made durable by commit(), before the ack
 
-    def full() -> bool:  # backpressure; the byte bound never blocks forming a batch
-        pending = len(buffer)
-        return pending >= cfg.pending_bound or (pending >= cfg.batch_size and buffer.pending_bytes >= cfg.max_pending_bytes)
-
-    refuse = {"check": buffer.check, "on_refused": on_refused} if buffer.check is not None else {}
-    receiver = SampleReceiver.from_config(transport, on_sample, stored=buffer.stored_keys(), commit=commit, full=full, **refuse)
+    receiver = open_receiver(buffer, transport, cfg, on_sample, commit, on_refused)
     broadcaster = WeightBroadcaster.from_config(transport)
     async with receiver, broadcaster:
         initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes)
