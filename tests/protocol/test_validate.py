@@ -78,12 +78,16 @@ def test_a_sample_needs_a_positive_finite_temperature(temperature):
 # Mutation survivors (benchmarks/mutation.py): the edges the tests above left open.
 
 def test_default_limits_and_the_log_prob_floor():
-    assert SampleLimits() == SampleLimits(vocab_size=None, reward_min=-100.0, reward_max=100.0, max_duration_s=86400.0)
+    # the reward bounds default to open: the learner passes the reward function's range
+    assert SampleLimits() == SampleLimits(vocab_size=None, reward_min=-math.inf, reward_max=math.inf,
+                                          max_duration_s=86400.0)
     open_vocab = SampleLimits()
-    assert check_sample(make_sample(reward=100.0, duration_s=86400.0), open_vocab) is None
-    assert check_sample(make_sample(reward=100.5), open_vocab).startswith("reward:")
-    assert check_sample(make_sample(reward=-100.5), open_vocab).startswith("reward:")
+    assert check_sample(make_sample(reward=1e6, duration_s=86400.0), open_vocab) is None
     assert check_sample(make_sample(duration_s=86401.0), open_vocab).startswith("duration_s:")
+    bounded = SampleLimits(reward_min=-10.0, reward_max=1.0)  # the normalised reward's range
+    assert check_sample(make_sample(reward=1.0), bounded) is None and check_sample(make_sample(reward=-10.0), bounded) is None
+    assert check_sample(make_sample(reward=1.5), bounded).startswith("reward:")
+    assert check_sample(make_sample(reward=-10.5), bounded).startswith("reward:")
     # just below -1000 is refused, whatever else the sample holds
     assert check_sample(make_sample(behaviour_logprobs=[-0.5, -1000.001]), LIMITS) == (
         "behaviour_logprobs: -1000.001 is below -1000.0")
