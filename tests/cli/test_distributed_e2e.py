@@ -206,8 +206,9 @@ def test_stalled_learner_bounds_the_actors_and_they_resume(tmp_path, train_argv,
     assert beat["acked_seq"] > acked_while_stalled, (acked_while_stalled, beat)
     assert _steps(run_dir)[-1] == 3
     # after the stall every sample but those sent after the learner's last commit is acked: the
-    # outbox holds at most what the actor was allowed to leave unacked, and nothing is lost
-    assert len(list(outbox.glob("*.msgpack"))) <= 4
+    # outbox holds at most what the actor may leave unacked plus what was in flight when that
+    # bound was reached (the same 4 + 4 as during the stall; 5 was seen once: a bound of 4 flaked)
+    assert len(list(outbox.glob("*.msgpack"))) <= 4 + 4
     _assert_exactly_once(run_dir, [run_dir / "actors"])
     assert processes(str(run_dir)) == []
 
