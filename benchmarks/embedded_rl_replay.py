@@ -144,14 +144,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from mlerl.learner import LearnerConfig
     from mlerl.learner._buffer import read_journal
-    from mlerl.protocol import ExecStatus, load_section, load_value
+    from mlerl.protocol import ExecStatus, load_run, load_section
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg0 = load_section(LearnerConfig, str(args.run_dir / "config.yaml"), "learner")
     samples = [s for s in read_journal(args.run_dir / "buffer" / "journal.bin")[0] if s.exec_status is not ExecStatus.INFRA_ERROR]
     train, probe = split_samples(samples)
-    model0 = AutoModelForCausalLM.from_pretrained(load_value(args.run_dir / "config.yaml", "model.path", str), dtype=torch.float32)
+    model0 = AutoModelForCausalLM.from_pretrained(load_run(args.run_dir / "config.yaml").model.path, dtype=torch.float32)
     model0.eval()
     temperature = getattr(cfg0, "temperature", None)  # None: each sample's own sampling temperature
     before = _probe(model0, probe, temperature)

@@ -1,17 +1,20 @@
-"""Every config fact has one owner key, read where it is owned; no shipped key is dead.
+"""Every config fact has one owner key, read where it is owned, by type; no shipped key is dead.
 
-Two kinds of checks:
+Three kinds of checks:
 
 - ``test_every_schema_field_is_read``: no dead fields. Every field of every dataclass in the
   ``mlerl train`` schema (``TrainConfig`` and its nested sections, recursively) must be read
   somewhere in the library code (``packages/*/src`` and ``src/mlerl``, tests and benchmarks
   excluded). "Read" is found with the AST, not with a text grep, so comments and docstrings
-  never count: an attribute access ``x.<field>`` or the string constant ``"<field>"`` (how
-  ``getattr(config, key)`` loops and ``load_value(path, "tasks.ids", ...)`` name a field)
-  anywhere except inside a ``__post_init__`` (range checks validate a value, they do not use
-  it) and except the dataclass's own field declarations. It is deliberately conservative: a
-  field that shares its name with an unrelated attribute passes even if dead, but a field that
-  nobody reads by any spelling fails, which is what ``learner.sampling_multiplier`` was.
+  never count: an attribute access ``x.<field>`` anywhere except inside a ``__post_init__``
+  (range checks validate a value, they do not use it) and except the dataclass's own field
+  declarations; a whole section may also be named as a string (how ``load_section(cls, path,
+  "learner")`` reads it). It is deliberately conservative: a field that shares its name with an
+  unrelated attribute passes even if dead, but a field that nobody reads fails, which is what
+  ``learner.sampling_multiplier`` was.
+- No run fact read by string: the facts several processes share are the run contract
+  (``mlerl.protocol.RunContract``, loaded with ``load_run``), every ``load_section`` names a
+  section of the schema with its own type, and nothing else selects a dotted key.
 - One override test per section: a command-line override of a key reaches the process that
   reads it, through the run config file each process loads (``RUN_DIR/config.yaml``, written
   by ``_write_run_config``), read the way that process reads it. Keys that moved or were
@@ -33,7 +36,7 @@ from mlerl.cli._config import TrainConfig, validate
 from mlerl.cli._train import _write_run_config
 from mlerl.instrument import RewardConfig
 from mlerl.learner import LearnerConfig
-from mlerl.protocol import MetricsConfig, RunTransportConfig, load_section, load_value
+from mlerl.protocol import MetricsConfig, RunContract, load_run, load_section
 from mlerl.sandbox import SandboxConfig
 
 from .test_config import _compose
@@ -56,11 +59,13 @@ def _schema_fields(cls: type, prefix: str = "") -> list[tuple[str, str]]:
 
 
 class _Reads(ast.NodeVisitor):
-    """Names read in a module: attribute accesses and string constants, outside ``__post_init__``
-    and outside annotated class-level declarations (a dataclass field's own definition)."""
+    """Names read in a module: attribute accesses and string constants (the latter count only
+    for whole sections, see ``_library_reads``), outside ``__post_init__`` and outside annotated
+    class-level declarations (a dataclass field's own definition)."""
 
     def __init__(self) -> None:
         self.names: set[str] = set()
+        self.strings: set[str] = set()
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if node.name != "__post_init__":
@@ -76,24 +81,75 @@ class _Reads(ast.NodeVisitor):
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str):
-            self.names.add(node.value)
-            self.names.update(node.value.split("."))  # "tasks.ids" reads "ids"
+            self.strings.add(node.value)
+
+
+def _library_modules() -> list[Path]:
+    return [path for root in LIBRARY for path in sorted(root.rglob("*.py"))]
 
 
 def _library_reads() -> set[str]:
+    """Fields read by attribute, and top-level sections also by name (``load_section``)."""
     reads = _Reads()
-    for root in LIBRARY:
-        for path in root.rglob("*.py"):
-            if path.stem.startswith("bench"):  # benchmark modules (being moved to benchmarks/)
-                continue
-            reads.visit(ast.parse(path.read_text(), filename=str(path)))
-    return reads.names
+    for path in _library_modules():
+        reads.visit(ast.parse(path.read_text(), filename=str(path)))
+    sections = {f.name for f in dataclasses.fields(TrainConfig)
+                if dataclasses.is_dataclass(typing.get_type_hints(TrainConfig)[f.name])}
+    return reads.names | (reads.strings & sections)
 
 
 def test_every_schema_field_is_read():
     reads = _library_reads()
     dead = [key for key, name in _schema_fields(TrainConfig) if name not in reads]
     assert not dead, f"schema fields nobody reads (delete them or wire them): {dead}"
+
+
+def _calls(paths: list[Path], name: str) -> list[tuple[Path, ast.Call]]:
+    """Calls of a function or method called ``name`` in ``paths``."""
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if called == name:
+                    out.append((path, node))
+    return out
+
+
+def _readers() -> list[Path]:
+    """Library modules and benchmark scripts: everything that reads a run config."""
+    return _library_modules() + sorted((REPO / "benchmarks").rglob("*.py"))
+
+
+def test_no_run_fact_is_read_by_a_dotted_key():
+    """The shared facts come typed from ``load_run``; only mlerl.protocol's config modules
+    select a key of a config tree (``load_section`` selects one section)."""
+    protocol = REPO / "packages" / "protocol" / "src" / "mlerl" / "protocol"
+    allowed = {protocol / "_config.py", protocol / "_run.py"}
+    found = [f"{path.relative_to(REPO)}:{call.lineno}" for path, call in _calls(_readers(), "select")
+             if path not in allowed and "OmegaConf" in ast.unparse(call.func)]
+    found += [f"{path.relative_to(REPO)}:{call.lineno}" for path, call in _calls(_readers(), "load_value")]
+    assert not found, f"read these through mlerl.protocol.load_run (or load_section): {found}"
+
+
+def test_every_load_section_names_a_schema_section_of_its_type():
+    """``load_section(Cls, path, "name")``: ``name`` is a section of ``TrainConfig`` (dotted for
+    a nested one) whose type is ``Cls``, so a renamed or retyped section fails here, not in a run."""
+    checked = 0
+    for path, call in _calls(_readers(), "load_section"):
+        if len(call.args) < 3 or not isinstance(call.args[2], ast.Constant) \
+                or not isinstance(call.args[0], ast.Name):
+            continue  # e.g. the learner's `--section` argument, or a helper passing `cls` on
+        cls_name, section = call.args[0].id, call.args[2].value
+        kind: type = TrainConfig
+        for part in section.split("."):
+            kind = typing.get_type_hints(kind).get(part)
+            assert kind is not None, f"{path.relative_to(REPO)}:{call.lineno}: no section {section!r}"
+        assert cls_name in {c.__name__ for c in kind.__mro__}, \
+            f"{path.relative_to(REPO)}:{call.lineno}: section {section!r} is a {kind.__name__}, not {cls_name}"
+        checked += 1
+    assert checked >= 4  # the actors', the learner's, the eval's and a benchmark's
 
 
 def test_the_dead_field_check_sees_a_dead_field():
@@ -117,25 +173,36 @@ def _run_config(tmp_path: Path, overrides: list[str]) -> Path:
 
 def test_top_level_seed_reaches_learner_and_actors(tmp_path):
     path = _run_config(tmp_path, ["seed=7"])
-    assert load_value(path, "seed", int) == 7  # both entry points read it here
+    assert load_run(path).seed == 7  # both entry points read it here
 
 
 def test_model_path_reaches_learner_and_actors(tmp_path):
     path = _run_config(tmp_path, [f"model.path={tmp_path / 'm'}"])
-    assert load_value(path, "model.path", str) == str(tmp_path / "m")
+    assert load_run(path).model.path == str(tmp_path / "m")
 
 
 def test_tasks_reach_the_actors(tmp_path):
-    path = _run_config(tmp_path, ["tasks.ids=[a,b]", "tasks.tasks_dir=/specs"])
-    assert load_value(path, "tasks.ids", list) == ["a", "b"]
-    assert load_value(path, "tasks.tasks_dir", str) == "/specs"
-    assert load_value(path, "tasks.data_dir", str) == str(tmp_path / "data")  # resolved, in its owner
+    tasks = load_run(_run_config(tmp_path, ["tasks.ids=[a,b]", "tasks.tasks_dir=/specs"])).tasks
+    assert (tasks.ids, tasks.tasks_dir) == (["a", "b"], "/specs")
+    assert tasks.data_dir == str(tmp_path / "data")  # resolved, in its owner
+
+
+def test_the_run_contract_is_what_train_wrote(tmp_path):
+    """The schema extends the contract: every contract field the supervisor holds is what each
+    process loads, with nothing lost or renamed on the way through the file."""
+    train = validate(_compose(["transport.curve=false", "seed=3", "tasks.public_fraction=0.25"]))
+    path = _write_run_config(train, tmp_path, tmp_path / "data", str(tmp_path / "m"))
+    assert isinstance(train, RunContract)
+    run = load_run(path)
+    assert (run.seed, run.model.path, run.transport) == (train.seed, train.model.path, train.transport)
+    assert {f.name: getattr(run.tasks, f.name) for f in dataclasses.fields(run.tasks)} == \
+        {f.name: getattr(train.tasks, f.name) for f in dataclasses.fields(run.tasks)}
 
 
 def test_transport_is_one_section_for_both_sides(tmp_path):
     path = _run_config(tmp_path, ["transport.samples_address=tcp://127.0.0.1:7001",
                                   "transport.keys_dir=/keys", "transport.curve=true"])
-    transport = load_section(RunTransportConfig, path, "transport").resolve(tmp_path)
+    transport = load_run(path).transport.resolve(tmp_path)
     assert transport.samples_address == "tcp://127.0.0.1:7001"  # given: honoured with role=all
     assert transport.weights_address.startswith("tcp://127.0.0.1:")  # empty: a free port
     assert transport.keys_dir == "/keys"
@@ -193,13 +260,12 @@ def test_moved_and_deleted_keys_are_refused(key):
 def test_reward_range_and_public_fraction_reach_their_readers(tmp_path):
     """The learner's door reads the reward's range from `instrument.reward`; the actors read
     `tasks.public_fraction` (null: each task's own)."""
-    from mlerl.actors.__main__ import _public_fraction
     from mlerl.learner.__main__ import _reward_bounds
 
     path = _run_config(tmp_path, [])
-    assert _reward_bounds(path) == (-10.0, 1.0) and _public_fraction(path) is None
+    assert _reward_bounds(path) == (-10.0, 1.0) and load_run(path).tasks.public_fraction is None
     path = _run_config(tmp_path, ["instrument.reward.kind=paper", "tasks.public_fraction=1"])
-    assert _reward_bounds(path) == (float("-inf"), float("inf")) and _public_fraction(path) == 1.0
+    assert _reward_bounds(path) == (float("-inf"), float("inf")) and load_run(path).tasks.public_fraction == 1.0
     path = _run_config(tmp_path, ["instrument=paper"])
     assert _reward_bounds(path) == (float("-inf"), float("inf"))  # the preset's raw reward
 

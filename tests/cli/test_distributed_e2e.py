@@ -89,12 +89,13 @@ def _one_rank_update_matches(run_dir: Path) -> None:
     step-1 checkpoint says were consumed) and compare with the 2-rank checkpoint's policy."""
     from mlerl.learner import ExperienceBuffer, LearnerConfig
     from mlerl.learner._run import build_learner
-    from mlerl.protocol import load_section, load_value
+    from mlerl.protocol import load_run, load_section
 
     after = torch.load(run_dir / "checkpoints" / "step_00000001" / "state.pt", weights_only=True)
     path = run_dir / "config.yaml"
     config = load_section(LearnerConfig, path, "learner")
-    learner = build_learner(config, torch.device("cpu"), load_value(path, "model.path", str), load_value(path, "seed", int))
+    run = load_run(path)
+    learner = build_learner(config, torch.device("cpu"), run.model.path, run.seed)
     initial = {k: v.clone() for k, v in learner.policy.state_dict().items()}
     consumed = {(a, s) for a, seqs in after["extra"]["buffer"]["consumed"].items() for s in seqs}
     assert len(consumed) == config.batch_size

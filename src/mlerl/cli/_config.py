@@ -2,16 +2,19 @@
 
 Each section is the owning package's own dataclass (``learner`` is
 :class:`mlerl.learner.LearnerConfig`, ``sandbox`` is :class:`mlerl.sandbox.SandboxConfig`, ...),
-so a field is documented once, where it is used. This module only adds the sections that belong
-to the whole run (model, tasks, logging) and ties them together.
+so a field is documented once, where it is used. This module only adds what the supervisor alone
+reads (the embedded bootstrap, task preparation, process counts) and ties them together.
 
 Every fact has one owner key, and every process reads it there (nothing is copied between
-sections at start-up): the learner and the actors both read ``seed``, ``model.path`` and the
-``transport`` section; the actors read ``tasks``. Start-up only resolves what it decides into
-the owning key (the embedded policy's path into ``model.path``, the default data root into
-``tasks.data_dir``, free loopback ports into ``transport`` with ``role=all``) before writing
-``RUN_DIR/config.yaml``. An unknown key is refused by the schema while composing. YAML groups live in
-``conf/`` beside this file; ``conf/train.yaml`` is the primary config.
+sections at start-up). The facts several processes read (``seed``, ``model.path``, ``tasks``,
+``transport``) are the run contract, :class:`mlerl.protocol.RunContract`, which
+:class:`TrainConfig` extends: the learner, the actors and ``mlerl eval --run`` load it with
+``mlerl.protocol.load_run``, each package's own section with ``load_section``. Start-up only
+resolves what it decides into the owning key (the embedded policy's path into ``model.path``,
+the default data root into ``tasks.data_dir``, free loopback ports into ``transport`` with
+``role=all``) before writing ``RUN_DIR/config.yaml``. An unknown key is refused by the schema
+while composing. YAML groups live in ``conf/`` beside this file; ``conf/train.yaml`` is the
+primary config.
 
 Validation happens twice, both at start-up: OmegaConf checks types while composing (a string
 for an int fails with the full key), and :func:`validate` instantiates every dataclass so its
@@ -31,52 +34,36 @@ from mlerl.actors import ActorsConfig
 from mlerl.embedded import BootstrapConfig
 from mlerl.instrument import InstrumentConfig
 from mlerl.learner import LearnerConfig
-from mlerl.protocol import MetricsConfig, RunTransportConfig, check, to_object
+from mlerl.protocol import MetricsConfig, RunContract, RunModel, RunTasks, check, to_object
 from mlerl.sandbox import SandboxConfig
 
 
 @dataclass
-class ModelConfig:
-    path: str = ""
-    """HF model directory of the policy, read by the learner and the actors. Empty: the
-    embedded tiny policy, built offline and cached under ``embedded_cache`` on first use (the
-    run's ``config.yaml`` then holds its path)."""
+class ModelConfig(RunModel):
+    """``model``: the run contract's ``path`` (:class:`mlerl.protocol.RunModel`), plus how the
+    supervisor builds the embedded policy when it is empty."""
+
     embedded_cache: str = "~/.cache/mlerl/embedded"
     """Where the embedded policy (tokenizer + bootstrapped model) is cached."""
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     """How the embedded policy is built (corpus, model shape, SFT budget)."""
 
 
-
 @dataclass
-class TasksConfig:
-    ids: list[str] = field(default_factory=lambda: ["standin-cancer-auc-tiny"])
-    """Task ids trained on (see ``mlerl tasks list``), drawn uniformly per action by the actors."""
-    data_dir: str = ""
-    """Prepared data root (MLE-bench layout). Empty: MLE-bench's cache dir (the run's
-    ``config.yaml`` holds the resolved path)."""
-    tasks_dir: str = ""
-    """Extra task-spec directories (user tasks) besides the built-in ones."""
+class TasksConfig(RunTasks):
+    """``tasks``: the run contract's tasks (:class:`mlerl.protocol.RunTasks`), plus whether the
+    supervisor prepares missing ones."""
+
     prepare: bool = True
     """Prepare stand-in tasks that are missing from ``data_dir`` before training."""
-    public_fraction: float | None = None
-    """Share of each task's answers on its public leaderboard, which rewards and selections read
-    (the rest is the private one, which reports show). None: each task's own (``task.yaml``'s
-    ``public_fraction``, else 0.5). 1: no split, rewards and reports on all answers (the paper)."""
-
-    def __post_init__(self) -> None:
-        check(len(self.ids) > 0, "ids", "must name at least one task")
-        check(self.public_fraction is None or 0.0 < self.public_fraction <= 1.0, "public_fraction",
-              "must lie in (0, 1] (1: no split), or be null for each task's own")
 
 
 @dataclass
-class TrainConfig:
-    seed: int = 0
-    """Seeds sampling, batching and tasks (the learner's minibatches and value head, each
-    actor's task and prompt choice and sampling, combined with its id). The embedded bootstrap
-    has its own ``model.bootstrap.seed``, so a sweep over ``seed`` starts every run from the
-    same policy."""
+class TrainConfig(RunContract):
+    """The run contract (:class:`mlerl.protocol.RunContract`: ``seed``, ``model.path``,
+    ``tasks``, ``transport``; documented there) and what only the supervisor or one package
+    reads."""
+
     resume: str = ""
     """A run directory to continue; empty starts a new run in Hydra's output dir."""
     num_actors: int = 1
@@ -105,7 +92,6 @@ class TrainConfig:
     """K for the closing best-of-K report (trained vs bootstrapped policy); 0 skips it."""
     model: ModelConfig = field(default_factory=ModelConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
-    transport: RunTransportConfig = field(default_factory=RunTransportConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     instrument: InstrumentConfig = field(default_factory=InstrumentConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)

@@ -132,16 +132,6 @@ def _medal_flags(rank_score: Any, score: float, task: Any) -> dict[str, Any]:
     return {k: getattr(ranking, k) for k in ("gold_medal", "silver_medal", "bronze_medal", "above_median")}
 
 
-def _run_public_fraction(path: Path) -> float | None:
-    """A run's ``tasks.public_fraction`` (None: each task's own, also in older run configs)."""
-    from omegaconf import OmegaConf
-
-    from mlerl.protocol import load_yaml
-
-    value = OmegaConf.select(load_yaml(path), "tasks.public_fraction")
-    return None if value is None else float(value)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlerl eval", description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model directory of the policy")
@@ -163,28 +153,24 @@ def main(argv: list[str] | None = None) -> int:
     if not (Path(args.model) / "config.json").is_file():
         parser.error(f"--model {args.model} is not a Hugging Face model directory")
     from mlerl.actors import ActorsConfig
-    from mlerl.protocol import ConfigError, load_section, load_value
+    from mlerl.protocol import ConfigError, RunTasks, load_run, load_section
 
-    base, run_tasks, data_dir, tasks_dir, fraction = ActorsConfig(), [], "", "", None
+    base, run_tasks = ActorsConfig(), RunTasks()  # without --run: the defaults of `mlerl train`
     if args.run:
         path = args.run / "config.yaml"
         try:
+            run_tasks = load_run(path).tasks
             base = load_section(ActorsConfig, path, "actors")
-            run_tasks = load_value(path, "tasks.ids", list)
-            data_dir = load_value(path, "tasks.data_dir", str)
-            tasks_dir = load_value(path, "tasks.tasks_dir", str)
-            fraction = _run_public_fraction(path)
         except (ConfigError, OSError) as exc:
             parser.error(f"--run {args.run}: {exc}")
+    fraction = run_tasks.public_fraction
     if args.public_fraction is not None:
         if not 0.0 < args.public_fraction <= 1.0:
             parser.error("--public-fraction must lie in (0, 1]")
         fraction = args.public_fraction
-    from mlerl.cli._config import TasksConfig
-
-    tasks = [t for t in args.tasks.split(",") if t] or run_tasks or TasksConfig().ids
+    tasks = [t for t in args.tasks.split(",") if t] or run_tasks.ids
     result = evaluate_policy(args.model, tasks, k=args.k, seeds=list(range(args.seeds)), base=base,
-                             data_dir=args.data_dir or data_dir, tasks_dir=tasks_dir,
+                             data_dir=args.data_dir or run_tasks.data_dir, tasks_dir=run_tasks.tasks_dir,
                              sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k",
                              public_fraction=fraction)
     text = json.dumps(result, indent=1)

@@ -1,8 +1,8 @@
 """``python -m mlerl.actors --config RUN_DIR/config.yaml --actor-id ID``: one actor process.
 
-Reads top to bottom: load config (its own ``actors`` section; from the sections that own them
-``model.path``, ``seed``, ``tasks``, ``transport``, ``sandbox``, ``instrument``) -> load tasks -> build engine (and, for LM instrumentation,
-a frozen copy), sandbox, pipeline, durable
+Reads top to bottom: load config (the run contract: ``model.path``, ``seed``, ``tasks``,
+``transport``; its own ``actors`` section and the ``sandbox`` and ``instrument`` sections) ->
+load tasks -> build engine (and, for LM instrumentation, a frozen copy), sandbox, pipeline, durable
 state -> connect the sample stream and the weight subscription -> run the actor until it has
 sent ``max_samples`` or gets SIGTERM/SIGINT -> flush unacked samples (bounded) -> close.
 Restarted after SIGKILL with the same id, it resends its persisted outbox and continues its
@@ -24,7 +24,7 @@ from mlerl.actors._engines import make_engine, make_frozen_engine
 from mlerl.actors._health import EXIT_INFRA_DOWN
 from mlerl.actors._pipeline import real_pipeline
 from mlerl.actors._state import ActorState
-from mlerl.protocol import ConfigError, CurveError, RunTransportConfig, load_section, load_value
+from mlerl.protocol import ConfigError, CurveError, load_run, load_section
 from mlerl.sandbox import SandboxUnavailable
 
 log = logging.getLogger("mlerl.actors")
@@ -39,16 +39,6 @@ def _optional_section(cls, path: Path, section: str):  # type: ignore[no-untyped
         raise
 
 
-def _public_fraction(config_path: Path) -> float | None:
-    """The run's ``tasks.public_fraction`` (None: each task's own, also for older configs)."""
-    from omegaconf import OmegaConf
-
-    from mlerl.protocol import load_yaml
-
-    value = OmegaConf.select(load_yaml(config_path), "tasks.public_fraction")
-    return None if value is None else float(value)
-
-
 async def run_actor(config_path: Path, actor_id: str) -> str:
     """Run one actor until stopped; returns '' or why it gave up (the sandbox stayed down)."""
     from mlerl.bench import Registry
@@ -56,17 +46,16 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     from mlerl.protocol import SampleSender, WeightSubscriber
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
+    contract = load_run(config_path)
     config = load_section(ActorsConfig, config_path, "actors")
     sandbox_config = _optional_section(SandboxConfig, config_path, "sandbox")
     instrument = _optional_section(InstrumentConfig, config_path, "instrument")
-    model_path = load_value(config_path, "model.path", str)
-    seed = load_value(config_path, "seed", int)
+    model_path, seed = contract.model.path, contract.seed
     run_dir = config_path.resolve().parent
-    transport = load_section(RunTransportConfig, config_path, "transport").resolve(run_dir)
-    registry = Registry.load(load_value(config_path, "tasks.tasks_dir", str) or None,
-                             load_value(config_path, "tasks.data_dir", str) or None,
-                             public_fraction=_public_fraction(config_path))
-    tasks = {task_id: registry.get(task_id) for task_id in load_value(config_path, "tasks.ids", list)}
+    transport = contract.transport.resolve(run_dir)
+    registry = Registry.load(contract.tasks.tasks_dir or None, contract.tasks.data_dir or None,
+                             public_fraction=contract.tasks.public_fraction)
+    tasks = {task_id: registry.get(task_id) for task_id in contract.tasks.ids}
     state_root = Path(config.state_dir) if config.state_dir else run_dir / "actors"
     state = ActorState(state_root / actor_id)
     keys = transport.curve_keys()

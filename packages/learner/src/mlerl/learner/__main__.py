@@ -1,8 +1,8 @@
 """``python -m mlerl.learner --config RUN_DIR/config.yaml``: the learner process (see ``_run``).
 
-Reads its own ``learner`` section and, from the sections that own them, the facts it shares
-with the actors: ``model.path``, ``seed``, ``transport`` (``logging`` optional). The run
-directory is the one holding the config file.
+Reads the run contract (``mlerl.protocol.load_run``: ``model.path``, ``seed``, ``transport``),
+its own ``learner`` section, the reward's range from ``instrument`` and ``logging`` (both
+optional). The run directory is the one holding the config file.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 from pathlib import Path
 
-from mlerl.protocol import ConfigError, MetricsConfig, RunTransportConfig, die_with_parent, load_section, load_value
+from mlerl.protocol import ConfigError, MetricsConfig, die_with_parent, load_run, load_section
 
 from mlerl.learner._config import LearnerConfig
 from mlerl.learner._faults import RankFailed, die
@@ -30,19 +30,18 @@ def main(argv: list[str] | None = None) -> int:
         die_with_parent()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
+        contract = load_run(args.config)
         config = load_section(LearnerConfig, args.config, args.section)
         run_dir = args.config.resolve().parent
-        transport = load_section(RunTransportConfig, args.config, "transport").resolve(run_dir)
-        model_path = load_value(args.config, "model.path", str)
-        seed = load_value(args.config, "seed", int)
+        transport = contract.transport.resolve(run_dir)
         metrics = _metrics_config(args.config)
         bounds = _reward_bounds(args.config)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     try:
-        return run(config, transport, model_path=model_path, run_dir=run_dir, seed=seed, metrics=metrics,
-                   reward_bounds=bounds)
+        return run(config, transport, model_path=contract.model.path, run_dir=run_dir, seed=contract.seed,
+                   metrics=metrics, reward_bounds=bounds)
     except RankFailed as failed:
         die(failed)  # logs, records a lasting reason for the supervisor, exits without a collective
         raise  # unreachable: die() ends the process

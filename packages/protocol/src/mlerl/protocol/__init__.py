@@ -15,6 +15,8 @@ contents; they are grouped as in ``__all__``:
   ``read_update_bytes``, ``load_into``, ``tied_names``, ``WeightUpdateError``),
 - metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console),
 - process lifetime (``die_with_parent``: a child ends with its parent, SIGKILL included),
+- the run contract (``RunContract`` with ``RunModel`` and ``RunTasks``; ``load_run``): the facts
+  every process of a run reads (policy, seed, tasks, transport), typed and loaded once,
 - config helpers (``ConfigError``, ``check``, ``load_yaml``, ``load_section``, ``to_object``) and
   the ``InferenceEngine`` interface (``ChatMessage``, ``SamplingParams``, ``Completion``).
 
@@ -23,7 +25,7 @@ Acks, heartbeats, the schema version and the individual sinks are private (``_me
 it when called).
 """
 
-from mlerl.protocol._config import ConfigError, check, load_section, load_value, load_yaml, to_object
+from mlerl.protocol._config import ConfigError, check, load_section, load_yaml, to_object
 from mlerl.protocol._curve import CurveError, CurveKeys, generate_keys
 from mlerl.protocol._engine import ChatMessage, Completion, InferenceEngine, SamplingParams
 from mlerl.protocol._messages import (
@@ -38,6 +40,7 @@ from mlerl.protocol._messages import (
 )
 from mlerl.protocol._lifetime import die_with_parent
 from mlerl.protocol._metrics import MetricsConfig, make_sink
+from mlerl.protocol._run import RunContract, RunModel, RunTasks, load_run
 from mlerl.protocol._transport import SampleReceiver, SampleSender
 from mlerl.protocol._transport_config import RunTransportConfig, TransportConfig
 from mlerl.protocol._validate import SampleLimits, check_sample
@@ -87,11 +90,15 @@ __all__ = [
     "make_sink",
     # process lifetime
     "die_with_parent",
+    # the run contract
+    "RunContract",
+    "RunModel",
+    "RunTasks",
+    "load_run",
     # config helpers
     "ConfigError",
     "check",
     "load_section",
-    "load_value",
     "load_yaml",
     "to_object",
     # engine interface

@@ -3,7 +3,8 @@
 Each package owns one frozen-free dataclass per component (``SandboxConfig``, ``LearnerConfig``
 ...), documents every field, and validates ranges in ``__post_init__`` with :func:`check`. The
 ``mlerl`` meta-package registers them with Hydra's ConfigStore; processes started by
-``mlerl train`` load their section with :func:`load_section`. A bad value fails at start-up
+``mlerl train`` load their section with :func:`load_section`, and the facts no single package
+owns with :func:`mlerl.protocol.load_run` (the run contract). A bad value fails at start-up
 with :class:`ConfigError` naming the key.
 """
 
@@ -86,21 +87,6 @@ def load_yaml(path: str | Path) -> Any:
     if not isinstance(root, DictConfig):
         raise ConfigError(str(path), "the config file must hold a YAML mapping")
     return root
-
-
-def load_value(path: str | Path, key: str, kind: type[T]) -> T:
-    """The value of ``key`` (dotted, e.g. ``model.path``) in a run config file, checked to be a
-    ``kind``: how a process reads a fact owned by a section it does not otherwise read (the
-    section's owner, ``mlerl train``, validated it). Missing or mistyped: :class:`ConfigError`."""
-    from omegaconf import OmegaConf
-
-    node = OmegaConf.select(load_yaml(path), key)
-    value = OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
-    if value is None:
-        raise ConfigError(key, f"missing from {path}")
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ConfigError(key, f"must be a {kind.__name__}, got {value!r}")
-    return value
 
 
 def load_section(cls: type[T], path: str | Path, section: str) -> T:
