@@ -143,3 +143,21 @@ async def test_cancelled_caller_does_not_lose_other_requests(tiny_model_dir):
     with pytest.raises(asyncio.CancelledError):
         await first
     assert engine._pending == []
+
+
+async def test_generation_is_silent(engine, monkeypatch):
+    """No deprecation warning and no transformers log line per generation (they reached the
+    console of every `mlerl train`): the KV cache is passed under the name the installed
+    transformers uses (``cache`` since 5.24, ``past_key_values`` before)."""
+    import logging
+    import warnings
+
+    said: list[tuple] = []
+    # transformers' `logger.warning_once` is memoised process-wide: record every call instead
+    monkeypatch.setattr(logging.Logger, "warning_once", lambda self, *args, **kw: said.append(args), raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (out,) = await engine.generate(CONVS[:1], SamplingParams(max_new_tokens=4, temperature=0.0))
+    assert len(out.token_ids) >= 2 or out.finish_reason == "stop"  # the cached step ran (or stopped)
+    assert not [str(w.message) for w in caught]
+    assert not said

@@ -20,6 +20,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 import threading
 from collections.abc import Sequence
@@ -47,6 +48,13 @@ def _batch_key(p: SamplingParams) -> tuple:
     return (p.max_new_tokens, p.temperature, p.top_p, p.top_k)
 
 
+def _cache_argument(model: torch.nn.Module) -> str:
+    """The name of the KV cache in ``model``'s forward and outputs: ``cache`` since transformers
+    5.24, which warns (FutureWarning) on the old ``past_key_values``; older 5.x (the vLLM venv
+    pins one) knows only the old name."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 class HFEngine:
     """A causal LM from a local model directory (weights + tokenizer with a chat template)."""
 
@@ -68,6 +76,7 @@ class HFEngine:
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
         self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype).to(device)
         self.model.eval()
+        self._cache_arg = _cache_argument(self.model)
         self.device = torch.device(device)
         self.max_batch_size = max_batch_size
         self.max_model_len = int(getattr(self.model.config, "max_position_embeddings", 4096))
@@ -170,13 +179,8 @@ class HFEngine:
                 break
             attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=self.device)], dim=1)
             pos = pos[:, -1:] + 1
-            out = self.model(
-                input_ids=tok[:, None],
-                attention_mask=attn,
-                position_ids=pos,
-                past_key_values=out.past_key_values,
-                use_cache=True,
-            )
+            cache = {self._cache_arg: getattr(out, self._cache_arg)}
+            out = self.model(input_ids=tok[:, None], attention_mask=attn, position_ids=pos, use_cache=True, **cache)
         return [
             Completion(
                 prompt_ids=list(r.prompt_ids),
