@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 import mlerl.cli
-from mlerl.cli._config import TrainConfig, register, validate
+from mlerl.cli._config import VERSION_BASE, TrainConfig, register, validate
 from mlerl.protocol import ConfigError
 
 CONF = Path(mlerl.cli.__file__).parent / "conf"
@@ -20,7 +20,7 @@ GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "expe
 def _compose(overrides: list[str]):
     register()
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF), **VERSION_BASE):
         return compose(config_name="train", overrides=overrides)
 
 

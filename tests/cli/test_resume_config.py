@@ -49,11 +49,11 @@ def _composed(*overrides: str):
     from hydra.core.global_hydra import GlobalHydra
 
     import mlerl.cli
-    from mlerl.cli._config import register, validate
+    from mlerl.cli._config import VERSION_BASE, register, validate
 
     register()
     GlobalHydra.instance().clear()
-    with initialize_config_dir(str(Path(mlerl.cli.__file__).parent / "conf"), version_base="1.3"):
+    with initialize_config_dir(str(Path(mlerl.cli.__file__).parent / "conf"), **VERSION_BASE):
         return validate(compose("train", overrides=list(overrides)))
 
 

@@ -24,9 +24,11 @@ for an int fails with the full key), and :func:`validate` instantiates every dat
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
@@ -118,8 +120,22 @@ class TrainConfig(RunContract):
 
 
 def register() -> None:
-    """Register the schema so ``conf/train.yaml`` can list ``train_schema`` in its defaults."""
-    ConfigStore.instance().store(name="train_schema", node=TrainConfig)
+    """Register the schema so ``conf/train.yaml`` can list ``train_schema`` in its defaults.
+    Once per process: Hydra 1.4 warns when a name is stored again."""
+    store = ConfigStore.instance()
+    if "train_schema.yaml" not in store.repo:
+        store.store(name="train_schema", node=TrainConfig)
+
+
+def _hydra_version() -> tuple[int, int]:
+    major, minor = re.match(r"(\d+)\.(\d+)", hydra.__version__).groups()  # type: ignore[union-attr]
+    return int(major), int(minor)
+
+
+VERSION_BASE: dict[str, str] = {} if _hydra_version() >= (1, 4) else {"version_base": "1.3"}
+"""``**VERSION_BASE`` for ``hydra.main`` and ``initialize_config_dir``: the tree is written for
+Hydra 1.3's defaults, which 1.3 warns about unless ``version_base`` names them, and which are
+1.4's own defaults; 1.4 deprecated the argument and warns whenever it is given."""
 
 
 def validate(cfg: Any) -> TrainConfig:

@@ -24,7 +24,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from mlerl.cli._config import TrainConfig, register, resume_conflicts, validate
+from mlerl.cli._config import VERSION_BASE, TrainConfig, register, resume_conflicts, validate
 from mlerl.cli._ports import PortLease, loopback_port
 from mlerl.cli._progress import Progress
 from mlerl.cli._supervisor import ChildSpec, Supervisor
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+@hydra.main(config_path="conf", config_name="train", **VERSION_BASE)
 def _app(cfg: DictConfig) -> None:
     try:
         train = validate(cfg)
