@@ -9,8 +9,10 @@ small panels, one line per group (all / scratch / improve, or per task).
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
+from typing import Any
 
 # (panel title, metric suffix, group prefixes: "kind" -> all + scratch + improve, "task" -> per task)
 PANELS: tuple[tuple[str, str, str], ...] = (
@@ -73,16 +75,41 @@ def _groups(rows: list[dict[str, float]], kind: str) -> list[str]:
     return [f"task/{t}" for t in tasks]
 
 
+_FONT_CACHE_NOTICE = "Matplotlib is building the font cache"
+
+
+class _DropFontCacheNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_FONT_CACHE_NOTICE)
+
+
+def load_pyplot() -> Any:
+    """``matplotlib.pyplot`` with the Agg backend, loaded without a line on the console.
+
+    Matplotlib builds a font cache the first time it is imported on a machine (in
+    ``MPLCONFIGDIR``, else ``~/.cache/matplotlib``; kept for later runs). When that takes more
+    than 5 s, which it can on a loaded 2-core machine, it logs "Matplotlib is building the font
+    cache" to the console of `mlerl train`. That one record is dropped while pyplot loads (the
+    build is the same); every other matplotlib record still passes."""
+    quiet = _DropFontCacheNotice()
+    logger = logging.getLogger("matplotlib.font_manager")
+    logger.addFilter(quiet)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # imports font_manager, which loads or builds the cache
+    finally:
+        logger.removeFilter(quiet)
+    return plt
+
+
 def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> Path | None:
     """Write ``out_dir/learning_curves.png``; None when the run logged no split metrics."""
     rows = read_learner_metrics(metrics_path)
     if not rows or not any(k.startswith("split/") for r in rows for k in r):
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = load_pyplot()
     n = len(PANELS) + len(GLOBAL_PANELS)
     cols = 4
     fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.0 * ((n + cols - 1) // cols)), squeeze=False)

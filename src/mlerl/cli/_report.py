@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mlerl.cli._config import TrainConfig
+from mlerl.cli._curves import load_pyplot
 from mlerl.cli._eval import evaluate_policy
 from mlerl.cli._progress import Progress
 
@@ -64,6 +65,7 @@ def _plots(run_dir: Path, progress: Progress) -> list[Path]:
 
     from mlerl.cli._curves import plot_learning_curves
 
+    load_pyplot()  # first, so no plot below (the bench's included) prints matplotlib's notice
     curves = []
     if (run_dir / "metrics.jsonl").is_file():
         curve = plot_learning_curves(run_dir / "metrics.jsonl", run_dir / "plots")
@@ -107,11 +109,7 @@ def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> P
     curves = [(key, label, color) for key, label, color in _CURVES if key in report]
     if not curves or not task_ids:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = load_pyplot()
     fig, axes = plt.subplots(len(task_ids), 2, figsize=(9, 3 * len(task_ids)), squeeze=False)
     for row, task in zip(axes, task_ids):
         lower = False
