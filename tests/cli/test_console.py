@@ -1,7 +1,8 @@
 """A clean console: the code a default `mlerl train` runs prints no library warning or log line.
 
 Three sources printed one on every run: Hydra (a deprecation warning for ``version_base``),
-matplotlib (its font-cache notice, when the first build is slow) and transformers (the
+matplotlib (its INFO "generated new fontManager", which Hydra's console log handler passed on,
+and its "building the font cache" notice when that takes over 5 s) and transformers (the
 ``past_key_values`` rename; tested with the engine in tests/actors/test_hf_engine.py). Each
 check runs the code in a fresh interpreter with Python's default warning filters, as the
 console sees it, and first shows that it would see the line.
@@ -70,3 +71,32 @@ matplotlib.use("Agg")
 import matplotlib.pyplot
 """
     assert "Matplotlib is building the font cache" in _stderr(code, tmp_path)
+
+
+def test_library_info_logs_go_to_the_run_log_not_the_console(tmp_path):
+    """Hydra's job logging as `mlerl train` configures it: a library's INFO record (matplotlib
+    logs "generated new fontManager" whenever it builds its font cache) lands in the run's log
+    file; a warning still reaches the console."""
+    code = f"""
+    import logging
+    from pathlib import Path
+    from hydra import compose, initialize_config_dir
+    from hydra.core.utils import configure_log
+    import mlerl.cli
+    from mlerl.cli._config import VERSION_BASE, register
+
+    register()
+    with initialize_config_dir(str(Path(mlerl.cli.__file__).parent / "conf"), **VERSION_BASE):
+        cfg = compose("train", overrides=["hydra.job_logging.handlers.file.filename={tmp_path}/run.log"],
+                      return_hydra_config=True)
+    configure_log(cfg.hydra.job_logging, cfg.hydra.verbose)
+    logging.getLogger("matplotlib.font_manager").info("generated new fontManager")
+    logging.getLogger("somewhere").warning("a real warning")
+    """
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl")}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    console = done.stdout + done.stderr
+    assert "fontManager" not in console and "a real warning" in console
+    assert "generated new fontManager" in (tmp_path / "run.log").read_text()
