@@ -178,8 +178,8 @@ def prepare_task(data_dir: Path) -> Any:
 
 
 def build_policy(out_dir: Path, hidden_size: int, num_layers: int) -> Path:
-    """The tiny Qwen2 test model with its trained BPE tokenizer (mlerl.actors._testing)."""
-    from mlerl.actors._testing import build_tiny_model_dir
+    """The tiny Qwen2 test model with its trained BPE tokenizer (mlerl.actors.build_tiny_model_dir)."""
+    from mlerl.actors import build_tiny_model_dir
 
     if hidden_size % 64:
         raise ValueError("hidden_size: must be a multiple of 64 (head_dim 64)")

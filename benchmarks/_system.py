@@ -1,6 +1,6 @@
 """The real mlerl system wired for measurement, shared by ``async_vs_sync.py`` and ``overhead.py``.
 
-What is real: the actor loop (:class:`mlerl.actors._actor.Actor`, its admission and version
+What is real: the actor loop (:class:`mlerl.actors.Actor`, its admission and version
 gate), the local sandbox (bubblewrap + cgroups where available), AST instrumentation with the
 secure marker channel, grading in a subprocess, the reward, the actor's durable outbox, the
 ZeroMQ sample stream (``SampleSender`` -> ``SampleReceiver``, acked after the learner's journal
@@ -68,7 +68,7 @@ class ScriptedEngine:
         self._more.set()
 
     async def generate(self, conversations: Any, params: Any) -> list[Any]:
-        from mlerl.actors._prompts import chat_prompt_ids
+        from mlerl.actors import chat_prompt_ids
         from mlerl.protocol import Completion
 
         while self.budget is not None and self.budget < len(conversations):
@@ -339,10 +339,7 @@ def _cpu_seconds() -> float:
 async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any, responses: list[str],
                    workdir: Path) -> dict[str, Any]:
     """Run one mode until the learner has consumed ``cfg.samples``; raw timings of everything."""
-    from mlerl.actors import ActorsConfig, AdmissionConfig, ImprovementConfig, PromptConfig
-    from mlerl.actors._actor import Actor
-    from mlerl.actors import real_pipeline
-    from mlerl.actors._state import ActorState
+    from mlerl.actors import Actor, ActorsConfig, ActorState, AdmissionConfig, ImprovementConfig, PromptConfig, real_pipeline
     from mlerl.protocol import SampleSender, WeightSubscriber
     from mlerl.sandbox import Limits, SandboxConfig, make_sandbox
 

@@ -46,11 +46,18 @@ import torch
 
 from mlerl.protocol import ExecStatus, PromptKind, Sample
 
-from mlerl.learner._advantages import gae, terminal_rewards
-from mlerl.learner._buffer import ExperienceBuffer
-from mlerl.learner._config import DurationWeighting, LossAgg
-from mlerl.learner._losses import aggregate, entropy_from_logits, ppo_policy_loss, value_loss
-from mlerl.learner._weights import duration_weights, update_running_mean, weight_stats
+from mlerl.learner import (
+    DurationWeighting,
+    ExperienceBuffer,
+    duration_weights,
+    entropy_from_logits,
+    gae,
+    ppo_policy_loss,
+    terminal_rewards,
+    update_running_mean,
+    value_loss,
+    weight_stats,
+)
 
 ARMS = (("fast_bad", 0.05, 0.0), ("fast_ok", 0.05, 0.5), ("slow_best", 0.4, 1.0))
 SLOW = 2  # index of slow_best
@@ -136,7 +143,7 @@ def bandit_update(run: Run, batch: list[Sample]) -> None:
 
     logprobs = torch.log_softmax(run.theta, -1)[arms][:, None]  # (B, 1)
     pg_loss, _ = ppo_policy_loss(logprobs, old_logprobs, advantages, mask, weights, clip_ratio=0.2)
-    entropy = aggregate(entropy_from_logits(run.theta.expand(B, 1, -1)), mask, LossAgg.token_mean)
+    entropy = entropy_from_logits(run.theta)  # every sample's (one-token) policy is the same softmax
     run.opt_pi.zero_grad()
     (pg_loss - 0.001 * entropy).backward()
     torch.nn.utils.clip_grad_norm_([run.theta], 1.0)

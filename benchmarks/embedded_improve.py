@@ -9,16 +9,14 @@ show. For each parent the policy writes ``--per-parent`` answers (T = 0.9, 320 n
 embedded actors' settings); each answer's program runs in the sandbox and is validated and
 graded outside it. For comparison the same number of from-scratch (C.1) answers are drawn.
 Reported: valid fraction of improve and of scratch answers, how often a valid improved program
-beats its (valid) parent, the failure kinds, and the best score. Results are appended to
+beats its (valid) parent, the failure kinds, and the best score (``mlerl.embedded.evaluate_improvement``). Results are appended to
 ``--out`` as one record per call (model, task, counts, command, commit, machine).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import random
 import sys
 from pathlib import Path
 
@@ -27,49 +25,11 @@ from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E40
 
 
 def measure(model_dir: Path, task_id: str, parents: int, per_parent: int, seed: int = 123) -> dict:
-    from mlerl.actors import PromptConfig
     from mlerl.bench import default_data_dir
-    from mlerl.embedded import task_views
-    from mlerl.embedded._evaluate import run_programs, sample_answers, terminal_outputs
-    from mlerl.embedded._config import read_manifest
-    from mlerl.embedded._programs import generate_program, sample_choices
-    from mlerl.embedded._prompts import draft_messages, extract_code, improve_messages
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from mlerl.embedded import evaluate_improvement
 
-    trained_on = ((read_manifest(model_dir) or {}).get("config") or {}).get("prompts")
-    prompts = PromptConfig(**trained_on) if trained_on else PromptConfig()
-    view = task_views(default_data_dir(), [task_id])[0]
-    task, lower = view.task, bool(view.task.lower_is_better)
-    rng = random.Random(seed)
-    progs = [generate_program(view, rng, sample_choices(view, rng, False)) for _ in range(parents)]
-    outputs = terminal_outputs([(task, p.code) for p in progs])
-    parent_runs = asyncio.run(run_programs([p.code for p in progs], task, 120))
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    improve, beats, errors = [], [0, 0], {}
-    for i, (p, out, pr) in enumerate(zip(progs, outputs, parent_runs, strict=True)):
-        answers = sample_answers(model, tok, improve_messages(task, p.plan, p.code, out, prompts),
-                                 per_parent, 0.9, 320, seed=i)
-        for r in asyncio.run(run_programs([extract_code(a) or "" for a in answers], task, 120)):
-            improve.append(r)
-            if r.error:
-                errors[r.error] = errors.get(r.error, 0) + 1
-            if r.valid and pr.valid:
-                beats[1] += 1
-                beats[0] += (r.score < pr.score) if lower else (r.score > pr.score)
-    answers = sample_answers(model, tok, draft_messages(task, prompts), parents * per_parent, 0.9, 320, seed=99)
-    scratch = asyncio.run(run_programs([extract_code(a) or "" for a in answers], task, 120))
-    scores = [r.score for r in improve + scratch if r.valid]
-    return {
-        "model": str(model_dir), "task": task_id, "parents": parents, "per_parent": per_parent,
-        "parents_valid": sum(r.valid for r in parent_runs),
-        "improve_n": len(improve), "improve_valid": sum(r.valid for r in improve) / len(improve),
-        "improved_beats_parent": beats[0], "improved_and_parent_valid": beats[1],
-        "scratch_n": len(scratch), "scratch_valid": sum(r.valid for r in scratch) / len(scratch),
-        "improve_errors": errors,
-        "best_score": (min(scores) if lower else max(scores)) if scores else None,
-        "lower_is_better": lower,
-    }
+    return evaluate_improvement(model_dir, task_id, default_data_dir(), parents=parents, per_parent=per_parent,
+                                seed=seed)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -231,7 +231,7 @@ def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl", windo
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mlerl.cli._curves import rolling_mean as rolling  # the run plots' own trailing mean
+    from mlerl.cli import rolling_mean as rolling  # the run plots' own trailing mean
 
     tasks = sorted({t for r in runs for t in r["tasks"]})
     fig, axes = plt.subplots(1, 2 + 2 * len(tasks), figsize=(4.5 * (2 + 2 * len(tasks)), 3.4), squeeze=False)

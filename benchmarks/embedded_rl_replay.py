@@ -77,7 +77,7 @@ def probe_deltas(before: dict[str, list[float]], after: dict[str, list[float]], 
 def _probe(model: Any, samples: list[Any], temperature: float) -> dict[str, list[float]]:
     import torch
 
-    from mlerl.learner._batch import collate, token_logprobs
+    from mlerl.learner import collate, token_logprobs
 
     logp_out, ent_out = [], []
     with torch.no_grad():
@@ -95,7 +95,7 @@ def _on_policy(model: Any, samples: list[Any], temperature: float) -> list[Any]:
     import msgspec
     import torch
 
-    from mlerl.learner._batch import collate, token_logprobs
+    from mlerl.learner import collate, token_logprobs
 
     with torch.no_grad():
         logp, _ = token_logprobs(model, collate(samples), temperature=temperature)
@@ -142,8 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from mlerl.learner import LearnerConfig
-    from mlerl.learner._buffer import read_journal
+    from mlerl.learner import LearnerConfig, read_journal
     from mlerl.protocol import ExecStatus, load_run, load_section
 
     torch.set_num_threads(args.threads)

@@ -78,7 +78,7 @@ def _vllm_server(model_dir: Path, timeout_s: float = 600.0) -> Iterator[str]:
 
 
 async def run(args: argparse.Namespace) -> dict:
-    from mlerl.actors._testing import build_tiny_model_dir
+    from mlerl.actors import build_tiny_model_dir
 
     model_dir = build_tiny_model_dir(Path(tempfile.mkdtemp()) / "tiny", hidden_size=256, num_layers=4)
     results: dict = {}

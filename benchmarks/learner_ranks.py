@@ -47,7 +47,7 @@ def worker(args: argparse.Namespace) -> None:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from mlerl.learner import Learner, LearnerConfig
-    from mlerl.learner._publish import full_state_dict
+    from mlerl.learner import full_state_dict
 
     torch.set_num_threads(args.threads)
     distributed = "WORLD_SIZE" in os.environ

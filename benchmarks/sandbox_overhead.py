@@ -34,10 +34,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, make_sandbox
-# The leak count looks where the sandbox leaves things (its private layout), like `reap` does.
-from mlerl.sandbox import _cgroup
-from mlerl.sandbox._workdir import owner_tag
+from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, leftovers, make_sandbox
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TRIVIAL = "pass\n"
@@ -153,21 +150,7 @@ async def _throughput(config: SandboxConfig, token: str, concurrency: int, n: in
 
 
 async def _leaks(config: SandboxConfig, token: str) -> dict[str, int]:
-    owner = owner_tag()
-    found = {"processes": _processes_with(token),
-             "run_dirs": len(list((Path(config.work_root) / owner).glob("*"))),
-             "cgroups": sum(len([p for p in (b / owner).glob("*") if p.is_dir()])
-                            for b in _cgroup.base_dirs().values())}
-    if config.backend == "docker":
-        import aiodocker
-
-        docker = aiodocker.Docker(url=config.docker_host or None)
-        try:
-            found["containers"] = len(await docker.containers.list(
-                all=True, filters={"label": [f"mlerl.owner={owner}"]}))
-        finally:
-            await docker.close()
-    return found
+    return {"processes": _processes_with(token), **await leftovers(config)}
 
 
 async def _backend(backend: str, soak: int, root: str) -> dict[str, Any]:

@@ -196,3 +196,15 @@ def test_staged_inputs_are_links_and_follow_changes(tmp_path):
     (data / "train.csv").write_text("a\n2\n")
     fresh = stage_inputs(data, tmp_path / "stage")
     assert fresh != stage and (fresh / "train.csv").read_text() == "a\n2\n"
+
+
+async def test_leftovers_counts_this_processes_run_dirs(tmp_path):
+    """``leftovers``: what a leak check counts; a run dir of this process counts, another's not."""
+    from mlerl.sandbox import leftovers
+    from mlerl.sandbox._workdir import owner_tag
+
+    config = SandboxConfig(backend="local", work_root=str(tmp_path))
+    assert await leftovers(config) == {"run_dirs": 0, "cgroups": 0}
+    (tmp_path / owner_tag() / "run-1").mkdir(parents=True)
+    (tmp_path / "1-0" / "run-2").mkdir(parents=True)  # another (dead) executor's: reap's business
+    assert (await leftovers(config))["run_dirs"] == 1

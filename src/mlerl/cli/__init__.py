@@ -1,9 +1,15 @@
-"""The `mlerl` command: one entry point dispatching to each component's subcommand."""
+"""The `mlerl` command: one entry point dispatching to each component's subcommand.
+
+Also ``rolling_mean``, the trailing mean the run's plots draw (for scripts that plot runs the
+same way, e.g. benchmarks/embedded_rl.py).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+
+from mlerl.cli._curves import rolling_mean
 
 __version__ = "0.1.0"
 

@@ -6,20 +6,26 @@
   ``OpenAIEngine`` implement :class:`mlerl.protocol.InferenceEngine`. Heavy dependencies (torch,
   transformers, vLLM, httpx) are imported when an engine is first used, so importing this
   package stays light;
-- the paper's prompts: ``scratch_prompt``, ``improve_prompt``;
+- the paper's prompts: ``scratch_prompt``, ``improve_prompt``; ``chat_prompt_ids`` (a
+  conversation as prompt token ids, the way every engine tokenizes it);
+- the actor loop, for harnesses that bring their own engine, sandbox or sender: ``Actor``, with
+  its durable sequence numbers and outbox ``ActorState``;
 - one program's path generate -> parse -> instrument -> execute -> grade -> reward:
   ``real_pipeline``; best-of-K evaluation of a policy: ``evaluate``; the AIDE baseline driven
   by a policy at the same number of executions: ``evaluate_aide``;
-- ``EXIT_INFRA_DOWN``: the actor process's exit status when its execution backend stays down.
+- ``EXIT_INFRA_DOWN``: the actor process's exit status when its execution backend stays down;
+- ``build_tiny_model_dir``: a random tiny Qwen2 with a trained BPE tokenizer, built offline, for
+  tests and benchmarks.
 
-The process entry point is ``python -m mlerl.actors``. Everything else (the actor loop,
-admission, response parsing, the AIDE search itself) is private; see docs/actors.md.
+The process entry point is ``python -m mlerl.actors``. Everything else (admission, response
+parsing, the AIDE search itself) is private; see docs/actors.md.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mlerl.actors._actor import Actor
 from mlerl.actors._admission import AdmissionConfig
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._engines import make_engine
@@ -27,7 +33,9 @@ from mlerl.actors._evaluate import evaluate, evaluate_aide
 from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
 from mlerl.actors._improve import ImprovementConfig
 from mlerl.actors._pipeline import real_pipeline
-from mlerl.actors._prompts import PromptConfig, improve_prompt, scratch_prompt
+from mlerl.actors._prompts import PromptConfig, chat_prompt_ids, improve_prompt, scratch_prompt
+from mlerl.actors._state import ActorState
+from mlerl.actors._testing import build_tiny_model_dir
 
 if TYPE_CHECKING:
     from mlerl.actors._hf import HFEngine
@@ -63,8 +71,12 @@ __all__ = [
     "VLLMEngine",
     "scratch_prompt",
     "improve_prompt",
+    "chat_prompt_ids",
+    "Actor",
+    "ActorState",
     "real_pipeline",
     "evaluate",
     "evaluate_aide",
     "EXIT_INFRA_DOWN",
+    "build_tiny_model_dir",
 ]

@@ -1,5 +1,9 @@
 """Measure a policy directory: sample programs for tasks, run them, validate and grade them.
 
+Two measurements: :func:`evaluate_policy` (from-scratch answers per task) and
+:func:`evaluate_improvement` (improve answers to real, correct parent programs, beside as many
+from-scratch ones: can the policy revise a solution?).
+
 Programs are model-written, so they run where RL runs them: in `mlerl.sandbox`'s local backend
 (allowlisted bubblewrap view, cgroups, no network; `./input` is the task's public data), with a
 wall-clock limit. The submission is copied out of the sandbox and validated and graded here,
@@ -182,6 +186,60 @@ def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | 
             sum(o.valid for o in outcomes), len({c for c in codes if c}),
             round(sum(scores) / len(scores), 5) if scores else None, scores, errors))
     return results
+
+
+def evaluate_improvement(model_dir: str | Path, task_id: str, data_dir: str | Path, *, parents: int = 4,
+                         per_parent: int = 4, temperature: float = 0.9, max_new_tokens: int = 320,
+                         timeout_s: float = 120.0, seed: int = 123) -> dict:
+    """Improve answers to ``parents`` corpus programs (seeded, correct, one coding style), each
+    run once in the sandbox first so its prompt shows the terminal output the actors would show;
+    ``per_parent`` answers each, then as many from-scratch (C.1) answers for comparison. Every
+    answer runs in the sandbox and is validated and graded outside it. Returns the valid
+    fractions, how often a valid improved program beats its valid parent, the failure kinds and
+    the best score."""
+    import random
+
+    from mlerl.actors import PromptConfig
+    from mlerl.embedded._programs import generate_program, sample_choices
+    from mlerl.embedded._prompts import improve_messages
+    from mlerl.embedded._tasks import task_views
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    trained_on = ((read_manifest(Path(model_dir)) or {}).get("config") or {}).get("prompts")
+    prompts = PromptConfig(**trained_on) if trained_on else PromptConfig()
+    view = task_views(Path(data_dir), [task_id])[0]
+    task, lower = view.task, bool(view.task.lower_is_better)
+    rng = random.Random(seed)
+    progs = [generate_program(view, rng, sample_choices(view, rng, False)) for _ in range(parents)]
+    outputs = terminal_outputs([(task, p.code) for p in progs])
+    parent_runs = asyncio.run(run_programs([p.code for p in progs], task, timeout_s))
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    improve, beats, errors = [], [0, 0], {}
+    for i, (p, out, pr) in enumerate(zip(progs, outputs, parent_runs, strict=True)):
+        answers = sample_answers(model, tok, improve_messages(task, p.plan, p.code, out, prompts),
+                                 per_parent, temperature, max_new_tokens, seed=i)
+        for r in asyncio.run(run_programs([extract_code(a) or "" for a in answers], task, timeout_s)):
+            improve.append(r)
+            if r.error:
+                errors[r.error] = errors.get(r.error, 0) + 1
+            if r.valid and pr.valid:
+                beats[1] += 1
+                beats[0] += (r.score < pr.score) if lower else (r.score > pr.score)
+    answers = sample_answers(model, tok, draft_messages(task, prompts), parents * per_parent, temperature,
+                             max_new_tokens, seed=99)
+    scratch = asyncio.run(run_programs([extract_code(a) or "" for a in answers], task, timeout_s))
+    scores = [r.score for r in improve + scratch if r.valid]
+    return {
+        "model": str(model_dir), "task": task_id, "parents": parents, "per_parent": per_parent,
+        "parents_valid": sum(r.valid for r in parent_runs),
+        "improve_n": len(improve), "improve_valid": sum(r.valid for r in improve) / len(improve),
+        "improved_beats_parent": beats[0], "improved_and_parent_valid": beats[1],
+        "scratch_n": len(scratch), "scratch_valid": sum(r.valid for r in scratch) / len(scratch),
+        "improve_errors": errors,
+        "best_score": (min(scores) if lower else max(scores)) if scores else None,
+        "lower_is_better": lower,
+    }
 
 
 def as_dict(results: list[TaskEval]) -> list[dict]:

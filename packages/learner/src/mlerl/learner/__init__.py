@@ -6,24 +6,28 @@
 - state: ``LearnerConfig`` (every knob; enum fields take their string values),
   ``Learner`` (one PPO update per call), ``ExperienceBuffer`` (the journaled, timestamped
   buffer), ``publish_weights`` (the policy as a ``mlerl.protocol.WeightUpdate``);
-- pure math: ``ppo_policy_loss``, ``value_loss``, ``gae``, ``group_advantages``,
-  ``duration_weights`` (with its ``DurationWeighting`` modes);
-- token batches: ``collate`` (samples -> padded tensors) and ``token_logprobs``.
+- pure math: ``ppo_policy_loss``, ``value_loss``, ``entropy_from_logits``, ``gae`` (with
+  ``terminal_rewards``, its per-token rewards), ``group_advantages``, ``duration_weights`` (with
+  its ``DurationWeighting`` modes, the running mean it reads, ``update_running_mean``, and its
+  diagnostics, ``weight_stats``);
+- token batches: ``collate`` (samples -> padded tensors) and ``token_logprobs``;
+- reading a run: ``read_journal`` (the samples the learner stored, in order); gathering the
+  policy: ``full_state_dict`` (what ``publish_weights`` sends, from any rank layout).
 
-Checkpoints, the journal reader, the other config enums and loss helpers are private (tests
-import them from their modules). See docs/learner.md.
+Checkpoints, the other config enums and loss helpers are private (tests import them from their
+modules). See docs/learner.md.
 """
 
-from mlerl.learner._advantages import gae, group_advantages
+from mlerl.learner._advantages import gae, group_advantages, terminal_rewards
 from mlerl.learner._batch import collate, token_logprobs
-from mlerl.learner._buffer import ExperienceBuffer
+from mlerl.learner._buffer import ExperienceBuffer, read_journal
 from mlerl.learner._config import DurationWeighting, LearnerConfig
 from mlerl.learner._faults import FATAL_FILE
 from mlerl.learner._learner import Learner
-from mlerl.learner._losses import ppo_policy_loss, value_loss
-from mlerl.learner._publish import publish_weights
+from mlerl.learner._losses import entropy_from_logits, ppo_policy_loss, value_loss
+from mlerl.learner._publish import full_state_dict, publish_weights
 from mlerl.learner._run import build_learner, run, train_step
-from mlerl.learner._weights import duration_weights
+from mlerl.learner._weights import duration_weights, update_running_mean, weight_stats
 
 __version__ = "0.1.0"
 
@@ -36,12 +40,18 @@ __all__ = [
     "Learner",
     "ExperienceBuffer",
     "publish_weights",
+    "full_state_dict",
+    "read_journal",
     "ppo_policy_loss",
     "value_loss",
+    "entropy_from_logits",
     "gae",
+    "terminal_rewards",
     "group_advantages",
     "duration_weights",
     "DurationWeighting",
+    "update_running_mean",
+    "weight_stats",
     "collate",
     "token_logprobs",
 ]

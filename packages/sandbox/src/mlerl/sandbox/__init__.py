@@ -3,9 +3,11 @@
 ``make_sandbox(SandboxConfig(backend="local" | "docker"))`` gives a :class:`Sandbox`;
 ``await sandbox.run(ExecutionRequest(program=...))`` gives an :class:`ExecutionResult`.
 What each backend isolates is stated in ``_local.py`` / ``_docker.py`` and docs/sandbox.md.
+``reap`` removes what dead executors left behind; ``leftovers`` counts what this process's
+sandboxes hold (0 after every run ended: the leak check).
 """
 
-from mlerl.sandbox._factory import make_sandbox, reap
+from mlerl.sandbox._factory import leftovers, make_sandbox, reap
 from mlerl.sandbox._types import (
     CapturedOutput,
     ExecutionRequest,
@@ -30,4 +32,5 @@ __all__ = [
     "SandboxUnavailable",
     "make_sandbox",
     "reap",
+    "leftovers",
 ]

@@ -117,6 +117,16 @@ async def reap_containers(config: SandboxConfig, everything: bool = False,
     return removed
 
 
+async def count_containers(config: SandboxConfig, owner: str) -> int:
+    """Containers (running or not) labelled with executor ``owner``."""
+    docker = _client(config)
+    try:
+        async with asyncio.timeout(config.engine_timeout_s):
+            return len(await docker.containers.list(all=True, filters={"label": [f"mlerl.owner={owner}"]}))
+    finally:
+        await docker.close()
+
+
 class DockerSandbox:
     """See the module docstring for exactly what is isolated."""
 
