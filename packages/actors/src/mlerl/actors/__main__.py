@@ -46,10 +46,10 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     from mlerl.protocol import SampleSender, WeightSubscriber
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
-    contract = load_run(config_path)
     config = load_section(ActorsConfig, config_path, "actors")
     sandbox_config = _optional_section(SandboxConfig, config_path, "sandbox")
     instrument = _optional_section(InstrumentConfig, config_path, "instrument")
+    contract = load_run(config_path)
     model_path, seed = contract.model.path, contract.seed
     run_dir = config_path.resolve().parent
     transport = contract.transport.resolve(run_dir)

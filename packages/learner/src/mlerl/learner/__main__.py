@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         die_with_parent()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        contract = load_run(args.config)
         config = load_section(LearnerConfig, args.config, args.section)
+        contract = load_run(args.config)
         run_dir = args.config.resolve().parent
         transport = contract.transport.resolve(run_dir)
         metrics = _metrics_config(args.config)
