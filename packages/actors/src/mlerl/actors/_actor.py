@@ -25,7 +25,6 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import random
@@ -107,16 +106,9 @@ class Actor:
         state: ActorState,
         weights: AsyncIterator[WeightUpdate] | None = None,
         seed: int = 0,
-        limits: Any = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``limits``: the ``mlerl.sandbox.Limits`` of every execution (the run's
-        ``sandbox.limits``; default ``SandboxConfig().limits``); ``wall_time_s`` 0 means each
-        task's own ``time_limit_s``."""
-        from mlerl.sandbox import SandboxConfig
-
         self.actor_id, self.config = actor_id, config
-        self.limits = limits if limits is not None else SandboxConfig().limits
         self.engine, self.sandbox, self.sender = engine, sandbox, sender
         self.tasks, self.pipeline, self.state = tasks, pipeline, state
         self.weights, self.clock = weights, clock
@@ -270,8 +262,9 @@ class Actor:
         from mlerl.sandbox import ExecutionRequest
 
         prepared = await self.pipeline.prepare(code)
-        limits = dataclasses.replace(self.limits, wall_time_s=self.limits.wall_time_s or float(task.time_limit_s))
-        request = ExecutionRequest(program=prepared.program, data_dir=task.public_dir, limits=limits)
+        # The sandbox's own limits apply; the request carries what the task sets.
+        request = ExecutionRequest(program=prepared.program, data_dir=task.public_dir,
+                                   time_limit_s=float(task.time_limit_s))
         for attempt in range(self.config.infra_retries + 1):
             scanner = self.pipeline.scanner(prepared.nonce)
 

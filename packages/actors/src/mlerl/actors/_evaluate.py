@@ -136,11 +136,10 @@ async def evaluate(
     sandbox: Any,
     pipeline: Any,
     seed: int = 0,
-    limits: Any = None,
     state_dir: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Draw ``k`` samples per task from the fixed ``engine``; return each task's summary.
-    ``limits``: each execution's (the run's ``sandbox.limits``; see :class:`Actor`)."""
+    """Draw ``k`` samples per task from the fixed ``engine``; return each task's summary. Each
+    execution runs under the sandbox's own limits and the task's time limit."""
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="mlerl-eval-") as tmp:
         root = Path(state_dir) if state_dir else Path(tmp)
@@ -150,7 +149,6 @@ async def evaluate(
             actor = Actor(
                 f"eval-{task_id}", task_config, engine=engine, sandbox=sandbox, sender=collector,
                 tasks={task_id: task}, pipeline=pipeline, state=ActorState(root / task_id), seed=seed,
-                limits=limits,
             )  # fmt: skip
             t0 = time.time()
             await actor.run()
@@ -167,11 +165,10 @@ def sandbox_evaluator(
     sandbox: Any,
     pipeline: Any,
     state_dir: Path,
-    limits: Any = None,
 ) -> Callable[[str], Awaitable[Evaluation]]:
     """``evaluate(code) -> Evaluation`` for :func:`run_aide`: the program runs exactly as an RL
     action's does (the actor's own execution path: instrumentation by ``pipeline.prepare``, the
-    task's public data and the actor's limits, ``sandbox.run`` with INFRA_ERROR retries, the
+    task's public data and time limit under the sandbox's limits, ``sandbox.run`` with INFRA_ERROR retries, the
     submission graded outside the sandbox by ``pipeline.grade``, stdout + stderr cleaned by
     ``pipeline.clean`` and cut to ``output_tail_chars`` as the terminal output).
 
@@ -182,7 +179,7 @@ def sandbox_evaluator(
     drops such an action; here it still counts as one of the K)."""
     runner = Actor(
         f"aide-{task_id}", config, engine=engine, sandbox=sandbox, sender=_Collector(),
-        tasks={task_id: task}, pipeline=pipeline, state=ActorState(state_dir), limits=limits,
+        tasks={task_id: task}, pipeline=pipeline, state=ActorState(state_dir),
     )  # fmt: skip
 
     async def evaluate_code(code: str) -> Evaluation:
@@ -243,7 +240,6 @@ async def evaluate_aide(
     pipeline: Any,
     seed: int = 0,
     aide: AideConfig | None = None,
-    limits: Any = None,
     state_dir: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """AIDE driven by the fixed ``engine``, ``k`` steps (= program executions) per task, one
@@ -257,8 +253,7 @@ async def evaluate_aide(
         root = Path(state_dir) if state_dir else Path(tmp)
         for task_id, task in tasks.items():
             evaluate_code = sandbox_evaluator(config, task_id, task, engine=engine, sandbox=sandbox,
-                                              pipeline=pipeline, state_dir=root / f"aide-{task_id}",
-                                              limits=limits)
+                                              pipeline=pipeline, state_dir=root / f"aide-{task_id}")
             nodes = await run_aide(engine, task, evaluate_code, aide, params=config.sampling(),
                                    prompts=config.prompts, seed=seed)
             results[task_id] = summarise_aide(nodes, bool(task.lower_is_better))

@@ -68,9 +68,11 @@ class FakeSandbox:
         self.duration = duration
         self.delay = delay
         self.runs = 0
+        self.requests: list = []
 
     async def run(self, request, on_output=None):
         self.runs += 1
+        self.requests.append(request)
         await asyncio.sleep(self.delay)
         started = time.time()
         if self.infra_failures > 0:
