@@ -169,6 +169,17 @@ class TimedSender:
     def acked_seq(self) -> int:
         return self.inner.acked_seq
 
+    @property
+    def unacked(self) -> int:
+        return self.inner.unacked
+
+    @property
+    def learner_full(self) -> bool:
+        return self.inner.learner_full
+
+    async def changed(self) -> None:
+        await self.inner.changed()
+
     async def send(self, sample: Any) -> None:
         self.probe.sent[sample.seq] = {"pid": program_id(sample.code), "t_send": time.time()}
         self._unacked.append(sample.seq)

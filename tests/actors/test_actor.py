@@ -39,8 +39,10 @@ async def test_sends_complete_samples_with_gapless_seqs(tmp_path, tasks):
     sender, sandbox = FakeSender(), FakeSandbox()
     actor = make_actor(tmp_path, tasks, engine=engine, sender=sender, sandbox=sandbox, max_samples=9)
     await run(actor)
-    # the sandbox owns the limits: a request carries only what the task sets
-    assert sandbox.requests and all(r.limits is None and r.time_limit_s == 30.0 for r in sandbox.requests)
+    # the sandbox owns the limits: a program's request carries only what the task sets (the
+    # health probe, run while not-run samples wait for a first execution, brings its own)
+    programs = [r for r in sandbox.requests if r.data_dir is not None]
+    assert programs and all(r.limits is None and r.time_limit_s == 30.0 for r in programs)
     sent = sender.sent[:9]
     assert [s.seq for s in sent] == list(range(9))
     assert all(s.sample_id == f"a0:{s.seq}" and s.actor_id == "a0" for s in sent)

@@ -95,7 +95,10 @@ class FakeSandbox:
 
 
 class FakeSender:
-    """Acks everything at once unless ``ack`` is False; stores like the learner (dedupe by seq)."""
+    """Acks everything at once unless ``ack`` is False; stores like the learner (dedupe by seq).
+
+    A test that changes ``acked_seq`` or ``learner_full`` by hand calls :meth:`notify`, as the
+    real sender does when an ack or a heartbeat arrives."""
 
     def __init__(self, ack: bool = True) -> None:
         self.ack = ack
@@ -103,6 +106,12 @@ class FakeSender:
         self.stored: dict[int, Sample] = {}
         self.acked_seq = -1
         self.watermark = -1
+        self.learner_full = False
+        self._news = asyncio.Event()
+
+    @property
+    def unacked(self) -> int:
+        return max(0, self.sent[-1].seq - self.acked_seq) if self.sent else 0
 
     async def send(self, sample: Sample) -> None:
         self.sent.append(sample)
@@ -111,6 +120,14 @@ class FakeSender:
             self.watermark = sample.seq
         if self.ack:
             self.acked_seq = self.watermark
+        self.notify()
+
+    async def changed(self) -> None:
+        await self._news.wait()
+
+    def notify(self) -> None:
+        self._news.set()
+        self._news = asyncio.Event()
 
 
 class Scanner:
