@@ -69,6 +69,18 @@ async def test_sends_complete_samples_with_gapless_seqs(tmp_path, tasks):
     assert hb.exists()
 
 
+async def test_samples_carry_their_measured_generation_time(tmp_path, tasks):
+    # generation takes 0.2 s here, execution 2.5 s (the fake's): Δt = 2.7 s, nothing clamped
+    sender = FakeSender()
+    actor = make_actor(tmp_path, tasks, engine=FakeEngine([OK_RESPONSE, NO_CODE], delay=0.2),
+                       sender=sender, max_samples=4)
+    await run(actor)
+    for s in sender.sent:
+        assert 0.2 <= s.generation_s < 5.0
+        assert s.dt_s == s.generation_s + s.duration_s
+        assert s.duration_s == (2.5 if s.exec_status is ExecStatus.OK else 0.0)
+
+
 async def test_generation_is_batched_across_slots(tmp_path, tasks):
     engine = FakeEngine([OK_RESPONSE])
     actor = make_actor(tmp_path, tasks, engine=engine, max_samples=3,

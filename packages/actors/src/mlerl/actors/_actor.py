@@ -23,7 +23,8 @@ Guarantees:
   (:mod:`._health`); a backend down for ``infra.down_after_s`` stops the actor
   (``infra_down`` says why).
 - Sent samples are exactly-once at the learner across SIGKILL (see :mod:`._state`).
-- Every sent sample has all fields filled (:func:`._sample.make_sample`).
+- Every sent sample has all fields filled (:func:`._sample.make_sample`), its measured
+  generation time included (monotonic clock, around the batch's ``engine.generate``).
 - A program's outcome never crashes the actor; an engine exception fails only its batch.
 """
 
@@ -219,7 +220,9 @@ class Actor:
         try:
             async with self.gate.generating():
                 version = self.engine.policy_version
+                started = time.monotonic()
                 completions = await self.engine.generate([a.messages for a in planned.values()], params)
+                generation_s = time.monotonic() - started  # every sample of the batch waited as long
         except Exception:
             log.exception("actor %s: generation of %d actions failed", self.actor_id, len(ids))
             self.stats["engine_errors"] += 1
@@ -230,7 +233,7 @@ class Actor:
         now = self.clock()
         for (aid, action), completion in zip(planned.items(), completions):
             action.completion, action.version, action.t_sampled = completion, version, now
-            action.params = params
+            action.params, action.generation_s = params, generation_s
             action.parsed = parse_response(completion.text, completion.finish_reason)
             self.actions[aid] = action
             self.admission.on_generated(aid, version, now)

@@ -25,8 +25,9 @@ SYNTAX = "Plan.\n```python\ndef f(:\n```"
 class FakeEngine:
     """Answers each conversation with the next response of ``responses`` (cycling)."""
 
-    def __init__(self, responses: list[str], fail_first: int = 0) -> None:
+    def __init__(self, responses: list[str], fail_first: int = 0, delay: float = 0.0) -> None:
         self.responses = responses
+        self.delay = delay  # seconds each generate call takes
         self.calls: list[list] = []
         self._version = 0
         self.fail_first = fail_first
@@ -37,7 +38,7 @@ class FakeEngine:
 
     async def generate(self, conversations, params):
         self.calls.append([list(c) for c in conversations])
-        await asyncio.sleep(0)
+        await asyncio.sleep(self.delay)
         if self.fail_first > 0:
             self.fail_first -= 1
             raise RuntimeError("engine down")

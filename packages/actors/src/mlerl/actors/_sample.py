@@ -2,8 +2,9 @@
 
 Guarantees of :func:`make_sample`: every field is filled (ids, behaviour log-probs, version,
 sampling parameters), the timestamps are ordered (sampled <= exec started <= exec finished <=
-graded; raised to the previous one where the sandbox's clock was behind the actor's) and
-``duration_s`` is the execution's (0 when nothing ran).
+graded; raised to the previous one where the sandbox's clock was behind the actor's),
+``duration_s`` is the execution's (0 when nothing ran) and ``generation_s`` the generation's;
+both are monotonic measures, so Δt = ``generation_s + duration_s`` is never clamped.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Action:
     version: int = -1
     t_sampled: float = 0.0
     params: SamplingParams | None = None
+    generation_s: float = 0.0
+    """Monotonic seconds of the ``engine.generate`` call that produced it (its batch's)."""
 
 
 def _not_before(t: float | None, earlier: float) -> float | None:
@@ -52,7 +55,7 @@ def make_sample(actor_id: str, seq: int, action: Action, out: Executed, reward: 
         behaviour_logprobs=list(c.logprobs), policy_version=action.version,
         temperature=p.temperature, top_p=p.top_p, top_k=p.top_k,
         t_sampled=t0, t_exec_started=t1, t_exec_finished=t2, t_graded=t3,
-        duration_s=out.duration_s, parse_status=parsed.status, exec_status=out.status,
+        duration_s=out.duration_s, generation_s=action.generation_s, parse_status=parsed.status, exec_status=out.status,
         markers=list(out.markers), score=out.graded.score, private_score=out.graded.private_score,
         valid_submission=out.graded.valid,
         reward=float(reward), reward_parts=parts, code=parsed.code, output_tail=out.output,
