@@ -169,6 +169,17 @@ class TimedSender:
     def acked_seq(self) -> int:
         return self.inner.acked_seq
 
+    @property
+    def unacked(self) -> int:
+        return self.inner.unacked
+
+    @property
+    def learner_full(self) -> bool:
+        return self.inner.learner_full
+
+    async def changed(self) -> None:
+        await self.inner.changed()
+
     async def send(self, sample: Any) -> None:
         self.probe.sent[sample.seq] = {"pid": program_id(sample.code), "t_send": time.time()}
         self._unacked.append(sample.seq)
@@ -351,8 +362,9 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
     learner = LearnerProcess(spec)
     probe = Probe()
     engine = ScriptedEngine(tokenizer, responses, budget=0 if cfg.mode == "sync" else None)
-    sandbox = TimedSandbox(make_sandbox(SandboxConfig(backend="local", max_concurrency=cfg.concurrency,
-                                                      work_root=str(run / "sandbox"))), probe)
+    sandbox = TimedSandbox(make_sandbox(SandboxConfig(
+        backend="local", max_concurrency=cfg.concurrency, work_root=str(run / "sandbox"),
+        limits=Limits(wall_time_s=cfg.exec_time_limit_s, memory_mb=1024))), probe)
     pipeline = timed_pipeline(real_pipeline(), probe)
     state = ActorState(run / "state" / "a0")
     prompts = PromptConfig(description_chars=cfg.description_chars, snippet_chars=cfg.snippet_chars)
@@ -363,8 +375,7 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
         config = ActorsConfig(improvement=ImprovementConfig(improve_prob=0.0), prompts=prompts,
                               admission=admission, max_samples=max_samples, heartbeat_s=1.0)
         return Actor("a0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK_ID: task},
-                     pipeline=pipeline, state=state, weights=weights,
-                     limits=Limits(wall_time_s=cfg.exec_time_limit_s, memory_mb=1024))
+                     pipeline=pipeline, state=state, weights=weights)
 
     def count(a: Any) -> None:
         for k, v in {**a.stats, **a.admission.stats}.items():

@@ -36,9 +36,13 @@ async def run(actor, timeout=30):
 
 async def test_sends_complete_samples_with_gapless_seqs(tmp_path, tasks):
     engine = FakeEngine([OK_RESPONSE, NO_CODE, SYNTAX])
-    sender = FakeSender()
-    actor = make_actor(tmp_path, tasks, engine=engine, sender=sender, max_samples=9)
+    sender, sandbox = FakeSender(), FakeSandbox()
+    actor = make_actor(tmp_path, tasks, engine=engine, sender=sender, sandbox=sandbox, max_samples=9)
     await run(actor)
+    # the sandbox owns the limits: a program's request carries only what the task sets (the
+    # health probe, run while not-run samples wait for a first execution, brings its own)
+    programs = [r for r in sandbox.requests if r.data_dir is not None]
+    assert programs and all(r.limits is None and r.time_limit_s == 30.0 for r in programs)
     sent = sender.sent[:9]
     assert [s.seq for s in sent] == list(range(9))
     assert all(s.sample_id == f"a0:{s.seq}" and s.actor_id == "a0" for s in sent)
@@ -63,6 +67,18 @@ async def test_sends_complete_samples_with_gapless_seqs(tmp_path, tasks):
     assert by_status[ParseStatus.SYNTAX_ERROR][0].code.startswith("def f(:")
     hb = (tmp_path / "state" / "a0" / "heartbeat.json") if False else (actor.state.dir / "heartbeat.json")
     assert hb.exists()
+
+
+async def test_samples_carry_their_measured_generation_time(tmp_path, tasks):
+    # generation takes 0.2 s here, execution 2.5 s (the fake's): Δt = 2.7 s, nothing clamped
+    sender = FakeSender()
+    actor = make_actor(tmp_path, tasks, engine=FakeEngine([OK_RESPONSE, NO_CODE], delay=0.2),
+                       sender=sender, max_samples=4)
+    await run(actor)
+    for s in sender.sent:
+        assert 0.2 <= s.generation_s < 5.0
+        assert s.dt_s == s.generation_s + s.duration_s
+        assert s.duration_s == (2.5 if s.exec_status is ExecStatus.OK else 0.0)
 
 
 async def test_generation_is_batched_across_slots(tmp_path, tasks):

@@ -45,7 +45,8 @@ def task(tmp_path_factory):
 async def sandbox(tmp_path):
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
-    box = make_sandbox(SandboxConfig(backend="local", max_concurrency=2, work_root=str(tmp_path / "work")))
+    box = make_sandbox(SandboxConfig(backend="local", max_concurrency=2, work_root=str(tmp_path / "work"),
+                                     limits=Limits(wall_time_s=120, memory_mb=2048)))
     try:
         yield box
     finally:
@@ -55,8 +56,7 @@ async def sandbox(tmp_path):
 def _actor(tmp_path, task, engine, sandbox, sender, **cfg):
     config = ActorsConfig(improvement=ImprovementConfig(improve_prob=0.0), **cfg)
     return Actor("r0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK: task},
-                 pipeline=real_pipeline(), state=ActorState(tmp_path / "state"),
-                 limits=Limits(wall_time_s=120, memory_mb=2048))
+                 pipeline=real_pipeline(), state=ActorState(tmp_path / "state"))
 
 
 @pytest.mark.slow

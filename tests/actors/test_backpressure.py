@@ -11,18 +11,16 @@ from mlerl.actors._state import ActorState
 
 
 class GatedSender(FakeSender):
-    """A FakeSender whose learner can be 'full' and that acks only while ``ack`` is True."""
+    """A FakeSender whose learner can be 'full' and that acks only while ``ack`` is True; the
+    actor hears of each change as it would from a real sender's ack or heartbeat."""
 
-    def __init__(self) -> None:
-        super().__init__(ack=True)
-        self.learner_full = False
-
-    @property
-    def unacked(self) -> int:
-        return len(self.sent) and self.sent[-1].seq - self.acked_seq
+    def set_full(self, full: bool) -> None:
+        self.learner_full = full
+        self.notify()
 
     def release(self) -> None:
         self.acked_seq = self.watermark
+        self.notify()
 
 
 def _actor(tmp_path, sender, engine, **cfg):
@@ -42,7 +40,7 @@ def _beat(actor) -> dict:
 
 async def test_learner_full_stops_new_generations_until_it_has_room(tmp_path):
     sender, engine = GatedSender(), FakeEngine([OK_RESPONSE])
-    sender.learner_full = True
+    sender.set_full(True)
     actor = _actor(tmp_path, sender, engine, max_samples=2)
     task = asyncio.create_task(actor.run())
     try:
@@ -51,7 +49,7 @@ async def test_learner_full_stops_new_generations_until_it_has_room(tmp_path):
         beat = _beat(actor)
         assert beat["waiting"] == "learner full" and actor.stats["backpressure_waits"] == 1
         assert beat["backpressure_s"] >= 0.5  # the wait under way is already counted in the beat
-        sender.learner_full = False
+        sender.set_full(False)
         async with asyncio.timeout(20):
             await task
     finally:

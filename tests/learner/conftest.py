@@ -35,7 +35,7 @@ def build_sample(
     *, actor_id: str = "a0", seq: int | None = None, reward: float = 1.0, duration_s: float = 1.0,
     prompt_len: int = 3, response_len: int = 4, t_sampled: float = 100.0, t_done: float | None = None,
     status: ExecStatus = ExecStatus.OK, policy_version: int = 0, task_id: str = "t", token_seed: int | None = None,
-    behaviour_logprob: float = -1.0,
+    behaviour_logprob: float = -1.0, generation_s: float = 0.0,
 ) -> Sample:
     seq = next(_counter) if seq is None else seq
     g = torch.Generator().manual_seed(seq if token_seed is None else token_seed)
@@ -46,7 +46,7 @@ def build_sample(
         prompt_kind=PromptKind.SCRATCH, prompt_ids=ids[:prompt_len], response_ids=ids[prompt_len:],
         behaviour_logprobs=[behaviour_logprob] * response_len, policy_version=policy_version,
         t_sampled=t_sampled, t_exec_started=t_sampled, t_exec_finished=t_done, t_graded=t_done,
-        duration_s=duration_s, exec_status=status, reward=reward,
+        duration_s=duration_s, generation_s=generation_s, exec_status=status, reward=reward,
     )
 
 

@@ -46,11 +46,11 @@ BASE = dict(batch_size=2, micro_batch_size=2, bf16=False, gradient_checkpointing
 
 
 def test_duration_weights_reach_the_policy_gradient(make_sample, tiny_model):
-    # execution 2 s and 26 s + the default 10 s overhead: dt = [12, 36], mean 24 -> w = [0.5, 1.5]
+    # execution 2 s and 26 s, each after 10 s of generation: dt = [12, 36], mean 24 -> w = [0.5, 1.5]
     cfg = LearnerConfig(**BASE)
-    assert cfg.duration_weighting.value == "paper" and cfg.duration_overhead_s == 10.0
-    raw = [make_sample(seq=0, reward=1.0, duration_s=2.0, response_len=3),
-           make_sample(seq=1, reward=-0.5, duration_s=26.0, response_len=5)]
+    assert cfg.duration_weighting.value == "paper"
+    raw = [make_sample(seq=0, reward=1.0, duration_s=2.0, generation_s=10.0, response_len=3),
+           make_sample(seq=1, reward=-0.5, duration_s=26.0, generation_s=10.0, response_len=5)]
     samples = _on_policy(raw, tiny_model())
     learner = _GradRecorder(cfg, tiny_model())
     learner.update(samples)
@@ -64,16 +64,18 @@ def test_duration_weights_reach_the_policy_gradient(make_sample, tiny_model):
     assert max((unweighted[n] - want[n]).abs().max().item() for n in want) > 1e-4
 
 
-@pytest.mark.parametrize("overhead, differs", [(10.0, True), (0.0, False)])
-def test_a_not_run_samples_reward_reaches_the_gradient(overhead, differs, make_sample, tiny_model):
-    # A NOT_RUN sample (execution 0 s) beside a 30 s run. With dt = overhead + execution its weight
-    # is 10 / 25 = 0.4, so its reward moves the policy; the paper's exact dt (overhead 0) gives it
-    # weight 0 and the gradient is bit-identical whether it scored -10 or +10.
-    cfg = LearnerConfig(**BASE, duration_overhead_s=overhead)
+@pytest.mark.parametrize("generation, differs", [(10.0, True), (0.0, False)])
+def test_a_not_run_samples_reward_reaches_the_gradient(generation, differs, make_sample, tiny_model):
+    # A NOT_RUN sample (execution 0 s) beside a 30 s run, both generated in `generation` s. With
+    # dt = generation + execution = [10, 40] its weight is 10 / 25 = 0.4, so its reward moves the
+    # policy; with no generation time (a journal from before generation_s: the paper's exact dt)
+    # its weight is 0 and the gradient is bit-identical whether it scored -10 or +10.
+    cfg = LearnerConfig(**BASE)
     grads = []
     for reward in (-10.0, 10.0):
-        batch = [make_sample(seq=0, reward=reward, duration_s=0.0, status=ExecStatus.NOT_RUN),
-                 make_sample(seq=1, reward=1.0, duration_s=30.0)]
+        batch = [make_sample(seq=0, reward=reward, duration_s=0.0, generation_s=generation,
+                             status=ExecStatus.NOT_RUN),
+                 make_sample(seq=1, reward=1.0, duration_s=30.0, generation_s=generation)]
         learner = _GradRecorder(cfg, tiny_model())
         learner.update(batch)
         grads.append(learner.grads[0])

@@ -52,32 +52,36 @@ def test_floor_and_all_zero():
 FAIL = torch.tensor([0.0, 0.5, 9.5, 30.0])
 
 
-def test_slot_durations_add_the_overhead_then_floor():
-    # dt = max(execution + overhead, floor): [0 + 1, 5 + 1] floored at 3 -> [3, 6]
-    assert slot_durations(torch.tensor([0.0, 5.0]), overhead=1.0, floor=3.0).tolist() == [3.0, 6.0]
-    assert slot_durations(FAIL).tolist() == FAIL.tolist()  # no overhead, no floor: the paper's dt
+def test_slot_durations_floor_the_measured_dt():
+    # dt = max(generation + execution, floor): [0 + 1, 5 + 1] floored at 3 -> [3, 6]
+    assert slot_durations(torch.tensor([0.0, 5.0]) + 1.0, floor=3.0).tolist() == [3.0, 6.0]
+    assert slot_durations(FAIL).tolist() == FAIL.tolist()  # no generation time, no floor: the paper's dt
 
 
-def test_overhead_keeps_failures_in_the_gradient():
-    # overhead 10: dt = [10, 10.5, 19.5, 40], mean 20 -> [0.5, 0.525, 0.975, 2.0]
-    w = duration_weights(FAIL, W.paper, overhead=10.0)
+GEN = 10.0  # seconds of generation every sample spent before its execution
+
+
+def test_generation_time_keeps_failures_in_the_gradient():
+    # dt = generation 10 + execution: [10, 10.5, 19.5, 40], mean 20 -> [0.5, 0.525, 0.975, 2.0]
+    w = duration_weights(FAIL + GEN, W.paper)
     assert w.tolist() == pytest.approx([0.5, 0.525, 0.975, 2.0])
-    # the paper's exact dt: mean 10 -> [0, 0.05, 0.95, 3.0]: the NOT_RUN sample's weight is 0
+    # the paper's exact dt (execution only): mean 10 -> [0, 0.05, 0.95, 3.0]: the NOT_RUN sample's weight is 0
     assert duration_weights(FAIL, W.paper).tolist() == pytest.approx([0.0, 0.05, 0.95, 3.0])
-    # every mode keeps it strictly positive once dt includes the overhead
+    # every mode keeps it strictly positive once dt includes the generation time
     for mode in (W.paper, W.clipped, W.log, W.running):
-        assert float(duration_weights(FAIL, mode, overhead=10.0, running_mean=20.0)[0]) > 0.0, mode
+        assert float(duration_weights(FAIL + GEN, mode, running_mean=20.0)[0]) > 0.0, mode
     # running: scale 25 (given) -> dt / 25 = [0.4, 0.42, 0.78, 1.6]
-    assert duration_weights(FAIL, W.running, overhead=10.0, running_mean=25.0).tolist() == pytest.approx([0.4, 0.42, 0.78, 1.6])
+    assert duration_weights(FAIL + GEN, W.running, running_mean=25.0).tolist() == pytest.approx([0.4, 0.42, 0.78, 1.6])
     # the running mean is over the same dt: first batch 20; then 0.9 * 10 + 0.1 * 20 = 11
-    assert update_running_mean(None, FAIL, 0.9, overhead=10.0) == pytest.approx(20.0)
-    assert update_running_mean(10.0, FAIL, 0.9, overhead=10.0) == pytest.approx(11.0)
+    assert update_running_mean(None, FAIL + GEN, 0.9) == pytest.approx(20.0)
+    assert update_running_mean(10.0, FAIL + GEN, 0.9) == pytest.approx(11.0)
 
 
 def test_default_config_gives_a_not_run_sample_a_positive_weight():
+    # a NOT_RUN sample still spent its generation time: dt = 10 + 0 > 0
     cfg = LearnerConfig()
-    assert cfg.duration_weighting is W.paper and cfg.duration_overhead_s > 0
-    w = duration_weights(FAIL, cfg.duration_weighting, floor=cfg.duration_floor_s, overhead=cfg.duration_overhead_s)
+    assert cfg.duration_weighting is W.paper
+    w = duration_weights(FAIL + GEN, cfg.duration_weighting, floor=cfg.duration_floor_s)
     assert float(w[0]) > 0.0
 
 

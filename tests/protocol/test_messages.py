@@ -54,6 +54,8 @@ MALFORMED = {
     "non-finite reward": (_raw_sample(reward=float("nan")), "reward"),
     "infinite reward": (_raw_sample(reward=float("-inf")), "reward"),
     "negative duration": (_raw_sample(duration_s=-1.0), "duration_s"),
+    "negative generation time": (_raw_sample(generation_s=-0.5), "generation_s"),
+    "non-finite generation time": (_raw_sample(generation_s=float("inf")), "generation_s"),
     "disordered timestamps": (_raw_sample(t_exec_finished=100.5), "t_exec_finished"),
     "improve without parent": (_raw_sample(prompt_kind="improve"), "parent_id"),
     "scratch with parent": (_raw_sample(parent_id="a0:1"), "parent_id"),
@@ -98,3 +100,14 @@ def test_private_score_is_optional_on_the_wire() -> None:
     assert old.score == 0.8 and old.private_score is None
     new = decode(encode(make_sample(score=0.8, private_score=0.75, valid_submission=True)))
     assert (new.score, new.private_score) == (0.8, 0.75)
+
+
+def test_generation_time_is_optional_on_the_wire_and_dt_adds_it() -> None:
+    """A journal written before ``generation_s`` existed still decodes (generation 0, so Δt is
+    the execution time); a current sample's Δt is generation + execution: 1.5 + 29.5 = 31."""
+    raw = msgspec.msgpack.decode(encode(make_sample(generation_s=1.5)))
+    raw.pop("generation_s")
+    old = decode(msgspec.msgpack.encode(raw))
+    assert old.generation_s == 0.0 and old.dt_s == old.duration_s == 29.5
+    new = decode(encode(make_sample(generation_s=1.5)))
+    assert new.generation_s == 1.5 and new.dt_s == 31.0

@@ -136,6 +136,25 @@ async def test_sender_keeps_samples_until_a_late_receiver_acks(short_dir: Path) 
     assert sender.counters["hwm_full"] > 0
 
 
+async def test_changed_wakes_every_waiter_on_a_send_and_on_the_acks(short_dir: Path) -> None:
+    """``changed`` is how an actor waits for the learner's acks or room without polling."""
+    address = _addr(short_dir)
+    async with SampleSender(address, "a0", resend_after_s=0.2) as sender:
+        waiters = [asyncio.create_task(sender.changed()) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        assert not any(w.done() for w in waiters)
+        await sender.send(make_sample(seq=0))
+        async with asyncio.timeout(5):
+            await asyncio.gather(*waiters)  # a send wakes every waiter
+        acked = asyncio.create_task(sender.changed())
+        async with SampleReceiver(address, Store()):
+            async with asyncio.timeout(30):
+                await acked  # the ack arrives
+                while sender.acked_seq < 0:
+                    await sender.changed()
+    assert sender.unacked == 0
+
+
 async def test_send_waits_when_max_unacked_reached(short_dir: Path) -> None:
     async with SampleSender(_addr(short_dir), "a0", max_unacked=3) as sender:
         for seq in range(3):

@@ -31,6 +31,7 @@ def test_a_sound_sample_passes():
         (dict(reward=1e6), "reward"),
         (dict(reward=-20.5), "reward"),
         (dict(duration_s=601.0), "duration_s"),
+        (dict(generation_s=601.0), "generation_s"),
         (dict(t_graded=math.inf), "t_graded"),
         (dict(top_p=0.9), "top_p"),  # truncated sampling: not the distribution the learner scores
         (dict(top_k=50), "top_p"),

@@ -15,8 +15,7 @@ import pytest
 
 from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, _cgroup, _local, make_sandbox
 from mlerl.sandbox._doctor import _cgroups_work
-from mlerl.sandbox._local import LocalSandbox
-from mlerl.sandbox._prewarm import WarmPool
+from mlerl.sandbox._proc import CgroupRemovals
 from mlerl.sandbox._workdir import owner_tag
 
 SLOW_STAGING = 0.3  # seconds the staging thread takes in the cancellation test
@@ -77,27 +76,23 @@ class _BusyCgroup:
 
 
 async def test_a_busy_cgroup_is_removed_in_the_background_and_close_waits_for_it() -> None:
-    sandbox = LocalSandbox.__new__(LocalSandbox)  # only the removal bookkeeping is exercised
-    sandbox._removals = set()
-    sandbox._warm = WarmPool(0, sandbox._discard)  # no sandboxes started ahead
+    removals = CgroupRemovals()
     busy = _BusyCgroup(busy_for=2)
-    await sandbox._remove_cgroup(busy)  # type: ignore[arg-type]
-    assert busy.attempts == 1 and len(sandbox._removals) == 1  # returned without waiting
-    await sandbox.close()
-    assert busy.attempts == 3 and not sandbox._removals
+    await removals.remove(busy)  # type: ignore[arg-type]
+    assert busy.attempts == 1 and len(removals) == 1  # returned without waiting
+    await removals.close()
+    assert busy.attempts == 3 and not removals
 
 
 async def test_a_cgroup_removed_at_once_leaves_nothing_pending() -> None:
-    sandbox = LocalSandbox.__new__(LocalSandbox)
-    sandbox._removals = set()
+    removals = CgroupRemovals()
     free = _BusyCgroup(busy_for=0)
-    await sandbox._remove_cgroup(free)  # type: ignore[arg-type]
-    assert free.attempts == 1 and not sandbox._removals
+    await removals.remove(free)  # type: ignore[arg-type]
+    assert free.attempts == 1 and not removals
 
 
 async def test_background_removal_gives_up_after_its_patience(caplog) -> None:
-    sandbox = LocalSandbox.__new__(LocalSandbox)
     stuck = _BusyCgroup(busy_for=10**6)
-    await sandbox._remove_later(stuck, patience_s=2.5)  # type: ignore[arg-type]
+    await CgroupRemovals().remove_later(stuck, patience_s=2.5)  # type: ignore[arg-type]
     assert 2 <= stuck.attempts <= 3
     assert "could not remove the run cgroups" in caplog.text

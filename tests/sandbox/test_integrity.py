@@ -19,7 +19,7 @@ import pytest
 from mlerl.protocol import ExecStatus
 from mlerl.sandbox import ExecutionRequest, Sandbox, SandboxConfig, SandboxUnavailable
 from mlerl.sandbox._output import OutputSink
-from mlerl.sandbox._runner import Admission, Outcome, run_request
+from mlerl.sandbox._runner import Admission, Outcome, admitted
 from mlerl.sandbox._workdir import create_workdir
 
 Env = Any
@@ -206,8 +206,13 @@ async def test_setup_failure_is_retried_on_a_fresh_work_dir(
         (wd.path / "main.py").write_text("scrubbed")
         return Outcome(exit_code=1, setup_failed=len(seen) <= failures)
 
-    result = await run_request(config, Admission(1, 0), make, execute,
-                               ExecutionRequest(program="print(1)"), None)
+    request = ExecutionRequest(program="print(1)", time_limit_s=10.0)
+    async with admitted(config, Admission(1, 0), request, None) as run:
+        while run.another_attempt():
+            async with run.attempt() as attempt:
+                attempt.workdir = make(run.request)
+                run.outcome = await execute(run.request, attempt.workdir, run.sink)
+    result = run.result()
     assert seen == ["print(1)"] * min(failures + 1, 3)
     assert result.status is statuses
     assert ("setup failed 3 times" in result.error) == (statuses is ExecStatus.INFRA_ERROR)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from pathlib import Path
 
@@ -90,6 +91,23 @@ def test_limits_validate(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError) as info:
         Limits(**kwargs)  # type: ignore[arg-type]
     assert info.value.key == next(iter(kwargs))
+
+
+def test_the_sandbox_owns_the_limits_and_a_request_brings_only_the_tasks_time() -> None:
+    """The sandbox's limits apply unless a request carries its own; a wall time of 0 there is
+    the request's ``time_limit_s``; nothing left at all is refused before anything runs."""
+    from mlerl.sandbox._runner import limits_in_force
+
+    defaults = Limits(wall_time_s=0, memory_mb=2048, pids=64)
+    task = limits_in_force(defaults, ExecutionRequest(program="", time_limit_s=45))
+    assert (task.wall_time_s, task.memory_mb, task.pids) == (45, 2048, 64)
+    fixed = dataclasses.replace(defaults, wall_time_s=10)
+    assert limits_in_force(fixed, ExecutionRequest(program="", time_limit_s=45)) == fixed
+    own = Limits(wall_time_s=5, memory_mb=256)
+    assert limits_in_force(defaults, ExecutionRequest(program="", limits=own)) is own
+    with pytest.raises(ConfigError) as info:
+        limits_in_force(defaults, ExecutionRequest(program=""))
+    assert info.value.key == "limits.wall_time_s"
 
 
 def test_a_zero_wall_time_means_the_tasks_limit_in_config_but_a_request_needs_one() -> None:

@@ -46,7 +46,7 @@ async def warm(env: Env) -> AsyncIterator[Sandbox]:
 async def run_warm(sandbox: Sandbox, request: ExecutionRequest) -> ExecutionResult:
     """Run ``request`` in a sandbox made ahead for its shape (primed by a first run if none)."""
     shape = shape_of(request)
-    pool = sandbox._warm  # type: ignore[attr-defined]
+    pool = sandbox._warm.pool  # type: ignore[attr-defined]
     assert pool.capacity > 0, "prewarm is off"
     if not any(w.shape == shape for w in pool._waiting) and not pool._spawning.get(shape):
         primer = await sandbox.run(ExecutionRequest(program="pass", limits=request.limits,

@@ -93,8 +93,7 @@ async def _one_seed(config: Any, model_path: str, seed: int, tasks: dict[str, An
     pipeline = real_pipeline(config)
     try:
         run = evaluate_aide if method == "aide" else evaluate
-        return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed,
-                         limits=sandbox_config.limits)
+        return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed)
     finally:
         await sandbox.close()
         pipeline.close()

@@ -77,7 +77,7 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
             sub = WeightSubscriber(transport.weights_address, version=engine.policy_version, curve=keys)
             actor = Actor(
                 actor_id, config, engine=engine, sandbox=sandbox, sender=sender, tasks=tasks,
-                pipeline=pipeline, state=state, weights=aiter(sub), seed=seed, limits=sandbox_config.limits,
+                pipeline=pipeline, state=state, weights=aiter(sub), seed=seed,
             )  # fmt: skip
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):

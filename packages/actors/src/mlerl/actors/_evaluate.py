@@ -22,6 +22,7 @@ limits and grader), summarised with the same keys.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import math
@@ -29,28 +30,40 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlerl.actors._actor import Actor
 from mlerl.actors._aide import AideConfig, Evaluation, Node, run_aide
 from mlerl.actors._config import ActorsConfig
+from mlerl.actors._execute import execute
+from mlerl.actors._pipeline import Pipeline
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ExecStatus, InferenceEngine, Sample
+from mlerl.sandbox import Sandbox
+
+if TYPE_CHECKING:  # mlerl.bench imports pandas: only the type is needed here
+    from mlerl.bench import TaskSpec
 
 log = logging.getLogger(__name__)
 
 
 class _Collector:
-    """Receives every sample at once and acks it (the actor's view of a learner)."""
+    """Receives every sample at once and acks it (the actor's view of a learner that always has
+    room: it never holds an unacked sample, so the actor never waits for it)."""
 
     def __init__(self) -> None:
         self.samples: list[Sample] = []
         self.acked_seq = -1
+        self.learner_full = False
+        self.unacked = 0
 
     async def send(self, sample: Sample) -> None:
         if sample.seq > self.acked_seq:
             self.samples.append(sample)
             self.acked_seq = sample.seq
+
+    async def changed(self) -> None:
+        await asyncio.Event().wait()  # nothing the actor waits for ever changes
 
 
 def _valid_score(score: float | None, valid: bool) -> float | None:
@@ -129,18 +142,17 @@ def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = N
 
 async def evaluate(
     config: ActorsConfig,
-    tasks: Mapping[str, Any],
+    tasks: Mapping[str, TaskSpec],
     *,
     k: int,
     engine: InferenceEngine,
-    sandbox: Any,
-    pipeline: Any,
+    sandbox: Sandbox,
+    pipeline: Pipeline,
     seed: int = 0,
-    limits: Any = None,
     state_dir: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Draw ``k`` samples per task from the fixed ``engine``; return each task's summary.
-    ``limits``: each execution's (the run's ``sandbox.limits``; see :class:`Actor`)."""
+    """Draw ``k`` samples per task from the fixed ``engine``; return each task's summary. Each
+    execution runs under the sandbox's own limits and the task's time limit."""
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="mlerl-eval-") as tmp:
         root = Path(state_dir) if state_dir else Path(tmp)
@@ -150,7 +162,6 @@ async def evaluate(
             actor = Actor(
                 f"eval-{task_id}", task_config, engine=engine, sandbox=sandbox, sender=collector,
                 tasks={task_id: task}, pipeline=pipeline, state=ActorState(root / task_id), seed=seed,
-                limits=limits,
             )  # fmt: skip
             t0 = time.time()
             await actor.run()
@@ -161,17 +172,14 @@ async def evaluate(
 def sandbox_evaluator(
     config: ActorsConfig,
     task_id: str,
-    task: Any,
+    task: TaskSpec,
     *,
-    engine: InferenceEngine,
-    sandbox: Any,
-    pipeline: Any,
-    state_dir: Path,
-    limits: Any = None,
+    sandbox: Sandbox,
+    pipeline: Pipeline,
 ) -> Callable[[str], Awaitable[Evaluation]]:
     """``evaluate(code) -> Evaluation`` for :func:`run_aide`: the program runs exactly as an RL
-    action's does (the actor's own execution path: instrumentation by ``pipeline.prepare``, the
-    task's public data and the actor's limits, ``sandbox.run`` with INFRA_ERROR retries, the
+    action's does (the actor's own execution path, :func:`._execute.execute`: instrumentation by ``pipeline.prepare``, the
+    task's public data and time limit under the sandbox's limits, ``sandbox.run`` with INFRA_ERROR retries, the
     submission graded outside the sandbox by ``pipeline.grade``, stdout + stderr cleaned by
     ``pipeline.clean`` and cut to ``output_tail_chars`` as the terminal output).
 
@@ -180,14 +188,13 @@ def sandbox_evaluator(
     none reliably). ``buggy`` = no valid submission. An execution that still fails for the
     harness's reasons after the retries is buggy with status ``infra_error`` (the RL side
     drops such an action; here it still counts as one of the K)."""
-    runner = Actor(
-        f"aide-{task_id}", config, engine=engine, sandbox=sandbox, sender=_Collector(),
-        tasks={task_id: task}, pipeline=pipeline, state=ActorState(state_dir), limits=limits,
-    )  # fmt: skip
 
     async def evaluate_code(code: str) -> Evaluation:
         try:
-            outcome = await runner._run_with_retries(code, task)
+            outcome = await execute(code, task, sandbox=sandbox, pipeline=pipeline,
+                                    retries=config.infra_retries,
+                                    tail_chars=config.output_tail_chars, clock=time.time,
+                                    who=f"aide {task_id}")
         except Exception:
             log.exception("aide %s: execution pipeline failed", task_id)
             outcome = None
@@ -235,16 +242,14 @@ def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
 
 async def evaluate_aide(
     config: ActorsConfig,
-    tasks: Mapping[str, Any],
+    tasks: Mapping[str, TaskSpec],
     *,
     k: int,
     engine: InferenceEngine,
-    sandbox: Any,
-    pipeline: Any,
+    sandbox: Sandbox,
+    pipeline: Pipeline,
     seed: int = 0,
     aide: AideConfig | None = None,
-    limits: Any = None,
-    state_dir: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """AIDE driven by the fixed ``engine``, ``k`` steps (= program executions) per task, one
     task after the other; return each task's :func:`summarise_aide`.
@@ -253,13 +258,9 @@ async def evaluate_aide(
     :func:`evaluate`, same seed; ``aide`` sets the search (its ``steps`` is replaced by ``k``)."""
     aide = dataclasses.replace(aide or AideConfig(), steps=k)
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="mlerl-aide-") as tmp:
-        root = Path(state_dir) if state_dir else Path(tmp)
-        for task_id, task in tasks.items():
-            evaluate_code = sandbox_evaluator(config, task_id, task, engine=engine, sandbox=sandbox,
-                                              pipeline=pipeline, state_dir=root / f"aide-{task_id}",
-                                              limits=limits)
-            nodes = await run_aide(engine, task, evaluate_code, aide, params=config.sampling(),
-                                   prompts=config.prompts, seed=seed)
-            results[task_id] = summarise_aide(nodes, bool(task.lower_is_better))
+    for task_id, task in tasks.items():
+        evaluate_code = sandbox_evaluator(config, task_id, task, sandbox=sandbox, pipeline=pipeline)
+        nodes = await run_aide(engine, task, evaluate_code, aide, params=config.sampling(),
+                               prompts=config.prompts, seed=seed)
+        results[task_id] = summarise_aide(nodes, bool(task.lower_is_better))
     return results

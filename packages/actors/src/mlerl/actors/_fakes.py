@@ -25,8 +25,9 @@ SYNTAX = "Plan.\n```python\ndef f(:\n```"
 class FakeEngine:
     """Answers each conversation with the next response of ``responses`` (cycling)."""
 
-    def __init__(self, responses: list[str], fail_first: int = 0) -> None:
+    def __init__(self, responses: list[str], fail_first: int = 0, delay: float = 0.0) -> None:
         self.responses = responses
+        self.delay = delay  # seconds each generate call takes
         self.calls: list[list] = []
         self._version = 0
         self.fail_first = fail_first
@@ -37,7 +38,7 @@ class FakeEngine:
 
     async def generate(self, conversations, params):
         self.calls.append([list(c) for c in conversations])
-        await asyncio.sleep(0)
+        await asyncio.sleep(self.delay)
         if self.fail_first > 0:
             self.fail_first -= 1
             raise RuntimeError("engine down")
@@ -68,9 +69,11 @@ class FakeSandbox:
         self.duration = duration
         self.delay = delay
         self.runs = 0
+        self.requests: list = []
 
     async def run(self, request, on_output=None):
         self.runs += 1
+        self.requests.append(request)
         await asyncio.sleep(self.delay)
         started = time.time()
         if self.infra_failures > 0:
@@ -93,7 +96,10 @@ class FakeSandbox:
 
 
 class FakeSender:
-    """Acks everything at once unless ``ack`` is False; stores like the learner (dedupe by seq)."""
+    """Acks everything at once unless ``ack`` is False; stores like the learner (dedupe by seq).
+
+    A test that changes ``acked_seq`` or ``learner_full`` by hand calls :meth:`notify`, as the
+    real sender does when an ack or a heartbeat arrives."""
 
     def __init__(self, ack: bool = True) -> None:
         self.ack = ack
@@ -101,6 +107,12 @@ class FakeSender:
         self.stored: dict[int, Sample] = {}
         self.acked_seq = -1
         self.watermark = -1
+        self.learner_full = False
+        self._news = asyncio.Event()
+
+    @property
+    def unacked(self) -> int:
+        return max(0, self.sent[-1].seq - self.acked_seq) if self.sent else 0
 
     async def send(self, sample: Sample) -> None:
         self.sent.append(sample)
@@ -109,6 +121,14 @@ class FakeSender:
             self.watermark = sample.seq
         if self.ack:
             self.acked_seq = self.watermark
+        self.notify()
+
+    async def changed(self) -> None:
+        await self._news.wait()
+
+    def notify(self) -> None:
+        self._news.set()
+        self._news = asyncio.Event()
 
 
 class Scanner:

@@ -23,9 +23,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mlerl.protocol import ExecStatus
+
+if TYPE_CHECKING:  # imported where used: mlerl.bench imports pandas, the LM path torch
+    from mlerl.actors._config import ActorsConfig
+    from mlerl.bench import TaskSpec
+    from mlerl.instrument import InstrumentConfig, LMInstrumenter
 
 log = logging.getLogger(__name__)
 
@@ -58,16 +63,17 @@ class Scanner(Protocol):
 class Pipeline:
     prepare: Callable[[str], Awaitable[Prepared]]
     scanner: Callable[[str | None], Scanner]
-    grade: Callable[[Any, Path], Graded]
+    grade: Callable[[TaskSpec, Path], Graded]
     """(task, submission path) -> Graded; blocking, the actor runs it in a thread."""
-    reward: Callable[[list[str], ExecStatus, Graded, Any], tuple[float | None, dict]]
+    reward: Callable[[list[str], ExecStatus, Graded, TaskSpec], tuple[float | None, dict[str, float]]]
     """(markers, status, graded, task) -> (reward or None, parts)."""
     clean: Callable[[str, str | None], str]
     close: Callable[[], None] = lambda: None
     """Release what the adapters hold (the grading processes); idempotent."""
 
 
-def real_pipeline(config: Any = None, instrument: Any = None, lm_instrumenter: Any = None) -> Pipeline:
+def real_pipeline(config: ActorsConfig | None = None, instrument: InstrumentConfig | None = None,
+                  lm_instrumenter: LMInstrumenter | None = None) -> Pipeline:
     """The real adapters for an actor with ``config`` (an ``ActorsConfig``; default one) and the
     run's ``instrument`` section (an ``mlerl.instrument.InstrumentConfig``: marker mode and
     reward constants; default one). ``lm_instrumenter`` (an ``LMInstrumenter``) switches to LM
@@ -104,12 +110,13 @@ def real_pipeline(config: Any = None, instrument: Any = None, lm_instrumenter: A
     graders = GraderPool(size=config.admission.max_in_flight, timeout_s=config.grade_timeout_s)
     graders.warm()
 
-    def grade(task: Any, path: Path) -> Graded:
+    def grade(task: TaskSpec, path: Path) -> Graded:
         report = graders.grade(task, path)
         return Graded(report.public_score, bool(report.valid_submission), report.error,
                       report.private_score, report.baseline_score)
 
-    def reward(marks: list[str], status: ExecStatus, graded: Graded, task: Any):
+    def reward(marks: list[str], status: ExecStatus, graded: Graded,
+               task: TaskSpec) -> tuple[float | None, dict[str, float]]:
         ref = Reference(*reference_scores(task, graded.baseline)) if graded.valid else None
         result = compute_reward(marks, status, graded.score, graded.valid, task.lower_is_better,
                                 reward_config, reference=ref)

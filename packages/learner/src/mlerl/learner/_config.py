@@ -153,15 +153,9 @@ class LearnerConfig:
     """How per-token losses are reduced."""
     duration_weighting: DurationWeighting = DurationWeighting.paper
     """Per-sample weight on the policy-gradient term (the paper's contribution)."""
-    duration_overhead_s: float = 10.0
-    """Seconds added to every sample's execution time to form its dt: the time an action holds
-    its slot outside execution (generation of up to 1024 tokens, parsing, grading), which the
-    Sample does not carry. So dt = overhead + execution, a sample that ran nothing (NOT_RUN,
-    execution 0) or crashed at once still weighs overhead / mean dt, and its penalty does not
-    vanish. 0 (with ``duration_floor_s`` 0) is the paper's exact dt = execution time. Set it to
-    the measured mean generation time of the deployment (docs/learner.md)."""
     duration_floor_s: float = 0.0
-    """dt is raised to at least this before weighting, after adding ``duration_overhead_s``."""
+    """dt (``Sample.dt_s``: measured generation + execution seconds) is raised to at least this
+    before weighting; 0: as measured."""
     duration_clip: float = 5.0
     """Upper bound of ``clipped`` weights (in units of the batch mean)."""
     duration_ema: float = 0.9
@@ -238,7 +232,6 @@ class LearnerConfig:
             "critic", "advantage 'gae' needs a critic; use 'grpo' or 'rloo' without one",
         )
         check(self.duration_floor_s >= 0, "duration_floor_s", "must be >= 0")
-        check(self.duration_overhead_s >= 0, "duration_overhead_s", "must be >= 0")
         check(self.duration_clip >= 1, "duration_clip", "must be >= 1")
         check(0 <= self.duration_ema < 1, "duration_ema", "must be in [0, 1)")
         check(self.publish_inline_max_bytes >= 0, "publish_inline_max_bytes", "must be >= 0")

@@ -100,12 +100,12 @@ class Learner:
         if n == 0 or n % (cfg.minibatches * self.world) != 0:
             raise ValueError(f"update: {n} trainable samples do not split into {cfg.minibatches} minibatches x {self.world} ranks")
         rewards = torch.tensor([s.reward for s in kept], dtype=torch.float32)
-        durations = torch.tensor([s.duration_s for s in kept], dtype=torch.float32)
+        durations = torch.tensor([s.dt_s for s in kept], dtype=torch.float32)  # generation + execution
         weights = duration_weights(
             durations, cfg.duration_weighting, floor=cfg.duration_floor_s, clip=cfg.duration_clip,
-            running_mean=self.running_dt, overhead=cfg.duration_overhead_s,
+            running_mean=self.running_dt,
         )
-        self.running_dt = update_running_mean(self.running_dt, durations, cfg.duration_ema, cfg.duration_floor_s, cfg.duration_overhead_s)
+        self.running_dt = update_running_mean(self.running_dt, durations, cfg.duration_ema, cfg.duration_floor_s)
         seq_adv = None
         if cfg.advantage is not AdvantageEstimator.gae:
             groups = [(s.task_id, tuple(s.prompt_ids)) for s in kept]

@@ -20,15 +20,17 @@ Variants and why they exist:
   weight shrinks, so the step size drifts with the mix. A running scale keeps dt's meaning
   stable across batches, which is what the frequency argument needs.
 
-What dt is (:func:`slot_durations`): the time the action held its slot, ``overhead +
-execution``. The paper's dt is the execution time alone; a sample that ran nothing (dt = 0:
-no code block, ``NOT_RUN``) then gets weight 0 and its penalty vanishes from the gradient
-(bit-identical whether its reward is -10 or +10), and a crash after 0.5 s keeps ~1/1000 of an
-average sample's say. But every action also spends time being generated (and parsed and
-graded) before its slot frees, so the paper's own frequency argument gives a rate
-proportional to pi(a|s) / (overhead + dt), and ``overhead + dt`` is the weight that cancels it.
-``overhead`` is a constant (the Sample does not carry its generation time); 0 with ``floor``
-0 is the paper's exact dt. ``floor`` then raises dt to at least that many seconds.
+What dt is: the time the action held its slot, ``Sample.dt_s`` = generation + execution,
+both measured (the actor times its ``engine.generate`` call, the sandbox the program; monotonic
+clocks, so never negative and never clamped on the way). The paper's dt is the execution time
+alone; a sample that ran nothing (dt = 0: no code block, ``NOT_RUN``) then gets weight 0 and
+its penalty vanishes from the gradient (bit-identical whether its reward is -10 or +10), and a
+crash after 0.5 s keeps ~1/1000 of an average sample's say. But every action also spends time
+being generated before its slot frees, so the paper's own frequency argument gives a rate
+proportional to pi(a|s) / (generation + execution), and that sum is the weight that cancels
+it. Samples from journals that predate ``generation_s`` have generation 0 (the paper's dt).
+:func:`slot_durations` applies ``floor`` (the one clamp): dt is raised to at least that many
+seconds (default 0: none).
 """
 
 from __future__ import annotations
@@ -40,9 +42,9 @@ from mlerl.learner._config import DurationWeighting
 Tensor = torch.Tensor
 
 
-def slot_durations(durations: Tensor, overhead: float = 0.0, floor: float = 0.0) -> Tensor:
-    """The dt that weights use: max(execution seconds + ``overhead``, ``floor``), (B,) -> (B,)."""
-    return (durations.float() + overhead).clamp(min=floor)
+def slot_durations(durations: Tensor, floor: float = 0.0) -> Tensor:
+    """The dt that weights use: max(dt seconds, ``floor``), (B,) -> (B,)."""
+    return durations.float().clamp(min=floor)
 
 
 def duration_weights(
@@ -52,14 +54,13 @@ def duration_weights(
     floor: float = 0.0,
     clip: float = 5.0,
     running_mean: float | None = None,
-    overhead: float = 0.0,
 ) -> Tensor:
-    """Per-sample weights (B,) for execution durations (B,) in seconds.
+    """Per-sample weights (B,) for the samples' dt (B,) in seconds (``Sample.dt_s``).
 
-    dt = :func:`slot_durations` (durations, overhead, floor). If every dt is 0 the weights are
-    all 1: there is no time to correct for.
+    dt = :func:`slot_durations` (durations, floor). If every dt is 0 the weights are all 1:
+    there is no time to correct for.
     """
-    d = slot_durations(durations, overhead, floor)
+    d = slot_durations(durations, floor)
     if mode is DurationWeighting.none or d.numel() == 0:
         return torch.ones_like(d)
     mean = float(d.mean())
@@ -80,7 +81,7 @@ def duration_weights(
 
 
 def update_running_mean(
-    previous: float | None, durations: Tensor, decay: float, floor: float = 0.0, overhead: float = 0.0
+    previous: float | None, durations: Tensor, decay: float, floor: float = 0.0
 ) -> float | None:
     """EMA of the batch-mean dt (:func:`slot_durations`): decay * previous + (1 - decay) * mean(batch).
 
@@ -89,7 +90,7 @@ def update_running_mean(
     """
     if durations.numel() == 0:
         return previous
-    batch_mean = float(slot_durations(durations, overhead, floor).mean())
+    batch_mean = float(slot_durations(durations, floor).mean())
     if previous is None:
         return batch_mean
     return decay * previous + (1.0 - decay) * batch_mean

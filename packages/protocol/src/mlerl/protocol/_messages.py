@@ -14,8 +14,10 @@ Invariants (checked):
   ``(actor_id, seq)`` the exactly-once key of the sample stream.
 - Timestamps are Unix seconds; those present are ordered sampled <= exec_started <=
   exec_finished <= graded.
-- ``Sample.duration_s`` >= 0 is the execution duration (the Δt of the duration-aware gradient);
-  it is 0 when nothing was executed.
+- ``Sample.duration_s`` >= 0 is the execution duration (0 when nothing was executed) and
+  ``Sample.generation_s`` >= 0 the generation time of the sample (0 from senders that predate
+  the field); both are measured on monotonic clocks, so neither is clamped anywhere. The Δt of
+  the duration-aware gradient is their sum (:attr:`Sample.dt_s`).
 - ``Sample.prompt_kind == IMPROVE`` iff ``parent_id`` is set.
 - ``Sample.reward`` is finite.
 """
@@ -102,6 +104,10 @@ class Sample(_Message, tag="sample", kw_only=True):
     t_exec_finished: float | None = None
     t_graded: float | None = None
     duration_s: float = 0.0
+    """Seconds the program ran (the sandbox's monotonic measure); 0 when nothing ran."""
+    generation_s: float = 0.0
+    """Seconds the engine took to generate this sample (its batch's ``generate`` call, measured
+    by the actor on its monotonic clock). 0 in journals written before the field existed."""
     parse_status: ParseStatus = ParseStatus.OK
     exec_status: ExecStatus
     markers: list[str] = []
@@ -133,6 +139,8 @@ class Sample(_Message, tag="sample", kw_only=True):
             raise ProtocolError(f"temperature: must be finite and > 0, got {self.temperature}")
         if self.duration_s < 0 or not math.isfinite(self.duration_s):
             raise ProtocolError(f"duration_s: must be finite and >= 0, got {self.duration_s}")
+        if self.generation_s < 0 or not math.isfinite(self.generation_s):
+            raise ProtocolError(f"generation_s: must be finite and >= 0, got {self.generation_s}")
         if not math.isfinite(self.reward):
             raise ProtocolError(f"reward: must be finite, got {self.reward}")
         if (self.prompt_kind is PromptKind.IMPROVE) != (self.parent_id is not None):
@@ -147,6 +155,12 @@ class Sample(_Message, tag="sample", kw_only=True):
         for (_, earlier), (name, later) in zip(present, present[1:]):
             if later < earlier:
                 raise ProtocolError(f"{name}: timestamp {later} precedes the previous one {earlier}")
+
+    @property
+    def dt_s(self) -> float:
+        """Δt of the duration-aware gradient: the seconds this action held its slot, generation
+        plus execution (both measured; see the module docstring)."""
+        return self.generation_s + self.duration_s
 
 
 class WeightUpdate(_Message, tag="weights", kw_only=True):

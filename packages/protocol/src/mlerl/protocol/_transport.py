@@ -85,6 +85,7 @@ class SampleSender(Running):
         self._to_send: collections.deque[int] = collections.deque()
         self._last_seq = -1
         self._changed = asyncio.Event()  # outbox grew or shrank
+        self._news = asyncio.Event()  # for ``changed``: replaced once set
         self.acked_seq = -1
         """Highest seq the receiver acknowledged (cumulatively)."""
         self.last_reply: float | None = None
@@ -108,6 +109,16 @@ class SampleSender(Running):
         """Samples handed to :meth:`send` and not yet acknowledged."""
         return len(self._outbox)
 
+    async def changed(self) -> None:
+        """Return once ``acked_seq``, ``unacked`` or ``learner_full`` may have changed (a sample
+        was queued, an ack or a heartbeat of the receiver arrived); never polls."""
+        await self._news.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._news.set()
+        self._news = asyncio.Event()
+
     async def send(self, sample: Sample) -> None:
         """Queue ``sample`` for reliable delivery and try to transmit it now.
 
@@ -125,7 +136,7 @@ class SampleSender(Running):
         self._outbox[sample.seq] = [encode(sample), -1.0]
         self._to_send.append(sample.seq)
         self._transmit()
-        self._changed.set()
+        self._notify()
 
     async def flush(self, timeout: float | None = None) -> None:
         """Wait until every sample sent so far is acknowledged (``TimeoutError`` after ``timeout``)."""
@@ -180,7 +191,7 @@ class SampleSender(Running):
             self._outbox.popitem(last=False)
             self.counters["acked"] += 1
         self.acked_seq = max(self.acked_seq, seq)
-        self._changed.set()
+        self._notify()
 
     async def _pump(self) -> None:
         while True:

@@ -14,8 +14,8 @@ field                       accepted                                   else
 ``response_ids``
 ``reward``                  finite, ``reward_min <= r <= reward_max``  one sample dominates the batch
                             (the reward function's documented range)
-``duration_s``              finite, ``0 <= d <= max_duration_s``       Δt weights of every other
-                                                                       sample go to ~0
+``duration_s``,             finite, ``0 <= d <= max_duration_s``       Δt weights of every other
+``generation_s``                                                       sample go to ~0
 ``t_*``                     finite                                     NaN breaks batch ordering
 ``top_p``, ``top_k``        1 and -1/0 (no truncation)                 the learner would score a
                                                                        distribution not sampled
@@ -51,7 +51,7 @@ class SampleLimits:
     reward_max: float = math.inf
     """Highest accepted reward (infinite: any finite reward, the paper's raw score)."""
     max_duration_s: float = 86400.0
-    """Longest accepted execution time."""
+    """Longest accepted execution time (and generation time)."""
 
 
 def _bad_ids(name: str, ids: list[int], vocab_size: int | None) -> str | None:
@@ -90,9 +90,9 @@ def check_sample(sample: Sample, limits: SampleLimits) -> str | None:
         reason = _bad_ids(name, ids, limits.vocab_size)
         if reason:
             return reason
-    reason = _in_range("reward", sample.reward, limits.reward_min, limits.reward_max) or _in_range(
-        "duration_s", sample.duration_s, 0.0, limits.max_duration_s
-    )
+    reason = (_in_range("reward", sample.reward, limits.reward_min, limits.reward_max)
+              or _in_range("duration_s", sample.duration_s, 0.0, limits.max_duration_s)
+              or _in_range("generation_s", sample.generation_s, 0.0, limits.max_duration_s))
     if reason:
         return reason
     for name in ("t_sampled", "t_exec_started", "t_exec_finished", "t_graded"):

@@ -31,7 +31,7 @@ import aiodocker
 import aiohttp
 
 from mlerl.sandbox._output import OutputSink
-from mlerl.sandbox._runner import Admission, Outcome, run_request
+from mlerl.sandbox._runner import Admission, Outcome, admitted, started
 from mlerl.sandbox._types import ExecutionRequest, ExecutionResult, OutputCallback, SandboxConfig
 from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_alive, owner_tag, stage_inputs
 
@@ -53,6 +53,7 @@ def container_config(config: SandboxConfig, request: ExecutionRequest, wd: WorkD
     """The engine's create body: the defaults of the module docstring. ``input_host``: the
     staged copy of ``request.data_dir`` bound at ``/work/input`` (its path names no task)."""
     lim = request.limits
+    assert lim is not None, "limits are resolved before a container is made"
     mem = lim.memory_mb * 1024 * 1024
     binds = [f"{wd.path}:/work:rw"]
     if request.data_dir is not None:
@@ -152,8 +153,12 @@ class DockerSandbox:
     async def run(
         self, request: ExecutionRequest, on_output: OutputCallback | None = None
     ) -> ExecutionResult:
-        return await run_request(self.config, self.admission, self._workdir, self._execute,
-                                 request, on_output)
+        async with admitted(self.config, self.admission, request, on_output) as run:
+            while run.another_attempt():
+                async with run.attempt() as attempt:
+                    attempt.workdir = self._workdir(run.request)
+                    run.outcome = await self._execute(run.request, attempt.workdir, run.sink)
+        return run.result()
 
     async def close(self) -> None:
         if self._docker is not None:
@@ -161,13 +166,14 @@ class DockerSandbox:
             self._docker = None
 
     def _workdir(self, request: ExecutionRequest) -> WorkDir:
+        assert request.limits is not None
         return create_workdir(self.config.work_root, request.program, request.limits.disk_mb,
                               self.config.tmpfs_workdir, owner_uid=self.config.sandbox_uid,
                               input_mountpoint=request.data_dir is not None)
 
     async def _execute(self, request: ExecutionRequest, wd: WorkDir,
                        sink: OutputSink) -> Outcome:
-        out = Outcome(started_at=time.time())
+        out = started()
         container = None
         try:
             docker = await self._engine()
@@ -182,7 +188,8 @@ class DockerSandbox:
         except EngineErrors as exc:
             out.infra_error = f"docker engine: {type(exc).__name__}: {exc}"[:2000]
         finally:
-            out.finished_at = out.finished_at or time.time()
+            if not out.finished_at:
+                out.finish()
             if container is not None:
                 await self._remove(container, out)
         return out
@@ -190,6 +197,7 @@ class DockerSandbox:
     async def _attach_and_run(self, container: Any, request: ExecutionRequest,
                               sink: OutputSink, out: Outcome) -> None:
         lim = request.limits
+        assert lim is not None
         limit_hit = asyncio.Event()
         names = {1: "stdout", 2: "stderr"}
         stream = container.attach(stdout=True, stderr=True, logs=False)
@@ -206,7 +214,7 @@ class DockerSandbox:
             async with asyncio.TaskGroup() as tg:
                 async with asyncio.timeout(self.config.engine_timeout_s):
                     await container.start()
-                out.started_at = time.time()
+                out.start()
                 pumping = tg.create_task(pump())
                 exited = tg.create_task(container.wait())
                 hit = tg.create_task(limit_hit.wait())
@@ -216,7 +224,7 @@ class DockerSandbox:
                     out.timed_out = hit not in done
                     await self._stop(container, lim.kill_grace_s if out.timed_out else 0.0)
                     exited.cancel()
-                out.finished_at = time.time()
+                out.finish()
                 hit.cancel()
                 _, pending = await asyncio.wait({pumping}, timeout=2.0)
                 for task in pending:

@@ -26,29 +26,27 @@ closes the pipe first, so the program never holds it. A set-up failure is retrie
 work dir, then INFRA_ERROR. What it does not isolate: the kernel is shared; there is no disk I/O
 or inode limit beyond the tmpfs size.
 With bubblewrap, the sandbox of the next run of a shape is started while a program runs
-(``SandboxConfig.prewarm``; ``_prewarm.py``): the same layers, made ahead, one program each.
+(``SandboxConfig.prewarm``; the warm path ``_warm.py``, the pool ``_prewarm.py``): the same
+layers, made ahead, one program each. Supervising and killing a run's processes: ``_proc.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import logging
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 from mlerl.sandbox import _bwrap, _cgroup
 from mlerl.sandbox._output import OutputSink
-from mlerl.sandbox._prewarm import LAUNCHER, Warm, WarmPool, launchable, shape_of
-from mlerl.sandbox._runner import Admission, Outcome, run_request
+from mlerl.sandbox._prewarm import LAUNCHER, launchable
+from mlerl.sandbox._proc import CgroupRemovals, Process, kill, said, supervise
+from mlerl.sandbox._runner import Admission, Outcome, admitted, started
 from mlerl.sandbox._types import (
     ExecutionRequest,
     ExecutionResult,
@@ -57,19 +55,16 @@ from mlerl.sandbox._types import (
     SandboxConfig,
     SandboxUnavailable,
 )
+from mlerl.sandbox._warm import WarmPath
 from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_tag, stage_inputs
 
 log = logging.getLogger("mlerl.sandbox")
-
-_REMOVE_PATIENCE_S = 60.0
-"""How long a run cgroup the kernel keeps busy after its run is retried in the background."""
 
 _JOIN = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
 # With cgroups, the shell that joins them also sets the rlimits (POSIX ulimit: -f in 512-byte
 # blocks, -t in seconds; soft and hard), saving the separate ``prlimit`` exec of every run.
 _LIMIT_AND_JOIN = ('ulimit -c 0 && ulimit -f "$1" && ulimit -t "$2" || exit 125; shift 2; '
                    + _JOIN)
-_DRAIN_AFTER_EXIT_S = 2.0
 INSTALL_HINT = ("bash scripts/ci/setup_docker.sh (as root: installs bubblewrap, starts Docker), "
                 "or apt-get install -y bubblewrap")
 
@@ -160,60 +155,29 @@ class LocalSandbox:
         self.owner = owner_tag()
         self.roots = _bwrap.interpreter_roots()
         self.stage_root = Path(config.work_root) / "inputs"
-        self._removals: set[asyncio.Task[None]] = set()  # run cgroups still being removed
-        # Sandboxes started ahead (``_prewarm.py``); only where bubblewrap runs the shell that
-        # waits for "go".
-        self._warm = WarmPool(config.prewarm if self.bwrap else 0, self._discard)
-        self._claimed: dict[Path, Warm] = {}  # work dir -> the warm sandbox it belongs to
+        self.removals = CgroupRemovals()  # run cgroups the kernel keeps busy for a while
+        # Sandboxes started ahead: only where bubblewrap runs the shell that waits for "go".
+        self._warm = WarmPath(config.prewarm if self.bwrap else 0, self)
 
     async def run(
         self, request: ExecutionRequest, on_output: OutputCallback | None = None
     ) -> ExecutionResult:
-        return await run_request(self.config, self.admission, self._workdir, self._execute,
-                                 request, on_output)
+        async with admitted(self.config, self.admission, request, on_output) as run:
+            while run.another_attempt():
+                async with run.attempt() as attempt:
+                    # a warm sandbox's work dir with the program written in, or a fresh one
+                    wd = self._warm.take(run.request) or self.fresh_workdir(run.request)
+                    attempt.workdir = wd
+                    run.outcome = await self._execute(run.request, wd, run.sink)
+        return run.result()
 
     async def close(self) -> None:
         """Each run cleans up after itself; discard the sandboxes started ahead, and wait for
-        the run cgroups whose removal the kernel delayed (``_remove_cgroup``)."""
+        the run cgroups whose removal the kernel delayed."""
         await self._warm.close()
-        if self._removals:
-            await asyncio.gather(*self._removals, return_exceptions=True)
+        await self.removals.close()
 
-    async def _remove_cgroup(self, cg: _cgroup.RunCgroup) -> None:
-        """Remove the run's cgroups now, or keep trying in the background.
-
-        A killed process that is still exiting (freeing a large heap, say) keeps its cgroup
-        busy past ``RunCgroup.remove``'s own retries (a few seconds); the run's result does not wait
-        for that, and ``close()`` waits for the retries."""
-        if await cg.remove():
-            return
-        task = asyncio.create_task(self._remove_later(cg))
-        self._removals.add(task)
-        task.add_done_callback(self._removals.discard)
-
-    async def _remove_later(self, cg: _cgroup.RunCgroup, patience_s: float = _REMOVE_PATIENCE_S) -> None:
-        deadline = time.monotonic() + patience_s
-        while time.monotonic() < deadline:
-            await asyncio.sleep(1.0)
-            if await cg.remove():
-                return
-        log.warning("could not remove the run cgroups %s in %.0f s (the reaper removes them "
-                    "once this process exits)", cg.procs_files, patience_s)
-
-    def _workdir(self, request: ExecutionRequest) -> WorkDir:
-        """A warm sandbox's work dir with the program written in, or a fresh one."""
-        warm = self._warm.take(shape_of(request))
-        if warm is not None:
-            try:
-                (warm.wd.path / "main.py").write_text(request.program)
-            except BaseException:
-                self._warm.discard_later(warm)
-                raise
-            self._claimed[warm.wd.path] = warm
-            return warm.wd
-        return self._fresh_workdir(request)
-
-    def _fresh_workdir(self, request: ExecutionRequest) -> WorkDir:
+    def fresh_workdir(self, request: ExecutionRequest) -> WorkDir:
         data = request.data_dir
         return create_workdir(
             self.config.work_root, request.program, request.limits.disk_mb,
@@ -253,69 +217,68 @@ class LocalSandbox:
 
     async def _execute(self, request: ExecutionRequest, wd: WorkDir,
                        sink: OutputSink) -> Outcome:
-        warm = self._claimed.pop(wd.path, None)
-        if warm is not None:
-            try:
-                return await self._execute_warm(request, warm, sink)
-            finally:
-                if warm.cg is not None:
-                    await self._remove_cgroup(warm.cg)
-        lim = request.limits
-        cg = None
-        if self.use_cgroups:
+        if self._warm.holds(wd):
+            return await self._warm.execute(request, wd, sink)
+        assert request.limits is not None
+        try:
             # Synchronous (about 1 ms of mkdir and writes): a cancellation can then never
             # strike between the cgroups' creation and the ``finally`` that removes them.
-            cg = self._new_cgroup(lim)
-            if cg is None:
-                out = Outcome(started_at=time.time())
-                out.infra_error = "cannot create the run's cgroups"
-                return out
+            cg = self.run_cgroup(request.limits)
+        except OSError as exc:
+            out = started()
+            out.infra_error = str(exc)
+            return out
         try:
             return await self._execute_in(request, wd, sink, cg)
         finally:
             if cg is not None:
-                await self._remove_cgroup(cg)
+                await self.removals.remove(cg)
 
     async def _execute_in(self, request: ExecutionRequest, wd: WorkDir, sink: OutputSink,
                           cg: _cgroup.RunCgroup | None) -> Outcome:
-        lim = request.limits
-        input_host = await self._stage(request)
-        out = Outcome(started_at=time.time())
+        assert request.limits is not None
+        input_host = await self.stage(request)
+        out = started()
         status_r, status_w = os.pipe()
         os.set_blocking(status_r, False)
         try:
             try:
-                proc = await self._spawn(request, wd, cg, input_host, status_w)
+                proc = await self.spawn(request, wd, cg, input_host, status_w)
             except OSError as exc:
                 out.infra_error = f"cannot start {request.entry[0]!r}: {exc}"
                 return out
             finally:
                 os.close(status_w)
-            self._refill(request)
+            self._warm.started(request)
             try:
-                await self._supervise(proc, sink, lim, out, cg)
+                await supervise(proc, sink, request.limits, out, cg)
             finally:
-                await self._kill(proc, cg)
+                await kill(proc, cg)
                 if cg is not None:
                     out.oom = cg.oom_kills() > 0
-            if self.bwrap and not self._said(status_r, b"started"):
+            if self.bwrap and not said(status_r, b"started"):
                 out.setup_failed = True
             return out
         finally:
             os.close(status_r)
 
-    def _new_cgroup(self, lim: Limits) -> _cgroup.RunCgroup | None:
-        return _cgroup.create(self.owner, uuid.uuid4().hex[:16], lim.memory_mb, lim.pids, lim.cpus)
+    def run_cgroup(self, lim: Limits) -> _cgroup.RunCgroup | None:
+        """The run's cgroups (None without cgroups); OSError where they cannot be made."""
+        if not self.use_cgroups:
+            return None
+        cg = _cgroup.create(self.owner, uuid.uuid4().hex[:16], lim.memory_mb, lim.pids, lim.cpus)
+        if cg is None:
+            raise OSError("cannot create the run's cgroups")
+        return cg
 
-    async def _stage(self, request: ExecutionRequest) -> str | None:
+    async def stage(self, request: ExecutionRequest) -> str | None:
         """The host path of the request's staged public inputs (bubblewrap binds it)."""
         if not self.bwrap or request.data_dir is None:
             return None
         return str(await asyncio.to_thread(stage_inputs, request.data_dir, self.stage_root))
 
-    async def _spawn(self, request: ExecutionRequest, wd: WorkDir, cg: _cgroup.RunCgroup | None,
-                     input_host: str | None, status_w: int, go_r: int | None = None
-                     ) -> asyncio.subprocess.Process:
+    async def spawn(self, request: ExecutionRequest, wd: WorkDir, cg: _cgroup.RunCgroup | None,
+                    input_host: str | None, status_w: int, go_r: int | None = None) -> Process:
         """Start the run's chain (``_argv``); ``go_r``: it waits for "go" (a warm sandbox)."""
         passed = (status_w,) if go_r is None else (status_w, go_r)
         return await asyncio.create_subprocess_exec(
@@ -324,183 +287,3 @@ class LocalSandbox:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=wd.path,
             env=_base_env(request.limits, "/tmp" if self.bwrap else str(wd.path)) | request.env,
             start_new_session=True, pass_fds=passed if self.bwrap else ())
-
-    def _refill(self, request: ExecutionRequest) -> None:
-        """Once a program has started: start a sandbox for the next run of its shape."""
-        shape = shape_of(request)
-        if self._warm.wants(shape):
-            self._warm.refill(shape, lambda: self._spawn_warm(request))
-
-    async def _spawn_warm(self, request: ExecutionRequest) -> Warm | None:
-        """A sandbox for ``request``'s shape, started up to its "go" (``_prewarm.py``), or None
-        where that failed (the run that would have taken it starts its own, and reports why)."""
-        template = dataclasses.replace(request, program="")
-        wd = await asyncio.to_thread(self._fresh_workdir, template)
-        cg: _cgroup.RunCgroup | None = None
-        proc: asyncio.subprocess.Process | None = None
-        status_r = go_w = -1
-        try:
-            if self.use_cgroups:
-                cg = self._new_cgroup(request.limits)
-                if cg is None:
-                    raise OSError("cannot create the run's cgroups")
-            input_host = await self._stage(request)
-            status_r, status_w = os.pipe()
-            go_r, go_w = os.pipe()
-            os.set_blocking(status_r, False)
-            try:
-                proc = await self._spawn(template, wd, cg, input_host, status_w, go_r)
-            finally:
-                os.close(status_w)
-                os.close(go_r)
-            async with asyncio.timeout(60):
-                word = await _read_when_ready(status_r)
-            if word != b"started":
-                raise OSError("the sandbox did not start")
-            warm = Warm(shape_of(request), proc, wd, cg, go_w, status_r,
-                        asyncio.get_running_loop())
-            go_w = status_r = -1
-            return warm
-        except BaseException as exc:
-            if go_w >= 0:
-                os.close(go_w)
-            if proc is not None:
-                await self._kill(proc, cg)
-                await _reaped(proc)
-            if cg is not None:
-                await self._remove_cgroup(cg)
-            await asyncio.to_thread(wd.remove)
-            if not isinstance(exc, (OSError, TimeoutError)):
-                raise
-            log.debug("could not start a sandbox ahead: %s", exc)
-            return None
-        finally:
-            if status_r >= 0:
-                os.close(status_r)
-
-    async def _execute_warm(self, request: ExecutionRequest, warm: Warm,
-                            sink: OutputSink) -> Outcome:
-        """Run the program a warm sandbox waits for (its ``main.py`` is written)."""
-        out = Outcome(started_at=time.time())
-        try:
-            os.write(warm.go_w, b"go\n")
-        except OSError:  # it died while waiting: the run is retried on a fresh sandbox
-            out.setup_failed = True
-        finally:
-            warm.close_go()
-        self._refill(request)
-        try:
-            if not out.setup_failed:
-                await self._supervise(warm.proc, sink, request.limits, out, warm.cg)
-        finally:
-            await self._kill(warm.proc, warm.cg)
-            if warm.cg is not None:
-                out.oom = warm.cg.oom_kills() > 0
-            if not self._said(warm.status_r, b"running"):
-                out.setup_failed = True  # it died waiting, before the program could start
-            warm.close_status()
-        return out
-
-    async def _discard(self, warm: Warm) -> None:
-        """Kill an unused warm sandbox and remove its cgroups and work dir."""
-        warm.close_go()  # its shell reads end-of-file and exits without running anything
-        warm.close_status()
-        try:
-            if warm.loop is asyncio.get_running_loop():
-                await self._kill(warm.proc, warm.cg)
-                await _reaped(warm.proc)
-            else:  # made on an event loop that is gone: signal it directly
-                self._signal(warm.proc, warm.cg, signal.SIGKILL)
-        finally:
-            if warm.cg is not None:
-                await self._remove_cgroup(warm.cg)
-            await asyncio.to_thread(warm.wd.remove)
-
-    @staticmethod
-    def _said(status_r: int, word: bytes) -> bool:
-        """Whether the sandbox said ``word`` on its status pipe (the program never holds it)."""
-        try:
-            return os.read(status_r, 64) == word
-        except BlockingIOError:
-            return False
-
-    async def _supervise(self, proc: asyncio.subprocess.Process, sink: OutputSink,
-                         lim: Limits, out: Outcome, cg: _cgroup.RunCgroup | None) -> None:
-        limit_hit = asyncio.Event()
-
-        async def pump(reader: asyncio.StreamReader | None, name: str) -> None:
-            assert reader is not None
-            while chunk := await reader.read(1 << 16):
-                sink.feed(name, chunk)
-                if sink.over_limit:
-                    limit_hit.set()
-
-        async with asyncio.TaskGroup() as tg:
-            pumps = {tg.create_task(pump(proc.stdout, "stdout")),
-                     tg.create_task(pump(proc.stderr, "stderr"))}
-            exited = tg.create_task(proc.wait())
-            hit = tg.create_task(limit_hit.wait())
-            done, _ = await asyncio.wait({exited, hit}, timeout=lim.wall_time_s,
-                                         return_when=asyncio.FIRST_COMPLETED)
-            if exited not in done:
-                out.timed_out = hit not in done
-                await self._terminate(proc, cg, lim.kill_grace_s if out.timed_out else 0.0)
-            out.finished_at = time.time()
-            hit.cancel()
-            await self._kill(proc, cg)  # descendants still holding the pipes
-            _, pending = await asyncio.wait(pumps | {exited}, timeout=_DRAIN_AFTER_EXIT_S)
-            for task in pending:
-                task.cancel()
-        out.exit_code = proc.returncode
-
-    @staticmethod
-    def _signal(proc: asyncio.subprocess.Process, cg: _cgroup.RunCgroup | None,
-                sig: int) -> None:
-        if cg is not None:
-            cg.signal_all(sig)
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    async def _terminate(self, proc: asyncio.subprocess.Process,
-                         cg: _cgroup.RunCgroup | None, grace: float) -> None:
-        """TERM the group, wait ``grace``, then KILL it."""
-        if grace > 0:
-            self._signal(proc, cg, signal.SIGTERM)
-            try:
-                async with asyncio.timeout(grace):
-                    await proc.wait()
-            except TimeoutError:
-                pass
-        await self._kill(proc, cg)
-
-    async def _kill(self, proc: asyncio.subprocess.Process,
-                    cg: _cgroup.RunCgroup | None) -> None:
-        if cg is not None:
-            await cg.kill_all()
-        self._signal(proc, None, signal.SIGKILL)
-
-
-async def _read_when_ready(fd: int) -> bytes:
-    """Read a non-blocking descriptor once it has data or end-of-file."""
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
-    try:
-        await ready
-    finally:
-        loop.remove_reader(fd)
-    try:
-        return os.read(fd, 64)
-    except BlockingIOError:
-        return b""
-
-
-async def _reaped(proc: asyncio.subprocess.Process, patience_s: float = 5.0) -> None:
-    """Wait until a killed process has exited and its pipes are closed, so that its transport
-    is finished on this event loop (not left to the garbage collector after the loop ends)."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(patience_s):
-            await asyncio.gather(proc.wait(), *(s.read() for s in (proc.stdout, proc.stderr)
-                                                 if s is not None))

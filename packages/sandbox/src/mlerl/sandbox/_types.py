@@ -27,9 +27,8 @@ class Limits:
     """Resource limits of one execution."""
 
     wall_time_s: float = 600.0
-    """Wall-clock limit from start; then TERM, ``kill_grace_s``, KILL -> TIMEOUT. In
-    ``SandboxConfig.limits`` 0 means each task's own ``time_limit_s`` (the actor fills it in);
-    a request must carry a positive one."""
+    """Wall-clock limit from start; then TERM, ``kill_grace_s``, KILL -> TIMEOUT. 0: the
+    request's ``time_limit_s`` (each task's own; the default of ``SandboxConfig.limits``)."""
     memory_mb: int = 4096
     """Memory (RSS + page cache + tmpfs writes); swap is not allowed on top. Excess -> OOM."""
     cpus: float = 1.0
@@ -68,7 +67,11 @@ class ExecutionRequest:
     program: str
     data_dir: Path | None = None
     """Task public data, visible read-only at ``./input/`` (None: no ``input``)."""
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits | None = None
+    """None (the usual): the sandbox's own limits, ``SandboxConfig.limits``. A request sets
+    them only where it needs other ones (a probe, a benchmark, the ``mlerl-sandbox`` command)."""
+    time_limit_s: float | None = None
+    """The task's wall-clock limit: used where the limits in force have ``wall_time_s`` 0."""
     collect: tuple[str, ...] = ("submission.csv",)
     """File names to copy out of the work dir after the run (regular files only)."""
     entry: tuple[str, ...] = ("python", "main.py")
@@ -79,7 +82,9 @@ class ExecutionRequest:
     def __post_init__(self) -> None:
         check(isinstance(self.program, str), "program", "must be source text (str)")
         check(len(self.entry) > 0 and all(self.entry), "entry", "must be a non-empty command")
-        check(self.limits.wall_time_s > 0, "limits.wall_time_s", "must be > 0 in a request")
+        check(self.time_limit_s is None or self.time_limit_s > 0, "time_limit_s", "must be > 0")
+        check(self.limits is None or self.limits.wall_time_s > 0 or self.time_limit_s is not None,
+              "limits.wall_time_s", "must be > 0 in a request without time_limit_s")
         self.collect = tuple(self.collect)
         self.entry = tuple(self.entry)
         for name in self.collect:
@@ -200,8 +205,8 @@ class SandboxConfig:
     without them a program can read the host (answers included), use the network and escape
     the kill; the run's log and report then say ``UNISOLATED``."""
     limits: Limits = field(default_factory=lambda: Limits(wall_time_s=0.0))
-    """Every execution's limits (the actors apply them to each program they run);
-    ``wall_time_s`` 0: each task's own ``time_limit_s``."""
+    """The limits of every execution whose request carries none (the actors' requests carry
+    only the task's ``time_limit_s``); ``wall_time_s`` 0: each request's ``time_limit_s``."""
 
     def __post_init__(self) -> None:
         check(self.backend in ("local", "docker"), "backend", "must be 'local' or 'docker'")
