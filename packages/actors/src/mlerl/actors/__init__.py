@@ -6,7 +6,8 @@
   ``OpenAIEngine`` implement :class:`mlerl.protocol.InferenceEngine`. Heavy dependencies (torch,
   transformers, vLLM, httpx) are imported when an engine is first used, so importing this
   package stays light;
-- the paper's prompts: ``scratch_prompt``, ``improve_prompt``;
+- the paper's prompts: ``scratch_prompt``, ``improve_prompt``; ``edit_answer`` writes the
+  search/replace edits of the ``edit`` improve format (``PromptConfig.improve_format``);
 - one program's path generate -> parse -> instrument -> execute -> grade -> reward:
   ``real_pipeline``; best-of-K evaluation of a policy: ``evaluate``; the AIDE baseline driven
   by a policy at the same number of executions: ``evaluate_aide``;
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlerl.actors._admission import AdmissionConfig
 from mlerl.actors._config import ActorsConfig
+from mlerl.actors._edits import edit_answer
 from mlerl.actors._engines import make_engine
 from mlerl.actors._evaluate import evaluate, evaluate_aide
 from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
@@ -53,6 +55,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ActorsConfig",
+    "edit_answer",
     "AdmissionConfig",
     "ImprovementConfig",
     "InfraConfig",
