@@ -45,7 +45,7 @@ def test_trailing_whitespace_does_not_matter_but_indentation_does():
 
 
 @pytest.mark.parametrize("search, reason", [
-    ("model = Lasso()", "edit 1: the search text is not found"),
+    ("model.fit(X, y)", "edit 1: the search text is not found"),
     ("", "edit 1: the search text is empty"),
 ])
 def test_a_search_that_is_not_in_the_parent_is_refused(search, reason):
@@ -103,7 +103,7 @@ def test_an_improve_answer_with_edits_parses_to_the_whole_revised_program():
 
 
 def test_an_improve_answer_whose_edit_does_not_apply_is_an_edit_mismatch_and_runs_nothing():
-    answer = "Plan.\n\n```python\n" + _block(("model = Lasso()", "model = Ridge()")) + "\n```"
+    answer = "Plan.\n\n```python\n" + _block(("model.fit(X, y)", "model.fit(X, y, w)")) + "\n```"
     parsed = parse_response(answer, "stop", parent=PARENT)
     assert parsed.status is ParseStatus.EDIT_MISMATCH and parsed.code == ""
     assert "not found in the previous solution" in parsed.detail
@@ -125,3 +125,37 @@ def test_truncation_and_block_count_are_checked_before_the_edits():
     edit = "```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge()")) + "\n```"
     assert parse_response("Plan.\n" + edit, "length", parent=PARENT).status is ParseStatus.TRUNCATED
     assert parse_response("Plan.\n" + edit + "\n" + edit, "stop", parent=PARENT).status is ParseStatus.MULTIPLE_BLOCKS
+
+
+LOOP = """import pandas as pd
+from sklearn.neural_network import MLPRegressor
+train = pd.read_csv("./input/train.csv")
+for col in cols:
+    model = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(32,)))
+    model.fit(X, train[col])
+"""
+
+
+def test_a_misquoted_assignment_still_names_the_one_line_that_assigns_it():
+    edits = [(["    model = HistGradientBoostingRegressor(max_iter=300)"], ["    model = Ridge(alpha=1.0)"])]
+    assert apply_edits(LOOP, edits) == LOOP.replace(
+        "    model = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(32,)))", "    model = Ridge(alpha=1.0)")
+    with pytest.raises(EditError, match="not found"):  # the same name at another indentation is another line
+        apply_edits(LOOP, [(["model = Foo()"], ["model = Ridge()"])])
+    with pytest.raises(EditError, match="not found"):  # exact matching only
+        apply_edits(LOOP, edits, anchored=False)
+    twice = "x = 1\nprint(x)\nx = 2\n"
+    with pytest.raises(EditError, match="not found"):  # a name assigned twice is ambiguous
+        apply_edits(twice, [(["x = 3"], ["x = 4"])])
+    with pytest.raises(EditError, match="not found"):  # several misquoted lines name no place
+        apply_edits(LOOP, [(["    model = A()", "    model.fit(X, y)"], ["    model = B()"])])
+
+
+def test_a_misquoted_import_adds_the_new_import_after_the_last_one():
+    edits = [(["from sklearn.linear_model import SGDRegressor"], ["from sklearn.linear_model import Ridge"])]
+    assert apply_edits(LOOP, edits) == LOOP.replace(
+        "import MLPRegressor\n", "import MLPRegressor\nfrom sklearn.linear_model import Ridge\n")
+    already = [(["import numpy as np"], ["import pandas as pd"])]
+    assert apply_edits(LOOP, already) == LOOP  # nothing to add
+    with pytest.raises(EditError, match="not found"):  # an import replaced by code names no place
+        apply_edits(LOOP, [(["import numpy as np"], ['train = pd.read_csv("x")'])])

@@ -18,6 +18,7 @@ into another (the embedded bootstrap's revision examples); ``apply_edits(a, make
 from __future__ import annotations
 
 import difflib
+import re
 
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
 
@@ -67,13 +68,40 @@ def parse_edits(body: str) -> list[Edit]:
     return edits
 
 
-def apply_edits(parent: str, edits: list[Edit]) -> str:
+_ASSIGN = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*=(?!=)")
+_IMPORT = re.compile(r"^(import\s+\w|from\s+[\w.]+\s+import\s)")
+
+
+def _anchor(lines: list[str], want: list[str], replace: list[str]) -> tuple[int, int, list[str]] | None:
+    """Where a search that is not in the program verbatim still names its place unambiguously:
+    (start, end, replacement) or None.
+
+    - one assignment line (``    model = Ridge(alpha=1.0)``): the program's only line that
+      assigns the same target at the same indentation (``    model = ...``);
+    - import lines only, replaced by import lines only: the new imports go after the program's
+      last top-level import (an import the program lacks is nothing to replace).
+    A small policy quotes the line it means to change imperfectly far more often than it
+    names the wrong line (issue 28); a target assigned twice is still ambiguous."""
+    if len(want) == 1 and (m := _ASSIGN.match(want[0])):
+        prefix = re.compile(rf"^{re.escape(m.group(1))}{re.escape(m.group(2))}\s*=(?!=)")
+        hits = [j for j, line in enumerate(lines) if prefix.match(line)]
+        return (hits[0], hits[0] + 1, replace) if len(hits) == 1 else None
+    if all(_IMPORT.match(w) for w in want) and replace and all(_IMPORT.match(r) for r in replace):
+        last = max((j for j, line in enumerate(lines) if _IMPORT.match(line)), default=-1)
+        new = [r for r in replace if r.rstrip() not in {line.rstrip() for line in lines}]
+        return last + 1, last + 1, new
+    return None
+
+
+def apply_edits(parent: str, edits: list[Edit], anchored: bool = True) -> str:
     """``parent`` with each edit applied in turn.
 
     An edit's search lines must match consecutive lines of the program (as edited so far)
-    exactly once, compared without trailing whitespace; an empty search, a search found
-    nowhere and an ambiguous one (found twice or more) raise :class:`EditError`: guessing
-    which lines the model meant would reward edits the prompt does not ask for."""
+    exactly once, compared without trailing whitespace. With ``anchored`` a search found
+    nowhere may still name its place (:func:`_anchor`: the one line assigning the same name, or
+    the imports). An empty search, a search that names no place and an ambiguous one (found
+    twice or more) raise :class:`EditError`: guessing between places would reward edits the
+    prompt does not ask for."""
     lines = parent.splitlines()
     for i, (search, replace) in enumerate(edits, 1):
         want = [s.rstrip() for s in search]
@@ -81,10 +109,15 @@ def apply_edits(parent: str, edits: list[Edit]) -> str:
             raise EditError(f"edit {i}: the search text is empty")
         have = [s.rstrip() for s in lines]
         at = [j for j in range(len(have) - len(want) + 1) if have[j : j + len(want)] == want]
-        if len(at) != 1:
+        if len(at) == 1:
+            lines[at[0] : at[0] + len(want)] = replace
+            continue
+        place = _anchor(lines, want, replace) if anchored and not at else None
+        if place is None:
             found = "not found" if not at else f"found {len(at)} times"
             raise EditError(f"edit {i}: the search text is {found} in the previous solution")
-        lines[at[0] : at[0] + len(want)] = replace
+        start, end, new = place
+        lines[start:end] = new
     return "\n".join(lines).strip("\n") + "\n"
 
 
