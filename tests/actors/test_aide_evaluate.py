@@ -128,3 +128,24 @@ def test_summaries_select_on_public_and_report_private():
     assert s["best_public"] == 0.5 and s["best_score"] == 0.4 and s["best_gap"] == pytest.approx(-0.1)
     assert s["mean_public"] == pytest.approx(0.3) and s["mean_score"] == pytest.approx(0.5)
     assert s["best_vs_executions"] == [0.2, 0.2, 0.2, 0.4]
+
+
+def test_the_best_of_both_kinds_says_which_kind_won():
+    from mlerl.actors._evaluate import summarise
+    from mlerl.protocol import ExecStatus, PromptKind, Sample
+
+    def sample(i, kind, score):
+        return Sample(sample_id=f"a:{i}", actor_id="a", seq=i, task_id="t", prompt_kind=kind,
+                      parent_id="a:0" if kind is PromptKind.IMPROVE else None, prompt_ids=[1], response_ids=[2],
+                      behaviour_logprobs=[-0.1], policy_version=0, t_sampled=float(i),
+                      exec_status=ExecStatus.OK if score is not None else ExecStatus.PROGRAM_ERROR,
+                      score=score, valid_submission=score is not None, reward=0.0 if score is not None else -10.0)
+
+    S, I = PromptKind.SCRATCH, PromptKind.IMPROVE
+    samples = [sample(0, S, 0.05), sample(1, I, 0.04), sample(2, I, None), sample(3, S, 0.04), sample(4, S, None)]
+    low = summarise(samples, lower_is_better=True)
+    # 0.04 first reached by the improve sample (the later scratch tie does not displace it)
+    assert low["best_kind"] == "improve" and low["best_score"] == 0.04
+    assert low["valid_frac_by_kind"] == {"scratch": pytest.approx(2 / 3), "improve": 0.5}
+    assert summarise(samples, lower_is_better=False)["best_kind"] == "scratch"  # 0.05 is best
+    assert summarise([sample(0, S, None)], lower_is_better=True)["best_kind"] is None

@@ -110,3 +110,40 @@ def test_choose_is_scratch_without_parents_and_about_half_with():
     never = ImprovementBuffer(ImprovementConfig(improve_prob=0.0))
     never.add(sol(0, 1.0))
     assert all(never.choose("t1", rng)[0] is PromptKind.SCRATCH for _ in range(50))
+
+
+def test_the_edit_format_asks_for_search_replace_edits_and_the_paper_format_for_a_program(task):
+    paper = improve_prompt(task, "Use a forest.", "print(1)", "out", PromptConfig())[1].content
+    edit = improve_prompt(task, "Use a forest.", "print(1)", "out", PromptConfig(improve_format="edit"))[1].content
+    assert "include those sections again in your final solution" in paper and "<<<<<<< SEARCH" not in paper
+    assert "<<<<<<< SEARCH\n(lines copied exactly from the previous solution)\n=======" in edit
+    assert "include those sections again" not in edit
+    assert "Use a forest.\n\n```python\nprint(1)\n```" in edit  # the parent is shown the same way
+    with pytest.raises(ConfigError, match="improve_format"):
+        PromptConfig(improve_format="diff")
+
+
+def test_a_parent_is_revised_revisions_times_in_a_row_then_another_is_drawn():
+    rng = random.Random(1)
+    buf = ImprovementBuffer(ImprovementConfig(improve_prob=1.0, revisions=3))
+    for i in range(6):
+        buf.add(sol(i, float(i)))
+    parents = [buf.choose("t1", rng)[1].sample_id for _ in range(30)]
+    runs = [parents[i : i + 3] for i in range(0, 30, 3)]
+    assert all(len(set(run)) == 1 for run in runs)  # each run of 3 revises one parent
+    assert len({run[0] for run in runs}) > 1  # and a new parent is drawn after it
+    # scratch draws in between do not use up a parent's revisions
+    half = ImprovementBuffer(ImprovementConfig(improve_prob=0.5, revisions=2))
+    half.add(sol(0, 0.0))
+    half.add(sol(1, 1.0))
+    improve = [p.sample_id for k, p in (half.choose("t1", rng) for _ in range(400)) if k is PromptKind.IMPROVE]
+    assert all(improve[i] == improve[i + 1] for i in range(0, len(improve) - 1, 2))
+    # the paper: a new parent every time (so two in a row differ about half the time here)
+    paper = ImprovementBuffer(ImprovementConfig(improve_prob=1.0))
+    paper.add(sol(0, 0.0))
+    paper.add(sol(1, 1.0))
+    draws = [paper.choose("t1", rng)[1].sample_id for _ in range(400)]
+    changes = sum(a != b for a, b in zip(draws, draws[1:]))
+    assert 150 < changes < 250  # Binomial(399, 0.5): sd 10
+    with pytest.raises(ConfigError, match="revisions"):
+        ImprovementConfig(revisions=0)

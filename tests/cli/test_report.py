@@ -82,3 +82,18 @@ def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch):
     assert report["aide"]["method"] == "aide" and report["k"] == 2
     assert any(p.endswith("rl_vs_aide.png") for p in report["plots"])
     assert "## AIDE with the initial policy" in (run_dir / "report.md").read_text()
+
+
+def test_markdown_shows_each_kinds_validity_and_which_kind_the_best_came_from():
+    report = _report_dict()
+    assert "Scratch and improve samples" not in _report.render_markdown(report, [AUC, LOSS])  # older summaries
+    for policy, winner in (("initial", "scratch"), ("trained", "improve")):
+        for task in (AUC, LOSS):
+            report[policy]["per_seed"][0]["tasks"][task].update(
+                valid_frac_by_kind={"scratch": 0.75, "improve": 0.25}, best_kind=winner)
+    report["trained"]["per_seed"][0]["tasks"][LOSS]["best_kind"] = None  # no valid sample
+    text = _report.render_markdown(report, [AUC, LOSS])
+    assert "## Scratch and improve samples (the same K, the best of both taken)" in text
+    assert f"| {AUC} | initial | 0.75 | 0.25 | scratch |" in text
+    assert f"| {AUC} | trained | 0.75 | 0.25 | improve |" in text
+    assert f"| {LOSS} | trained | 0.75 | 0.25 | - |" in text

@@ -161,3 +161,42 @@ def test_fix_share_sets_how_many_improve_examples_revise_a_bug(views):
     assert 0.0 < fixes(0.25) < fixes(0.75)
     with pytest.raises(ValueError, match="fix_share"):
         generate_corpus(views, fix_share=1.5)
+
+
+def test_edit_format_improve_answers_are_one_change_that_the_actor_applies_to_the_parent(views):
+    from mlerl.actors import PromptConfig
+    from mlerl.actors._parse import parse_response
+    from mlerl.protocol import ParseStatus
+
+    prompts = PromptConfig(improve_format="edit")
+    improves = [e for e in generate_corpus(views, seed=0, drafts_per_task=1, improves_per_task=16,
+                                           instruments_per_task=0, prompts=prompts, fix_share=0.25)
+                if e.kind == "improve"]
+    assert len(improves) > 16 * len(views) // 2
+    edits = 0
+    for ex in improves:
+        assert "<<<<<<< SEARCH" in ex.messages[-1][1] and ex.parent[1] in ex.messages[-1][1]
+        parsed = parse_response(ex.answer, "stop", parent=ex.parent[1])
+        assert parsed.status is ParseStatus.OK, (ex.task_id, parsed.detail)
+        assert parsed.code == ex.code != ex.parent[1]  # the answer turns the parent into the revision
+        if "<<<<<<< SEARCH" in ex.answer:
+            edits += 1
+            # one change: the edits touch a few lines, not the whole program
+            changed = sum(line.startswith("=======") for line in ex.answer.splitlines())
+            assert changed <= 3 and len(ex.answer) < len(ex.code)
+    assert edits >= 0.8 * len(improves)
+    # revisions both switch model families and keep them (new settings), so RL can choose
+    assert any(ex.family != _family_of(ex.parent[1]) for ex in improves)
+    assert any(ex.family == _family_of(ex.parent[1]) and "settings" in ex.answer for ex in improves)
+
+
+def _family_of(code: str) -> str:
+    from mlerl.embedded._families import FAMILIES  # noqa: F401  (names only)
+
+    for needle, family in (("HistGradientBoosting", "hist_gb"), ("lgb.", "lightgbm"), ("RandomForest", "random_forest"),
+                           ("ExtraTrees", "extra_trees"), ("GradientBoosting", "grad_boost"), ("KNeighbors", "knn"),
+                           ("MLP", "mlp"), ("SVR", "svm"), ("SVC", "svm"), ("SGD", "sgd"), ("LogisticRegression", "logistic"),
+                           ("Ridge", "ridge"), ("LinearRegression", "linear"), ("NB(", "naive_bayes")):
+        if needle in code:
+            return family
+    return "?"

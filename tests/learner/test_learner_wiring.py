@@ -117,3 +117,27 @@ def test_grpo_std_floor_reaches_the_policy_gradient(make_sample, tiny_model):
     for name in grads[0]:
         assert torch.allclose(grads[1][name], grads[0][name] * ratio, atol=1e-9, rtol=1e-2), name
     assert max(g.abs().max().item() for g in grads[0].values()) > 100 * max(g.abs().max().item() for g in grads[1].values())
+
+
+def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions_do_not(make_sample, tiny_model):
+    # issue 28: under a group baseline (groups = task + prompt tokens) an IMPROVE prompt used
+    # once is a group of one (advantage 0); revisions of one parent share their prompt, so they
+    # form a group (actors.improvement.revisions). The per-kind zero-advantage share shows which.
+    from mlerl.protocol import PromptKind
+
+    def improve(s, prompt):
+        return msgspec.structs.replace(s, prompt_kind=PromptKind.IMPROVE, parent_id="a:99", prompt_ids=prompt)
+
+    cfg = LearnerConfig(**dict(BASE, batch_size=4, micro_batch_size=4), advantage="grpo", critic="none",
+                        duration_weighting="none")
+    scratch = [msgspec.structs.replace(make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7]) for i, r in enumerate((0.5, -10.0))]
+    lone = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10 + i]) for i, r in enumerate((0.4, -9.5))]
+    grouped = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10]) for i, r in enumerate((0.4, -9.5))]
+    m_lone = Learner(cfg, tiny_model()).update(scratch + lone)
+    m_grouped = Learner(cfg, tiny_model()).update(scratch + grouped)
+    assert m_lone["split/kind/scratch/zero_adv_share"] == 0.0
+    assert m_lone["split/kind/improve/zero_adv_share"] == 1.0 and m_lone["split/kind/improve/adv_std"] == 0.0
+    assert m_grouped["split/kind/improve/zero_adv_share"] == 0.0
+    # GRPO without std: the two revisions get +-(0.4 - -9.5) / 2
+    assert m_grouped["split/kind/improve/adv_std"] == pytest.approx(4.95, rel=1e-5)
+    assert m_grouped["split/all/zero_adv_share"] == 0.0 and m_lone["split/all/zero_adv_share"] == 0.5

@@ -136,6 +136,20 @@ def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> P
     return out
 
 
+def _kind_lines(report: dict[str, Any], task_ids: list[str]) -> list[str]:
+    """Per task and policy: each prompt kind's valid fraction and which kind the best came from
+    (summaries written before the kinds were reported give no lines)."""
+    lines = []
+    for task in task_ids:
+        for policy in ("initial", "trained"):
+            t = report[policy]["per_seed"][0]["tasks"][task]
+            if "valid_frac_by_kind" not in t:
+                return []
+            v = t["valid_frac_by_kind"]
+            lines.append(f"| {task} | {policy} | {v['scratch']:.2f} | {v['improve']:.2f} | {t.get('best_kind') or '-'} |")
+    return lines
+
+
 def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
     k = report["k"]
     lines = [
@@ -158,6 +172,10 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
               "shown with its private score and the gap (private - public). 'valid' is the fraction "
               "of samples with a valid submission. One seed: differences within a few samples' noise "
               "are not significant."]
+    kinds = _kind_lines(report, task_ids)
+    if kinds:
+        lines += ["", "## Scratch and improve samples (the same K, the best of both taken)", "",
+                  "| task | policy | scratch valid | improve valid | best from |", "|---|---|---|---|---|", *kinds]
     if "aide" in report:
         lines += ["", f"## AIDE with the initial policy ({k} program executions per task)", "",
                   "| task | AIDE best: private (public, gap) | AIDE mean: private (public) | AIDE valid | "

@@ -7,7 +7,8 @@
   transformers, vLLM, httpx) are imported when an engine is first used, so importing this
   package stays light;
 - the paper's prompts: ``scratch_prompt``, ``improve_prompt``; ``chat_prompt_ids`` (a
-  conversation as prompt token ids, the way every engine tokenizes it);
+  conversation as prompt token ids, the way every engine tokenizes it); ``edit_answer`` writes
+  the search/replace edits of the ``edit`` improve format (``PromptConfig.improve_format``);
 - the actor loop, for harnesses that bring their own engine, sandbox or sender: ``Actor``, with
   its durable sequence numbers and outbox ``ActorState``;
 - one program's path generate -> parse -> instrument -> execute -> grade -> reward:
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from mlerl.actors._actor import Actor
 from mlerl.actors._admission import AdmissionConfig
 from mlerl.actors._config import ActorsConfig
+from mlerl.actors._edits import edit_answer
 from mlerl.actors._engines import make_engine
 from mlerl.actors._evaluate import evaluate, evaluate_aide
 from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
@@ -61,6 +63,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ActorsConfig",
+    "edit_answer",
     "AdmissionConfig",
     "ImprovementConfig",
     "InfraConfig",

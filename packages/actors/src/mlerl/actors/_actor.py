@@ -234,7 +234,7 @@ class Actor:
         for (aid, action), completion in zip(planned.items(), completions):
             action.completion, action.version, action.t_sampled = completion, version, now
             action.params, action.generation_s = params, generation_s
-            action.parsed = parse_response(completion.text, completion.finish_reason)
+            action.parsed = parse_response(completion.text, completion.finish_reason, self._edits_of(action))
             self.actions[aid] = action
             self.admission.on_generated(aid, version, now)
             self.stats["generated"] += 1
@@ -242,6 +242,11 @@ class Actor:
             if self.actions[aid].parsed.status is not ParseStatus.OK:  # type: ignore[union-attr]
                 await self._finish(aid, Executed(ExecStatus.NOT_RUN))
         self._wake.set()
+
+    def _edits_of(self, action: Action) -> str | None:
+        """The program an IMPROVE answer's edits apply to (``prompts.improve_format: edit``)."""
+        edit = self.config.prompts.improve_format == "edit"
+        return action.parent.code if edit and action.parent is not None else None
 
     # ---- execution ------------------------------------------------------------------------
     async def _execute(self, aid: int) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlerl.actors._parse import parse_response
-from mlerl.actors._prompts import FORMAT, SYSTEM, PromptConfig, clip_head, clip_tail, improve_prompt, scratch_prompt
+from mlerl.actors._prompts import EDIT_FORMAT, FORMAT, SYSTEM, PromptConfig, clip_head, clip_tail, improve_prompt, scratch_prompt
 from mlerl.protocol import ChatMessage, InferenceEngine, ParseStatus, SamplingParams, check
 
 
@@ -83,7 +83,7 @@ def debug_prompt(task: Any, node: Node, config: PromptConfig) -> list[ChatMessag
     previous = clip_head(f"{node.plan}\n\n```python\n{node.code.rstrip()}\n```", config.code_chars)
     user = (
         "Your previous solution had a bug or produced no valid submission. Fix it. "
-        f"{FORMAT} The data is in `./input/`; write `./submission.csv`.\n\n"
+        f"{EDIT_FORMAT if config.improve_format == 'edit' else FORMAT} The data is in `./input/`; write `./submission.csv`.\n\n"
         f"Task: {clip_head(task.description.strip(), config.description_chars)}\n\n"
         f"Previous solution:\n{previous}\n\n"
         f"Terminal output:\n```\n{clip_tail(node.evaluation.output.strip(), config.output_chars)}\n```\n"
@@ -144,7 +144,8 @@ async def run_aide(
             top_k=params.top_k, seed=sampling_rng.randrange(2**31),
         )  # fmt: skip
         (completion,) = await engine.generate([messages], step_params)
-        parsed = parse_response(completion.text, completion.finish_reason)
+        edits_of = target.code if target is not None and prompts.improve_format == "edit" else None
+        parsed = parse_response(completion.text, completion.finish_reason, edits_of)
         if parsed.status is ParseStatus.OK:
             evaluation = await evaluate(parsed.code)
         else:

@@ -115,6 +115,16 @@ def _finished(s: Sample) -> float:
     return next(t for t in (s.t_graded, s.t_exec_finished, s.t_sampled) if t is not None)
 
 
+def _best_kind(ordered: list[Sample], public: list[float | None], lower_is_better: bool) -> str | None:
+    """The prompt kind (scratch / improve) of the sample the best-of-K selects (the first to
+    reach the best public score), None without a valid one: the paper's test-time protocol
+    takes the best of both kinds, and this says which kind won."""
+    best = best_so_far(public, lower_is_better)
+    if not best or best[-1] is None:
+        return None
+    return ordered[next(i for i, b in enumerate(best) if b == best[-1])].prompt_kind.value
+
+
 def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = None) -> dict[str, Any]:
     """Best-of-K and mean over the K samples of one task (invalid samples have no score).
 
@@ -122,7 +132,8 @@ def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = N
     The best is chosen on the public score and reported on the private one (see the module
     docstring). ``best_vs_executions`` is the best (private) score after each sample in the
     order they finished; with ``t0`` (when the evaluation began), ``elapsed_s`` is when each
-    finished."""
+    finished. ``best_kind`` is the prompt kind of the selected sample and
+    ``valid_frac_by_kind`` each kind's valid fraction (both kinds share the same K)."""
     ordered = sorted(samples, key=_finished)
     public = [_valid_score(s.score, s.valid_submission) for s in ordered]
     boards = _leaderboards(public, [_private(s) for s in ordered], lower_is_better)
@@ -134,6 +145,9 @@ def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = N
         "mean_reward": sum(s.reward for s in samples) / len(samples) if samples else None,
         "mean_duration_s": sum(s.duration_s for s in samples) / len(samples) if samples else None,
         "improve_frac": sum(s.prompt_kind.value == "improve" for s in samples) / len(samples) if samples else 0.0,
+        "best_kind": _best_kind(ordered, public, lower_is_better),
+        "valid_frac_by_kind": {kind: sum(p is not None for s, p in zip(ordered, public) if s.prompt_kind.value == kind)
+                               / max(1, sum(s.prompt_kind.value == kind for s in ordered)) for kind in ("scratch", "improve")},
         "lower_is_better": lower_is_better,
         "best_vs_executions": boards["best_vs_executions"],
         "elapsed_s": [max(_finished(s) - t0, 0.0) for s in ordered] if t0 is not None else None,

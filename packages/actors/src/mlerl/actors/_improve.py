@@ -4,6 +4,10 @@ Per task it keeps the ``recent`` most recent and the ``best`` highest-reward eli
 (deduplicated by ``sample_id``). :meth:`ImprovementBuffer.choose` draws the prompt kind: with
 probability ``improve_prob`` (the paper's 50/50) an IMPROVE prompt with a parent drawn uniformly
 from the union of both lists, otherwise (or when the task has no eligible solution) SCRATCH.
+A drawn parent is kept for ``revisions`` IMPROVE prompts in a row: their prompts are identical,
+so the learner's group baseline (groups keyed by task and prompt) compares revisions of one
+parent with each other. With ``revisions: 1`` (the paper) every IMPROVE prompt is unique, a
+group of one, and its advantage under a group baseline is zero by construction.
 
 Eligible parents: by default only solutions that parsed and ran to completion (exec OK), since
 the paper found small models poor at self-debugging from failed runs; ``include_failures``
@@ -44,10 +48,14 @@ class ImprovementConfig:
     """Highest-reward eligible solutions kept per task."""
     include_failures: bool = False
     """Also revise programs that failed (error, timeout, OOM); the paper found this unhelpful."""
+    revisions: int = 1
+    """IMPROVE prompts in a row that revise the same parent (a group of revisions for the
+    learner's group baseline); 1 draws a new parent every time (the paper)."""
 
     def __post_init__(self) -> None:
         check(0.0 <= self.improve_prob <= 1.0, "improve_prob", "must be in [0, 1]")
         check(self.recent >= 0 and self.best >= 0, "recent", "recent and best must be >= 0")
+        check(self.revisions >= 1, "revisions", "must be >= 1")
 
 
 @dataclass
@@ -60,6 +68,8 @@ class ImprovementBuffer:
     def __init__(self, config: ImprovementConfig | None = None) -> None:
         self.config = config or ImprovementConfig()
         self._tasks: dict[str, _TaskSolutions] = {}
+        self._current: dict[str, tuple[Solution, int]] = {}
+        """Per task: the parent being revised and how many more revisions it gets."""
 
     def eligible(self, s: Solution) -> bool:
         if s.parse_status is not ParseStatus.OK or s.exec_status in (
@@ -96,7 +106,11 @@ class ImprovementBuffer:
         pool = self.candidates(task_id)
         if not pool or rng.random() >= self.config.improve_prob:
             return PromptKind.SCRATCH, None
-        return PromptKind.IMPROVE, rng.choice(pool)
+        parent, left = self._current.get(task_id, (None, 0))
+        if parent is None or left <= 0:
+            parent, left = rng.choice(pool), self.config.revisions
+        self._current[task_id] = (parent, left - 1)
+        return PromptKind.IMPROVE, parent
 
     def best_of(self, task_id: str) -> Solution | None:
         entry = self._tasks.get(task_id)

@@ -12,8 +12,12 @@ in this order; the first that applies gives the :class:`mlerl.protocol.ParseStat
 4. ``MULTIPLE_BLOCKS``: more than one Python block. This is an error (the actor gives the failure
    reward and executes nothing) rather than "take the longest": the format is part of the task,
    and guessing would reward outputs the prompt forbids.
-5. ``SYNTAX_ERROR``: ``ast.parse`` rejects the block (including null bytes or nesting too deep).
-6. ``OK``.
+5. ``EDIT_MISMATCH`` (only with ``parent``, the code an IMPROVE prompt showed, when the block
+   holds search/replace edits, see :mod:`mlerl.actors._edits`): an edit is malformed or its search
+   text is not found exactly once in the parent.
+6. ``SYNTAX_ERROR``: ``ast.parse`` rejects the block (including null bytes or nesting too deep),
+   or, for edits, the program they produce.
+7. ``OK``.
 
 A fence is a line that, after at most three spaces, starts with three backticks; a block closes
 at the next line that is only backticks (at least three). ``plan`` is the text before the first
@@ -26,6 +30,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from mlerl.actors._edits import EditError, apply_edits, is_edit, parse_edits
 from mlerl.protocol import ParseStatus
 
 _FENCE = re.compile(r"^ {0,3}```\s*([A-Za-z0-9_+-]*)[^`]*$")
@@ -70,8 +75,11 @@ def _blocks(text: str) -> tuple[list[_Block], bool, int]:
     return blocks, lang is not None, first
 
 
-def parse_response(text: str, finish_reason: str = "stop") -> ParsedResponse:
-    """Split ``text`` into plan and program and classify it (see the module docstring)."""
+def parse_response(text: str, finish_reason: str = "stop", parent: str | None = None) -> ParsedResponse:
+    """Split ``text`` into plan and program and classify it (see the module docstring).
+
+    ``parent``: the previous solution's code, for an answer to an IMPROVE prompt; a block of
+    search/replace edits is then applied to it and ``code`` is the whole revised program."""
     if not text.strip():
         return ParsedResponse(ParseStatus.EMPTY, "", "", "the response is empty")
     blocks, unclosed, first = _blocks(text)
@@ -88,6 +96,11 @@ def parse_response(text: str, finish_reason: str = "stop") -> ParsedResponse:
             ParseStatus.MULTIPLE_BLOCKS, plan, "", f"{len(python)} python code blocks, expected one"
         )
     code = python[0].body.strip("\n") + "\n"
+    if parent is not None and is_edit(code):
+        try:
+            code = apply_edits(parent, parse_edits(code))
+        except EditError as exc:
+            return ParsedResponse(ParseStatus.EDIT_MISMATCH, plan, "", str(exc))
     try:
         ast.parse(code)
     except SyntaxError as exc:

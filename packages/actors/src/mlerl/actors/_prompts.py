@@ -29,6 +29,14 @@ FORMAT = (
     "First outline your proposed solution in natural language (3-5 sentences), followed by a "
     "single markdown code block (wrapped in ```) which implements this solution."
 )
+EDIT_FORMAT = (
+    "First say in natural language (1-3 sentences) what you will change and why, followed by a "
+    "single markdown code block (wrapped in ```) that holds one or more edits of the previous "
+    "solution, each written as\n<<<<<<< SEARCH\n(lines copied exactly from the previous "
+    "solution)\n=======\n(the lines that replace them)\n>>>>>>> REPLACE\nA block with a whole "
+    "new program is also accepted."
+)
+IMPROVE_FORMATS = ("rewrite", "edit")
 PACKAGES = "`pandas`, `numpy`, `scikit-learn`, `scipy`, `lightgbm`, `torch`"
 
 
@@ -57,10 +65,17 @@ class PromptConfig:
     """Characters of terminal output (its end) shown in an IMPROVE prompt."""
     packages: str = PACKAGES
     """The 'pre-installed packages' line."""
+    improve_format: str = "rewrite"
+    """How an IMPROVE answer revises: ``rewrite`` (the paper's C.2: a plan and the whole new
+    program) or ``edit`` (a short reason and search/replace edits the actor applies to the
+    previous program, as code-editing agents do; a whole program is accepted too). The
+    embedded preset uses ``edit``: its 4 M-parameter policy did not learn to rewrite a program
+    it had not seen (docs/embedded.md)."""
 
     def __post_init__(self) -> None:
         for key in ("description_chars", "snippet_chars", "code_chars", "output_chars"):
             check(getattr(self, key) >= 0, key, "must be >= 0")
+        check(self.improve_format in IMPROVE_FORMATS, "improve_format", f"must be one of {IMPROVE_FORMATS}")
 
 
 def clip_head(text: str, limit: int) -> str:
@@ -127,10 +142,12 @@ def improve_prompt(
 ) -> list[ChatMessage]:
     """Appendix C.2: revise the previous solution ``plan`` + ``code`` given its ``output``."""
     previous = clip_head(f"{plan.strip()}\n\n```python\n{code.rstrip()}\n```", config.code_chars)
+    how = (f"{EDIT_FORMAT}" if config.improve_format == "edit" else
+           f"{FORMAT} If you reuse parts of the example code, include those sections again in your "
+           "final solution.")
     user = (
         "You have implemented a previous solution. Revise the solution to improve the performance "
-        f"on the test set. {FORMAT} If you reuse parts of the example code, include those sections "
-        "again in your final solution. The data is in `./input/`; write `./submission.csv`.\n\n"
+        f"on the test set. {how} The data is in `./input/`; write `./submission.csv`.\n\n"
         f"Task: {clip_head(task.description.strip(), config.description_chars)}\n\n"
         f"Previous solution:\n{previous}\n\n"
         f"Terminal output of the previous solution:\n```\n"

@@ -7,7 +7,9 @@ Three example kinds, each a chat (messages) plus the assistant answer that SFT l
 - ``draft``: C.1 prompt (task description) -> plan + code; a `mistake_rate` fraction carry one
   realistic bug (`_mistakes.MISTAKES`) and are marked `correct=False`.
 - ``improve``: C.2 prompt (previous plan + code and its terminal output) -> revised plan +
-  code: either the bug fixed (`fix_share` of them) or a stronger / slower model. The output
+  code: either the bug fixed (`fix_share` of them) or a stronger / slower model; with the
+  ``edit`` improve format, a one-sentence reason and the search/replace edits of one change
+  (the bug fixed, new hyperparameters, another model family or another feature set). The output
   is simulated (the markers each chunk prints) until `with_real_outputs` replaces it with what
   the program really prints when run the way the actors run it: the actors show that, with
   the markers' values, the program's own prints and library warnings, and a policy trained
@@ -95,6 +97,8 @@ def _draft(view: TaskView, program: Program, prompts: Any = None) -> Example:
 
 def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bool = True,
              fix_share: float = 0.5) -> Example:
+    if getattr(prompts, "improve_format", "rewrite") == "edit":
+        return _revise(view, rng, prompts, styles, fix_share)
     choices = sample_choices(view, rng, styles)
     good = generate_program(view, rng, choices)
     if rng.random() < fix_share:
@@ -126,6 +130,61 @@ def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bo
                    _msgs(improve_messages(view.task, weak_prog.plan, weak_prog.code, _output(weak_prog), prompts)),
                    format_answer(lead + better.plan, better.code), better.family, True, None,
                    better.code, (weak_prog.plan, weak_prog.code))
+
+
+def _revise(view: TaskView, rng: random.Random, prompts: Any, styles: bool, fix_share: float) -> Example:
+    """An ``edit``-format improve example: a parent program and the search/replace edits of ONE
+    change to it (the bug fixed; or a new hyperparameter setting, model family or feature set,
+    drawn at random, so revisions that help and revisions that hurt both appear)."""
+    from mlerl.actors import edit_answer
+
+    choices = sample_choices(view, rng, styles)
+    parent = generate_program(view, rng, choices)
+    proba = view.problem in ("binary", "proba")
+    if rng.random() < fix_share:
+        bad = inject(parent, view, rng.choice(MISTAKES), rng)
+        if bad is not None:
+            lead = (f"The previous solution failed: {bad.error.splitlines()[-1]}. " if bad.error
+                    else "The previous solution had a bug. ")
+            output = _crash_output(bad) if bad.error else _output(bad)
+            return Example("improve", view.id,
+                           _msgs(improve_messages(view.task, bad.plan, bad.code, output, prompts)),
+                           format_answer(lead + _FIX[bad.mistake].format(label=view.label_column),
+                                         edit_answer(bad.code, parent.code)),
+                           parent.family, True, None, parent.code, (bad.plan, bad.code))
+    change = rng.choice(["params", "params", "family", "family", "features"])
+    old, span = choices.model, view.problem == "span"
+    if change == "params" and not span:
+        budget = rng.choice([b for b in (0, 1, 2) if b != choices.budget])
+        model = make_model(old.family, view.problem, view.modality, rng, budget, choices.seed, proba)
+        revised = replace(choices, model=model, budget=budget)
+        lead = (f"The previous solution used {old.phrase}. I will change its settings to "
+                f"{model.phrase}.")
+    elif change == "features" and view.modality == "tabular":
+        features = rng.choice([f for f in ("drop", "list", "numeric", "rowstats") if f != choices.features])
+        revised = replace(choices, features=features)
+        lead = f"I will keep {old.phrase} and change the features the model sees."
+    else:
+        families = [f for f in families_for(view.problem, view.modality) if f != old.family]
+        if span or not families:  # no family to switch to (span tasks): a whole program
+            child = generate_program(view, rng, sample_choices(view, rng, styles))
+            if child.code == parent.code:
+                return _revise(view, rng, prompts, styles, fix_share)
+            return Example("improve", view.id,
+                           _msgs(improve_messages(view.task, parent.plan, parent.code, _output(parent), prompts)),
+                           format_answer("I will try another approach: " + child.plan, child.code),
+                           child.family, True, None, child.code, (parent.plan, parent.code))
+        family = rng.choice(families)
+        model = make_model(family, view.problem, view.modality, rng, choices.budget, choices.seed, proba)
+        revised = replace(choices, model=model)
+        lead = f"The previous solution used {old.phrase}. I will try {model.phrase} instead."
+    child = generate_program(view, rng, revised)
+    if child.code == parent.code:  # the draw changed nothing the program shows: draw again
+        return _revise(view, rng, prompts, styles, fix_share)
+    return Example("improve", view.id,
+                   _msgs(improve_messages(view.task, parent.plan, parent.code, _output(parent), prompts)),
+                   format_answer(lead, edit_answer(parent.code, child.code)), child.family, True,
+                   None, child.code, (parent.plan, parent.code))
 
 
 def with_real_outputs(examples: list[Example], views: list[TaskView],

@@ -14,7 +14,10 @@ Definitions (per sample i, masked over its response tokens t):
   token, mu the behaviour policy (nan when there is no reference model).
 - ``value_err``: mean of V_t - G_t (the critic's bias; nan without a critic); ``value_abs_err``
   its mean absolute value.
-- ``adv``: mean advantage over the sample's tokens (after whitening, what the loss uses).
+- ``adv``: mean advantage over the sample's tokens (after whitening, what the loss uses);
+  ``adv_abs`` the mean of its absolute value. A group's ``zero_adv_share`` is the share of its
+  samples with ``adv_abs`` < 1e-6: samples that carry no policy gradient (issue 28: under a
+  group baseline an IMPROVE prompt revised once is a group of one, advantage 0).
 - ``pg_mass``: sum_t |A_t| w_i / n_i with n_i = 1 (token_mean) or the sample's token count
   (seq_mean): the total weight the loss puts on the sample's grad log-probs. A group's
   ``pg_share`` is its part of the batch's total mass; ``all/pg_share_failed`` is the part of
@@ -30,6 +33,9 @@ from typing import Any
 import torch
 
 Tensor = torch.Tensor
+
+ZERO_ADV = 1e-6
+"""Below this mean |advantage| a sample counts as carrying no policy gradient."""
 
 _STATUSES = ("ok", "program_error", "timeout", "oom", "output_limit", "not_run")
 
@@ -65,6 +71,7 @@ def per_sample_stats(
         "tokens": mask.to(torch.float64).sum(-1).tolist(),
         "entropy": _masked_row_mean(-behaviour_logprobs, mask).tolist(),
         "adv": _masked_row_mean(advantages, mask).tolist(),
+        "adv_abs": _masked_row_mean(advantages.abs(), mask).tolist(),
         "pg_mass": pg_mass(advantages, mask, weights, seq_mean).tolist(),
         "kl": nan, "value_err": nan, "value_abs_err": nan,
     }
@@ -112,6 +119,7 @@ def _group(rows: list[dict[str, Any]], total_mass: float) -> dict[str, float]:
         "value_abs_err": _mean([r.get("value_abs_err", math.nan) for r in rows]),
         "adv_mean": _mean([r.get("adv", math.nan) for r in rows]),
         "adv_std": _std([r.get("adv", math.nan) for r in rows]),
+        "zero_adv_share": _mean([float(r["adv_abs"] < ZERO_ADV) for r in rows if "adv_abs" in r]),
         "pg_share": sum(r.get("pg_mass", 0.0) for r in rows) / total_mass if total_mass > 0 else math.nan,
     }
     for status in _STATUSES:

@@ -67,6 +67,8 @@ class ParseStatus(str, enum.Enum):
     TRUNCATED = "truncated"
     SYNTAX_ERROR = "syntax_error"
     EMPTY = "empty"
+    EDIT_MISMATCH = "edit_mismatch"
+    """An IMPROVE answer's search/replace edits do not apply to the program it revises."""
 
 
 class _Message(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
