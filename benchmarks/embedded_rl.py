@@ -106,21 +106,25 @@ def quarters(samples: list[dict[str, Any]], updates: int) -> dict[str, Any]:
     return out
 
 
-def improve_vs_parent(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def improve_vs_parent(samples: list[dict[str, Any]], children: list[dict[str, Any]] | None = None,
+                      suffix: str = "") -> dict[str, Any]:
     """Improve samples against the program they revised, where both are valid.
 
-    A pair is an improve sample whose ``parent_id`` is a sample of the same run; rewards, not
-    scores, are compared (the reward is the score sign-flipped where lower is better, so higher
-    is better on every task). ``improve_beats_parent``: the fraction of pairs where the revision
-    earned strictly more (``None`` without pairs).
+    A pair is an improve sample (of ``children``, default all ``samples``) whose ``parent_id``
+    is a sample of the run; rewards, not scores, are compared (the reward is the score
+    sign-flipped where lower is better, so higher is better on every task).
+    ``improve_beats_parent``: the fraction of pairs where the revision earned strictly more;
+    ``improve_reward_delta_mean``: the mean reward change (revision - parent); both ``None``
+    without pairs. Keys carry ``suffix`` (e.g. ``_last_quarter``).
     """
     by_id = {s.get("sample_id"): s for s in samples if s.get("sample_id") is not None}
-    pairs = [(s, by_id[s["parent_id"]]) for s in samples
+    pairs = [(s, by_id[s["parent_id"]]) for s in (samples if children is None else children)
              if s.get("kind") == "improve" and s.get("parent_id") in by_id]
     both = [(c, p) for c, p in pairs if c["valid"] and p["valid"]]
     wins = sum(c["reward"] > p["reward"] for c, p in both)
-    return {"improve_pairs_valid": len(both),
-            "improve_beats_parent": wins / len(both) if both else None}
+    return {f"improve_pairs_valid{suffix}": len(both),
+            f"improve_beats_parent{suffix}": wins / len(both) if both else None,
+            f"improve_reward_delta_mean{suffix}": sum(c["reward"] - p["reward"] for c, p in both) / len(both) if both else None}
 
 
 def _better(a: float | None, b: float | None, lower: bool) -> bool:
@@ -165,8 +169,9 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     updates = max_updates(run_dir)
     samples = read_jsonl(run_dir / "samples.jsonl")
     q = quarters(samples, updates)
+    last = [s for s in samples if s.get("policy_version", 0) >= 3 * updates / 4]
     out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q,
-                           **improve_vs_parent(samples)}
+                           **improve_vs_parent(samples), **improve_vs_parent(samples, last, "_last_quarter")}
     report = run_dir / "report.json"
     tasks = per_task(json.loads(report.read_text())) if report.is_file() else {}
     out["tasks"] = tasks
@@ -195,7 +200,8 @@ def mean_se(xs: list[float | None]) -> dict[str, float | None]:
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("valid_first_quarter", "valid_last_quarter", "reward_first_quarter", "reward_last_quarter",
             "scratch_valid_last_quarter", "improve_valid_last_quarter",
-            "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter", "improve_beats_parent")
+            "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter", "improve_beats_parent",
+            "improve_beats_parent_last_quarter", "improve_reward_delta_mean", "improve_reward_delta_mean_last_quarter")
     walls = [r["wall_clock_minutes"] for r in runs if r["wall_clock_minutes"] is not None]
     tasks = sorted({t for r in runs for t in r["scratch_score_by_task"]})
     return {

@@ -84,8 +84,15 @@ def test_improve_vs_parent_counts_valid_pairs_by_reward():
         dict(_sample(2, "improve", False, -10.0), parent_id="d"),  # child failed: not a pair
         dict(_sample(2, "improve", True, 0.9), parent_id="gone"),  # parent not in the run
     ]
-    assert bench.improve_vs_parent(rows) == {"improve_pairs_valid": 3, "improve_beats_parent": pytest.approx(1 / 3)}
-    assert bench.improve_vs_parent(rows[:3]) == {"improve_pairs_valid": 0, "improve_beats_parent": None}
+    # reward changes: -0.04 - -0.05, 0.6 - 0.7, 0.7 - 0.7 -> mean (0.01 - 0.1 + 0) / 3 = -0.03
+    assert bench.improve_vs_parent(rows) == {"improve_pairs_valid": 3, "improve_beats_parent": pytest.approx(1 / 3),
+                                             "improve_reward_delta_mean": pytest.approx(-0.03)}
+    assert bench.improve_vs_parent(rows[:3]) == {"improve_pairs_valid": 0, "improve_beats_parent": None,
+                                                 "improve_reward_delta_mean": None}
+    # only the children given are counted (the last quarter), their parents found among all samples
+    assert bench.improve_vs_parent(rows, rows[3:4], "_last_quarter") == {
+        "improve_pairs_valid_last_quarter": 1, "improve_beats_parent_last_quarter": 1.0,
+        "improve_reward_delta_mean_last_quarter": pytest.approx(0.01)}
 
 
 def test_summarise_run_targets(tmp_path):
