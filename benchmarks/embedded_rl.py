@@ -1,6 +1,10 @@
 """Does RL improve the embedded agent? (issue #14) The default `mlerl train` on several seeds.
 
-``python benchmarks/embedded_rl.py [--seeds 3] [--runs-dir /tmp/embedded_rl] [--no-launch] [--name embedded_rl] [-- OVERRIDE ...]``
+``python benchmarks/embedded_rl.py [--seeds 3] [--first-seed 0] [--runs-dir /tmp/embedded_rl] [--no-launch] [--name embedded_rl] [--chosen-on 0,1,2] [-- OVERRIDE ...]``
+
+``--chosen-on``: the seeds the setting under test was chosen on; the results file's
+``selection`` records them beside the seeds measured and whether those are held out (a
+confirmation on the seeds that chose a setting is feedback, not a result; issue 24).
 
 Launch: for each seed, ``mlerl train seed=S hydra.run.dir=RUNS/seedS [OVERRIDE ...]`` one after
 the other (one training job at a time on a small host), timing each job's wall-clock. A seed
@@ -286,6 +290,18 @@ def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl", windo
     return path
 
 
+def selection(chosen_on: list[int] | None, run_seeds: list[Any]) -> dict[str, Any]:
+    """Selection hygiene (issue 24): the seeds a setting was chosen on, the seeds that measure it,
+    and whether those are held out (no overlap). ``held_out`` is None when the choice's seeds
+    were not given: the results cannot say."""
+    seeds = sorted(s for s in run_seeds if s is not None)
+    if chosen_on is None:
+        return {"chosen_on_seeds": None, "confirmed_on_seeds": seeds, "overlap": None, "held_out": None}
+    overlap = sorted(set(chosen_on) & set(seeds))
+    return {"chosen_on_seeds": sorted(chosen_on), "confirmed_on_seeds": seeds, "overlap": overlap,
+            "held_out": not overlap}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -297,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-launch", action="store_true")
     p.add_argument("--name", default="embedded_rl", help="results file stem (default embedded_rl)")
+    p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
+                   help="seeds the setting under test was chosen on (comma-separated); recorded beside "
+                        "the seeds run, and the results say whether they are held out")
     args = p.parse_args(argv)
     runs = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -306,7 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         if (run_dir / "config.yaml").is_file():
             runs.append(summarise_run(run_dir))
     result = {"command": command_line(), "commit": git_commit(), "machine": machine_info(), "overrides": overrides,
-              "runs": runs, "summary": summarise(runs)}
+              "selection": selection(args.chosen_on, [r["seed"] for r in runs]), "runs": runs, "summary": summarise(runs)}
+    if result["selection"]["held_out"] is False:
+        print(f"embedded_rl: seeds {result['selection']['overlap']} were also used to choose this setting: "
+              "the results are feedback, not a confirmation", file=sys.stderr)
     result["plot"] = str(plot(runs, args.out, args.name)) if runs else None
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1))

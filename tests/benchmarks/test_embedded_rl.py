@@ -162,3 +162,11 @@ def test_replay_pure_parts():
     assert d["dlogp_valid"] == 0.5 and d["dlogp_failed"] == -0.5
     assert d["dlogp_valid_minus_failed"] == 1.0 and d["dentropy"] == pytest.approx(0.2)
     assert replay.probe_deltas(before, after, [False] * 3)["dlogp_valid"] is None
+
+
+def test_selection_records_the_seeds_a_setting_was_chosen_on_and_whether_the_confirmation_is_held_out():
+    assert bench.selection([0, 1, 2], [3, 4, 5]) == {"chosen_on_seeds": [0, 1, 2], "confirmed_on_seeds": [3, 4, 5],
+                                                     "overlap": [], "held_out": True}
+    assert bench.selection([2, 0], [0, 1, None]) == {"chosen_on_seeds": [0, 2], "confirmed_on_seeds": [0, 1],
+                                                     "overlap": [0], "held_out": False}
+    assert bench.selection(None, [1])["held_out"] is None
