@@ -1,6 +1,10 @@
 """Does RL improve the embedded agent? (issue #14) The default `mlerl train` on several seeds.
 
-``python benchmarks/embedded_rl.py [--seeds 3] [--runs-dir /tmp/embedded_rl] [--no-launch] [--name embedded_rl] [-- OVERRIDE ...]``
+``python benchmarks/embedded_rl.py [--seeds 3] [--first-seed 0] [--runs-dir /tmp/embedded_rl] [--no-launch] [--name embedded_rl] [--chosen-on 0,1,2] [-- OVERRIDE ...]``
+
+``--chosen-on``: the seeds the setting under test was chosen on; the results file's
+``selection`` records them beside the seeds measured and whether those are held out (a
+confirmation on the seeds that chose a setting is feedback, not a result; issue 24).
 
 Launch: for each seed, ``mlerl train seed=S hydra.run.dir=RUNS/seedS [OVERRIDE ...]`` one after
 the other (one training job at a time on a small host), timing each job's wall-clock. A seed
@@ -106,21 +110,25 @@ def quarters(samples: list[dict[str, Any]], updates: int) -> dict[str, Any]:
     return out
 
 
-def improve_vs_parent(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def improve_vs_parent(samples: list[dict[str, Any]], children: list[dict[str, Any]] | None = None,
+                      suffix: str = "") -> dict[str, Any]:
     """Improve samples against the program they revised, where both are valid.
 
-    A pair is an improve sample whose ``parent_id`` is a sample of the same run; rewards, not
-    scores, are compared (the reward is the score sign-flipped where lower is better, so higher
-    is better on every task). ``improve_beats_parent``: the fraction of pairs where the revision
-    earned strictly more (``None`` without pairs).
+    A pair is an improve sample (of ``children``, default all ``samples``) whose ``parent_id``
+    is a sample of the run; rewards, not scores, are compared (the reward is the score
+    sign-flipped where lower is better, so higher is better on every task).
+    ``improve_beats_parent``: the fraction of pairs where the revision earned strictly more;
+    ``improve_reward_delta_mean``: the mean reward change (revision - parent); both ``None``
+    without pairs. Keys carry ``suffix`` (e.g. ``_last_quarter``).
     """
     by_id = {s.get("sample_id"): s for s in samples if s.get("sample_id") is not None}
-    pairs = [(s, by_id[s["parent_id"]]) for s in samples
+    pairs = [(s, by_id[s["parent_id"]]) for s in (samples if children is None else children)
              if s.get("kind") == "improve" and s.get("parent_id") in by_id]
     both = [(c, p) for c, p in pairs if c["valid"] and p["valid"]]
     wins = sum(c["reward"] > p["reward"] for c, p in both)
-    return {"improve_pairs_valid": len(both),
-            "improve_beats_parent": wins / len(both) if both else None}
+    return {f"improve_pairs_valid{suffix}": len(both),
+            f"improve_beats_parent{suffix}": wins / len(both) if both else None,
+            f"improve_reward_delta_mean{suffix}": sum(c["reward"] - p["reward"] for c, p in both) / len(both) if both else None}
 
 
 def _better(a: float | None, b: float | None, lower: bool) -> bool:
@@ -165,8 +173,9 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     updates = max_updates(run_dir)
     samples = read_jsonl(run_dir / "samples.jsonl")
     q = quarters(samples, updates)
+    last = [s for s in samples if s.get("policy_version", 0) >= 3 * updates / 4]
     out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q,
-                           **improve_vs_parent(samples)}
+                           **improve_vs_parent(samples), **improve_vs_parent(samples, last, "_last_quarter")}
     report = run_dir / "report.json"
     tasks = per_task(json.loads(report.read_text())) if report.is_file() else {}
     out["tasks"] = tasks
@@ -195,7 +204,8 @@ def mean_se(xs: list[float | None]) -> dict[str, float | None]:
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("valid_first_quarter", "valid_last_quarter", "reward_first_quarter", "reward_last_quarter",
             "scratch_valid_last_quarter", "improve_valid_last_quarter",
-            "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter", "improve_beats_parent")
+            "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter", "improve_beats_parent",
+            "improve_beats_parent_last_quarter", "improve_reward_delta_mean", "improve_reward_delta_mean_last_quarter")
     walls = [r["wall_clock_minutes"] for r in runs if r["wall_clock_minutes"] is not None]
     tasks = sorted({t for r in runs for t in r["scratch_score_by_task"]})
     return {
@@ -280,6 +290,18 @@ def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl", windo
     return path
 
 
+def selection(chosen_on: list[int] | None, run_seeds: list[Any]) -> dict[str, Any]:
+    """Selection hygiene (issue 24): the seeds a setting was chosen on, the seeds that measure it,
+    and whether those are held out (no overlap). ``held_out`` is None when the choice's seeds
+    were not given: the results cannot say."""
+    seeds = sorted(s for s in run_seeds if s is not None)
+    if chosen_on is None:
+        return {"chosen_on_seeds": None, "confirmed_on_seeds": seeds, "overlap": None, "held_out": None}
+    overlap = sorted(set(chosen_on) & set(seeds))
+    return {"chosen_on_seeds": sorted(chosen_on), "confirmed_on_seeds": seeds, "overlap": overlap,
+            "held_out": not overlap}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -291,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-launch", action="store_true")
     p.add_argument("--name", default="embedded_rl", help="results file stem (default embedded_rl)")
+    p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
+                   help="seeds the setting under test was chosen on (comma-separated); recorded beside "
+                        "the seeds run, and the results say whether they are held out")
     args = p.parse_args(argv)
     runs = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -300,7 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         if (run_dir / "config.yaml").is_file():
             runs.append(summarise_run(run_dir))
     result = {"command": command_line(), "commit": git_commit(), "machine": machine_info(), "overrides": overrides,
-              "runs": runs, "summary": summarise(runs)}
+              "selection": selection(args.chosen_on, [r["seed"] for r in runs]), "runs": runs, "summary": summarise(runs)}
+    if result["selection"]["held_out"] is False:
+        print(f"embedded_rl: seeds {result['selection']['overlap']} were also used to choose this setting: "
+              "the results are feedback, not a confirmation", file=sys.stderr)
     result["plot"] = str(plot(runs, args.out, args.name)) if runs else None
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1))

@@ -159,3 +159,19 @@ def test_a_misquoted_import_adds_the_new_import_after_the_last_one():
     assert apply_edits(LOOP, already) == LOOP  # nothing to add
     with pytest.raises(EditError, match="not found"):  # an import replaced by code names no place
         apply_edits(LOOP, [(["import numpy as np"], ['train = pd.read_csv("x")'])])
+
+
+def test_a_revision_that_changes_nothing_is_not_run_again():
+    # issue 28: RL found that an edit replacing a line with itself earns the parent's reward
+    same = "Plan.\n\n```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha=1.0)")) + "\n```"
+    parsed = parse_response(same, "stop", parent=PARENT)
+    assert (parsed.status, parsed.code) == (ParseStatus.UNCHANGED, "")
+    assert "unchanged" in parsed.detail
+    # a comment or spacing is no revision either; the whole program written out again neither
+    comment = "Plan.\n\n```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge( alpha=1.0 )  # tuned")) + "\n```"
+    assert parse_response(comment, "stop", parent=PARENT).status is ParseStatus.UNCHANGED
+    assert parse_response(f"Plan.\n```python\n{PARENT}```", "stop", parent=PARENT).status is ParseStatus.UNCHANGED
+    # a real change runs; without a parent (a scratch prompt) the same program is just a program
+    changed = "Plan.\n\n```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha=2.0)")) + "\n```"
+    assert parse_response(changed, "stop", parent=PARENT).status is ParseStatus.OK
+    assert parse_response(f"Plan.\n```python\n{PARENT}```", "stop").status is ParseStatus.OK

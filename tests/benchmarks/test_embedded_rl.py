@@ -84,8 +84,15 @@ def test_improve_vs_parent_counts_valid_pairs_by_reward():
         dict(_sample(2, "improve", False, -10.0), parent_id="d"),  # child failed: not a pair
         dict(_sample(2, "improve", True, 0.9), parent_id="gone"),  # parent not in the run
     ]
-    assert bench.improve_vs_parent(rows) == {"improve_pairs_valid": 3, "improve_beats_parent": pytest.approx(1 / 3)}
-    assert bench.improve_vs_parent(rows[:3]) == {"improve_pairs_valid": 0, "improve_beats_parent": None}
+    # reward changes: -0.04 - -0.05, 0.6 - 0.7, 0.7 - 0.7 -> mean (0.01 - 0.1 + 0) / 3 = -0.03
+    assert bench.improve_vs_parent(rows) == {"improve_pairs_valid": 3, "improve_beats_parent": pytest.approx(1 / 3),
+                                             "improve_reward_delta_mean": pytest.approx(-0.03)}
+    assert bench.improve_vs_parent(rows[:3]) == {"improve_pairs_valid": 0, "improve_beats_parent": None,
+                                                 "improve_reward_delta_mean": None}
+    # only the children given are counted (the last quarter), their parents found among all samples
+    assert bench.improve_vs_parent(rows, rows[3:4], "_last_quarter") == {
+        "improve_pairs_valid_last_quarter": 1, "improve_beats_parent_last_quarter": 1.0,
+        "improve_reward_delta_mean_last_quarter": pytest.approx(0.01)}
 
 
 def test_summarise_run_targets(tmp_path):
@@ -155,3 +162,11 @@ def test_replay_pure_parts():
     assert d["dlogp_valid"] == 0.5 and d["dlogp_failed"] == -0.5
     assert d["dlogp_valid_minus_failed"] == 1.0 and d["dentropy"] == pytest.approx(0.2)
     assert replay.probe_deltas(before, after, [False] * 3)["dlogp_valid"] is None
+
+
+def test_selection_records_the_seeds_a_setting_was_chosen_on_and_whether_the_confirmation_is_held_out():
+    assert bench.selection([0, 1, 2], [3, 4, 5]) == {"chosen_on_seeds": [0, 1, 2], "confirmed_on_seeds": [3, 4, 5],
+                                                     "overlap": [], "held_out": True}
+    assert bench.selection([2, 0], [0, 1, None]) == {"chosen_on_seeds": [0, 2], "confirmed_on_seeds": [0, 1],
+                                                     "overlap": [0], "held_out": False}
+    assert bench.selection(None, [1])["held_out"] is None

@@ -69,6 +69,15 @@ def test_paper_scale_matches_the_paper():
     assert len(cfg.tasks.ids) == 12 and cfg.instrument.mode == "lm"
 
 
+def test_the_edit_revisions_experiment_and_the_papers_improve_prompts_by_default():
+    default = validate(_compose([]))
+    assert default.actors.prompts.improve_format == "rewrite" and default.actors.improvement.revisions == 1
+    cfg = validate(_compose(["+experiment=edit_revisions"]))
+    assert cfg.actors.prompts.improve_format == "edit" and cfg.actors.improvement.revisions == 4
+    assert cfg.model.bootstrap.improves_per_task == 48 and cfg.model.bootstrap.fix_share == pytest.approx(0.25)
+    assert cfg.learner == default.learner and cfg.tasks == default.tasks  # nothing else changes
+
+
 def test_admission_may_not_count_more_executions_than_the_sandbox_runs():
     """One owner for "programs at once": sandbox.max_concurrency; the admission may use fewer."""
     assert validate(_compose(["actors.admission.max_in_flight=1"])).actors.admission.max_in_flight == 1

@@ -68,9 +68,10 @@ class PromptConfig:
     improve_format: str = "rewrite"
     """How an IMPROVE answer revises: ``rewrite`` (the paper's C.2: a plan and the whole new
     program) or ``edit`` (a short reason and search/replace edits the actor applies to the
-    previous program, as code-editing agents do; a whole program is accepted too). The
-    embedded preset uses ``edit``: its 4 M-parameter policy did not learn to rewrite a program
-    it had not seen (docs/embedded.md)."""
+    previous program, as code-editing agents do; a whole program is accepted too;
+    ``+experiment=edit_revisions``). The embedded 4 M-parameter policy did not learn to
+    rewrite a program it had not seen; with edits more of its revisions run, none better than
+    its parent (docs/embedded.md, issue 28)."""
 
     def __post_init__(self) -> None:
         for key in ("description_chars", "snippet_chars", "code_chars", "output_chars"):

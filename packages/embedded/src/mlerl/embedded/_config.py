@@ -10,7 +10,7 @@ from pathlib import Path
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
 
-BOOTSTRAP_VERSION = 8
+BOOTSTRAP_VERSION = 7
 """Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 
@@ -27,11 +27,11 @@ class BootstrapConfig:
     """Tasks the corpus covers; empty = every `-tiny` stand-in of `mlerl.bench`."""
     drafts_per_task: int = 32
     """C.1 draft examples per task (`mistake_rate` of them carry one bug)."""
-    improves_per_task: int = 48
+    improves_per_task: int = 12
     """C.2 improve examples per task (`fix_share` fix a bug; the others switch to a stronger
-    model, or with the ``edit`` improve format make one change). 48, not 12, since the edit
-    format (issue 28): an edit answer is ~20 tokens, so the examples cost little SFT."""
-    fix_share: float = 0.25
+    model, or with the ``edit`` improve format make one change; `+experiment=edit_revisions`
+    uses 48: an edit answer is ~20 tokens, so they cost little SFT)."""
+    fix_share: float = 0.5
     """Share of the improve examples that revise a buggy program (the actors revise only
     programs that ran unless `actors.improvement.include_failures`)."""
     real_outputs: bool = False

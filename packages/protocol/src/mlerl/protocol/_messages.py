@@ -69,6 +69,8 @@ class ParseStatus(str, enum.Enum):
     EMPTY = "empty"
     EDIT_MISMATCH = "edit_mismatch"
     """An IMPROVE answer's search/replace edits do not apply to the program it revises."""
+    UNCHANGED = "unchanged"
+    """An IMPROVE answer whose revised program is the program it revises (not run again)."""
 
 
 class _Message(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
