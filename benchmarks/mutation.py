@@ -1,7 +1,8 @@
 """Mutation testing of the modules that decide what is learned and what is safe (issue #26).
 
-Runs cosmic-ray over one module at a time, each against its own test files only (a mutant is
-killed when those tests fail or time out), and merges the outcome into
+Mutates one module at a time with cosmic-ray's operators (its session database holds the
+mutants and their results), runs each mutant against the module's own test files only (a
+mutant is killed when those tests fail or time out), and merges the outcome into
 ``benchmarks/results/mutation.json``::
 
     {"modules": {"<module path>": {"killed": n, "survived": n, "equivalent": n,
@@ -14,6 +15,12 @@ and after the mutation, so edits elsewhere keep the key) is counted as ``equival
 reason: a mutant no test can kill because the program means the same. ``incompetent``: the
 mutant could not run (e.g. a mutation cosmic-ray cannot apply); it counts toward neither side.
 A module not run keeps its earlier entry, or has none ("not run").
+
+Speed (what made a full run feasible on a CPU machine): mutants equivalent by rule are recorded
+without running; each mutant's tests run in a child forked from one process that imported
+their third-party dependencies once (:class:`ForkRunner`: ~1 s a mutant instead of ~4-15 s for
+a fresh interpreter, with the same outcomes), fastest tests first, ``pytest -x``. A session
+made from another version of the module is replaced (:func:`session_is_current`).
 
 Not part of CI (minutes to hours): ``python benchmarks/mutation.py [MODULE ...]`` (module paths
 as in :data:`MODULES`, default all) with cosmic-ray from the ``bench`` extra. It mutates the
@@ -181,9 +188,264 @@ def forget_survivors(session: Path) -> int:
         return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
 
 
+_PROBE = r"""
+import json, sys
+import pytest
+out, args = sys.argv[1], json.loads(sys.argv[2])
+class Probe:
+    durations = {}
+    def pytest_runtest_logreport(self, report):
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+code = pytest.main(args, plugins=[Probe()])
+modules = [[n, getattr(m, "__file__", None)] for n, m in list(sys.modules.items())]
+with open(out, "w") as f:
+    json.dump({"code": int(code), "durations": Probe.durations, "modules": modules}, f)
+"""
+
+
+def is_project_module(name: str, file: str | None) -> bool:
+    """A module a mutant may change, directly or through what it imports: this repository's
+    packages and tests (re-imported by every mutant's run), as opposed to third-party ones."""
+    if name.split(".")[0] in {"mlerl", "tests", "conftest", "__main__", "__mp_main__"}:
+        return True
+    if not file:
+        return False
+    file = os.path.realpath(file)
+    return file.startswith(str(ROOT) + os.sep) and not file.startswith(
+        os.path.realpath(sys.prefix) + os.sep)
+
+
+class _Order:
+    """pytest plugin: run the fastest tests first (by the baseline's durations), so that a
+    mutant is usually killed before the slow tests run (``-x`` stops at the first failure)."""
+
+    def __init__(self, durations: dict[str, float]) -> None:
+        self.durations = durations
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        items.sort(key=lambda item: self.durations.get(item.nodeid, 0.0))
+
+
+class SubprocessRunner:
+    """Each mutant's tests in a fresh interpreter (what ``cosmic-ray exec`` does): every run
+    imports torch, pytest and the project again (~5-15 s a mutant here)."""
+
+    def __init__(self, module: str, tests: list[str], timeout_s: float) -> None:
+        self.command, self.timeout_s = PYTEST + " " + " ".join(tests), timeout_s
+
+    def run(self) -> tuple[str, str]:
+        from cosmic_ray.testing import run_tests
+
+        outcome, output = run_tests(self.command, self.timeout_s)
+        return outcome.value, output
+
+
+class ForkRunner:
+    """Each mutant's tests in a child forked from one process that imported, once, every
+    third-party module the tests import (torch, transformers, numpy, pytest and its plugins):
+    the child drops this repository's modules (:func:`is_project_module`), so the tests import
+    the mutated module and everything that uses it from disk, then runs ``pytest -x`` with the
+    fastest tests first. The same outcome as :class:`SubprocessRunner` (checked on the
+    ``_validate`` session: docs/testing.md), without the imports. Threads are set to one
+    (``OMP_NUM_THREADS``), the machine being shared."""
+
+    def __init__(self, module: str, tests: list[str], timeout_s: float) -> None:
+        import importlib
+        import tempfile
+
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
+        self.module, self.timeout_s = ROOT / module, timeout_s
+        self.args = ["-x", "-q", "-p", "no:cacheprovider",
+                     "-W", "ignore::pytest.PytestAssertRewriteWarning", *tests]
+        self.log = SESSIONS / f"{Path(module).stem}.out"
+        with tempfile.TemporaryDirectory() as tmp:
+            # The unmutated run, in a fresh interpreter that writes the bytecode of what it
+            # imports (mutants' runs then compile only the mutated module)
+            probe = Path(tmp) / "probe.json"
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            subprocess.run([sys.executable, "-c", _PROBE, str(probe), json.dumps(self.args)],
+                           cwd=ROOT, check=False, stdout=subprocess.DEVNULL, env=env)
+            found = json.loads(probe.read_text())
+        # no bytecode of a mutant is ever written (the module's own is removed before each
+        # run): a mutant written in the same second as the last, with the same size, would
+        # otherwise run as the last one's bytecode
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        sys.dont_write_bytecode = True
+        self.forget_bytecode()
+        if found["code"] != 0:
+            raise SystemExit(f"{module}: its tests fail without a mutant ({' '.join(tests)})")
+        self.durations = found["durations"]
+        for name, file in found["modules"]:
+            if not is_project_module(name, file):
+                try:
+                    importlib.import_module(name)
+                except BaseException:  # noqa: BLE001 - a module that only imports in context
+                    pass
+        for name in [n for n, m in sys.modules.items()
+                     if is_project_module(n, getattr(m, "__file__", None))]:
+            del sys.modules[name]  # (imported by a third-party module's import above)
+
+    def forget_bytecode(self) -> None:
+        for stale in self.module.parent.glob(f"__pycache__/{self.module.stem}.*.pyc"):
+            stale.unlink(missing_ok=True)
+
+    def run(self) -> tuple[str, str]:
+        import importlib
+        import time
+        import traceback
+
+        self.forget_bytecode()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 3
+            try:
+                os.setsid()
+                fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                for name in [n for n, m in sys.modules.items()
+                             if is_project_module(n, getattr(m, "__file__", None))]:
+                    del sys.modules[name]
+                importlib.invalidate_caches()
+                import pytest
+
+                code = int(pytest.main(list(self.args), plugins=[_Order(self.durations)]))
+            except BaseException:  # noqa: BLE001
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        deadline = time.monotonic() + self.timeout_s
+        status = None
+        while status is None:
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = wait_status
+            elif time.monotonic() > deadline:
+                break
+            else:
+                time.sleep(0.005)
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the run's leftovers (or the run, at its timeout)
+        except ProcessLookupError:
+            pass
+        if status is None:
+            os.waitpid(pid, 0)
+            return "killed", "timeout"
+        output = self.log.read_text(errors="replace")[-4000:]
+        return ("survived" if os.waitstatus_to_exitcode(status) == 0 else "killed"), output
+
+
+RUNNERS = {"fork": ForkRunner, "subprocess": SubprocessRunner}
+
+
+def execute(module: str, tests: list[str], session: Path, timeout_s: float,
+            budget_s: float | None, runner: str = "fork") -> None:
+    """Test the session's pending mutants of ``module`` (in place on disk, restored after each),
+    for at most ``budget_s``. Mutants equivalent by rule (:func:`rule_equivalent`) are recorded
+    without running their tests."""
+    import time
+
+    from cosmic_ray.mutating import _make_diff, mutate_code
+    from cosmic_ray.plugins import get_operator
+    from cosmic_ray.util import read_python_source
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkResult
+
+    path = ROOT / module
+    if subprocess.run(["git", "diff", "--quiet", "--", module], cwd=ROOT).returncode != 0:
+        raise SystemExit(f"{module} differs from git: restore it (git checkout) before a run")
+    original, source = path.read_bytes(), read_python_source(path)
+    start = time.monotonic()
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        work: list[tuple[str, str, str]] = []
+        skipped = 0
+        for item in sorted(db.pending_work_items, key=lambda item: item.job_id):
+            mutation = item.mutations[0]
+            operator = get_operator(mutation.operator_name)(**(mutation.operator_args or {}))
+            mutated = mutate_code(source, operator, mutation.occurrence)
+            if mutated is None:
+                db.set_result(item.job_id, WorkResult(worker_outcome="no-test",
+                                                      test_outcome="incompetent"))
+                continue
+            diff = "\n".join(_make_diff(source, mutated, mutation.module_path))
+            _, before, after = parse_diff(diff)
+            if rule_equivalent(before, after):
+                skipped += 1
+                db.set_result(item.job_id, WorkResult(
+                    worker_outcome="skipped", test_outcome="survived", diff=diff,
+                    output="not run: equivalent by rule"))
+            else:
+                work.append((item.job_id, mutated, diff))
+        print(f"{module}: {len(work)} mutants to run, {skipped} equivalent by rule not run",
+              flush=True)
+        if not work:
+            return
+        tester = RUNNERS[runner](module, tests, timeout_s)
+        outcome, output = tester.run()
+        if outcome != "survived":
+            raise SystemExit(f"{module}: its tests fail without a mutant ({runner}):\n{output}")
+        done = 0
+        try:
+            for job_id, mutated, diff in work:
+                if budget_s is not None and time.monotonic() - start > budget_s:
+                    break
+                path.write_text(mutated, encoding="utf-8")
+                try:
+                    outcome, output = tester.run()
+                finally:
+                    path.write_bytes(original)
+                db.set_result(job_id, WorkResult(worker_outcome="normal", test_outcome=outcome,
+                                                 output=output, diff=diff))
+                done += 1
+                if done % 20 == 0:
+                    print(f"  {done}/{len(work)} in {time.monotonic() - start:.0f} s", flush=True)
+        finally:
+            path.write_bytes(original)
+        print(f"{module}: ran {done} of {len(work)} in {time.monotonic() - start:.0f} s "
+              f"({(time.monotonic() - start) / max(done, 1):.2f} s a mutant, {runner})", flush=True)
+
+
+def source_hash(module: str) -> str:
+    import hashlib
+
+    return hashlib.sha256((ROOT / module).read_bytes()).hexdigest()
+
+
+def _mutants(session: Path) -> set[tuple[Any, ...]]:
+    with sqlite3.connect(session) as db:
+        return set(db.execute("SELECT operator_name, occurrence, start_pos_row, start_pos_col, "
+                              "end_pos_row, end_pos_col FROM mutation_specs"))
+
+
+def session_is_current(module: str, session: Path, config: Path) -> bool:
+    """Whether ``session``'s mutants are those of ``module`` as it is now: by the source's hash
+    recorded at init, or (a session from before the hash was kept) by the same mutants at the
+    same places as a fresh init's."""
+    recorded = session.with_suffix(".sha256")
+    if recorded.exists():
+        return recorded.read_text().strip() == source_hash(module)
+    import tempfile
+
+    cr = str(Path(sys.executable).with_name("cosmic-ray"))
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / "fresh.sqlite"
+        subprocess.run([cr, "init", str(config), str(fresh)], cwd=ROOT, check=True)
+        same = _mutants(fresh) == _mutants(session)
+    if same:
+        recorded.write_text(source_hash(module))
+    return same
+
+
 def run_module(module: str, tests: list[str], timeout_s: float, budget_s: float | None,
-               retest_survivors: bool = False, run: bool = True) -> list[dict[str, Any]]:
-    """Run (or resume) cosmic-ray over ``module`` with its tests, for at most ``budget_s``;
+               retest_survivors: bool = False, run: bool = True,
+               runner: str = "fork") -> list[dict[str, Any]]:
+    """Run (or resume) the mutants of ``module`` against its tests for at most ``budget_s``
+    (cosmic-ray's session: its mutants, results and ``dump``; :func:`execute` runs them);
     return its ``dump`` records (those not run yet have no result)."""
     name = Path(module).stem
     SESSIONS.mkdir(parents=True, exist_ok=True)
@@ -196,20 +458,20 @@ def run_module(module: str, tests: list[str], timeout_s: float, budget_s: float 
         f"test-command = {json.dumps(PYTEST + ' ' + ' '.join(tests))}\n"
         "[cosmic-ray.distributor]\nname = \"local\"\n")
     cr = [str(Path(sys.executable).with_name("cosmic-ray"))]
+    if session.exists() and not session_is_current(module, session, config):
+        if not run:
+            raise SystemExit(f"{module}: its session was made from another version of it; "
+                             "run it again")
+        stale = session.with_suffix(".stale.sqlite")
+        session.replace(stale)
+        print(f"{module} changed since its session was made: a new one ({stale.name} kept)")
     if not session.exists():
         subprocess.run([*cr, "init", str(config), str(session)], cwd=ROOT, check=True)
+        session.with_suffix(".sha256").write_text(source_hash(module))
     elif retest_survivors:
         print(module, "survivors to test again:", forget_survivors(session), flush=True)
     if run:
-        proc = subprocess.Popen([*cr, "exec", str(config), str(session)], cwd=ROOT,
-                                start_new_session=True)
-        try:
-            proc.wait(timeout=budget_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # cosmic-ray and the mutant's pytest
-            proc.wait()
-        finally:
-            subprocess.run(["git", "checkout", "--", module], cwd=ROOT, check=True)
+        execute(module, tests, session, timeout_s, budget_s, runner)
     dump = subprocess.run([*cr, "dump", str(session)], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout
     records = []
@@ -229,13 +491,17 @@ def main() -> None:
                         help="only summarise the stored sessions again (after editing EQUIVALENT)")
     parser.add_argument("--retest-survivors", action="store_true",
                         help="test a resumed session's survivors again (after adding tests)")
+    parser.add_argument("--runner", choices=sorted(RUNNERS), default="fork",
+                        help="fork: children of one process that imported the test's "
+                             "dependencies once (default); subprocess: a fresh interpreter "
+                             "per mutant, as cosmic-ray exec")
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     for module in args.modules:
         if args.no_run and not (SESSIONS / f"{Path(module).stem}.sqlite").exists():
             continue  # not run: no entry
         records = run_module(module, MODULES[module], args.timeout, args.budget_s,
-                             args.retest_survivors, run=not args.no_run)
+                             args.retest_survivors, run=not args.no_run, runner=args.runner)
         counts, survivors, equivalents = summarize(module, records, EQUIVALENT)
         results = merge(results, module, counts, survivors, equivalents)
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")

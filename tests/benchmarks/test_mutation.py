@@ -96,3 +96,38 @@ def test_the_annotation_rule_finds_the_mutated_one_of_several():
     assert m.rule_equivalent(before, "def f(a: int | None) -> str >> None:") is not None
     assert m.rule_equivalent(before, "def f(a: int - None) -> str | None:") is not None
     assert m.rule_equivalent(before, "def f(a: int | None) -> str | 1:") is None
+
+
+def test_project_modules_are_dropped_by_each_mutants_run_and_third_party_ones_kept():
+    m = _script()
+    assert m.is_project_module("mlerl.learner._weights", None)
+    assert m.is_project_module("tests.learner.test_weights", None)
+    assert m.is_project_module("conftest", str(REPO / "tests" / "conftest.py"))
+    assert m.is_project_module("whatever", str(REPO / "benchmarks" / "mutation.py"))
+    import pytest as third_party
+
+    assert not m.is_project_module("pytest", third_party.__file__)
+    assert not m.is_project_module("sys", None)
+
+
+def test_fastest_tests_run_first():
+    m = _script()
+
+    class Item:
+        def __init__(self, nodeid):
+            self.nodeid = nodeid
+
+    items = [Item("slow"), Item("unknown"), Item("fast")]
+    m._Order({"slow": 11.0, "fast": 0.01}).pytest_collection_modifyitems(items)
+    assert [i.nodeid for i in items] == ["unknown", "fast", "slow"]
+
+
+def test_a_session_of_another_version_of_the_module_is_not_current(tmp_path, monkeypatch):
+    m = _script()
+    monkeypatch.setattr(m, "ROOT", tmp_path)
+    (tmp_path / "mod.py").write_text("x = 1\n")
+    session = tmp_path / "mod.sqlite"
+    session.with_suffix(".sha256").write_text(m.source_hash("mod.py"))
+    assert m.session_is_current("mod.py", session, tmp_path / "mod.toml")
+    (tmp_path / "mod.py").write_text("x = 2\n")
+    assert not m.session_is_current("mod.py", session, tmp_path / "mod.toml")
