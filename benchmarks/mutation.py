@@ -25,7 +25,6 @@ made from another version of the module is replaced (:func:`session_is_current`)
 Not part of CI (minutes to hours): ``python benchmarks/mutation.py [MODULE ...]`` (module paths
 as in :data:`MODULES`, default all) with cosmic-ray from the ``bench`` extra. It mutates the
 module files in place while it runs and restores them; do not edit them meanwhile.
-The reward module is left out while it is being rewritten.
 """
 
 from __future__ import annotations
@@ -56,6 +55,8 @@ MODULES: dict[str, list[str]] = {
     "packages/sandbox/src/mlerl/sandbox/_bwrap.py": ["tests/sandbox/test_units.py"],
     "packages/learner/src/mlerl/learner/_checkpoint.py": [
         "tests/learner/test_checkpoint.py", "tests/learner/test_checkpoint_integrity.py"],
+    "packages/instrument/src/mlerl/instrument/_reward.py": [
+        "tests/instrument/test_reward.py", "tests/instrument/test_normalised_reward.py"],
 }
 
 _W = "packages/learner/src/mlerl/learner/_weights.py"
