@@ -61,3 +61,23 @@ def test_grpo_and_rloo():
 def test_group_advantages_rejects_gae():
     with pytest.raises(ValueError, match="critic"):
         group_advantages(torch.ones(2), [0, 0], AdvantageEstimator.gae)
+
+
+# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+
+def test_terminal_reward_skips_empty_rows_and_places_a_single_token_reward():
+    mask = torch.tensor([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    tr = terminal_rewards(torch.tensor([5.0, 2.0, -1.0]), mask)
+    # no response token: no reward anywhere (not on position 0); one token: the reward is on it
+    assert tr.tolist() == [[0.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, -1.0]]
+
+
+def test_gae_stops_at_the_last_response_token_whatever_the_padding_value():
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    values = torch.tensor([[1.0, 2.0, 5.0]])  # 5.0 on padding must not leak into delta_1
+    tr = torch.tensor([[0.0, 1.0, 0.0]])
+    adv, ret = gae(tr, values, mask, gamma=0.9, lam=0.5)
+    # t=1 (last real token): next mask 0, delta = 1 - 2 = -1, A_1 = -1
+    # t=0: delta = 0 + 0.9 * 2 - 1 = 0.8; A_0 = 0.8 + 0.9 * 0.5 * (-1) = 0.35; padding 0
+    assert adv[0].tolist() == pytest.approx([0.35, -1.0, 0.0])
+    assert ret[0].tolist() == pytest.approx([1.35, 1.0, 0.0])
