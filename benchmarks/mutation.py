@@ -123,9 +123,9 @@ def parse_diff(diff: str) -> tuple[int, str, str]:
         if text.startswith("@@"):
             line = int(text.split()[1].lstrip("-").split(",")[0])
         elif text.startswith("-") and not text.startswith("---"):
-            before = before or text[1:]
+            before = before or text[1:].strip() and text[1:]  # (a removed decorator: blank lines first)
         elif text.startswith("+") and not text.startswith("+++"):
-            after = after or text[1:]
+            after = after or text[1:].strip() and text[1:]
         elif text.startswith(" ") and not before:
             line += 1
     return line, before, after

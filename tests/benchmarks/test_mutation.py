@@ -135,3 +135,10 @@ def test_a_session_of_another_version_of_the_module_is_not_current(tmp_path, mon
     assert m.session_is_current("mod.py", session, tmp_path / "mod.toml")
     (tmp_path / "mod.py").write_text("x = 2\n")
     assert not m.session_is_current("mod.py", session, tmp_path / "mod.toml")
+
+
+def test_parse_diff_of_a_removed_decorator_names_the_decorator():
+    m = _script()
+    diff = ("--- mutation diff ---\n--- a/m.py\n+++ b/m.py\n@@ -90,9 +90,6 @@\n     return out\n-\n-\n"
+            "-@torch.no_grad()\n def whiten(a):\n")
+    assert m.parse_diff(diff)[1:] == ("@torch.no_grad()", "")

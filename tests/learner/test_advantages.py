@@ -81,3 +81,23 @@ def test_gae_stops_at_the_last_response_token_whatever_the_padding_value():
     # t=0: delta = 0 + 0.9 * 2 - 1 = 0.8; A_0 = 0.8 + 0.9 * 0.5 * (-1) = 0.35; padding 0
     assert adv[0].tolist() == pytest.approx([0.35, -1.0, 0.0])
     assert ret[0].tolist() == pytest.approx([1.35, 1.0, 0.0])
+
+
+def test_gae_over_a_long_response():
+    # 300 tokens (beyond CPython's small-int cache: `t + 1 is not T` would index past the end)
+    T = 300
+    mask = torch.ones(1, T)
+    adv, ret = gae(terminal_rewards(torch.tensor([2.0]), mask), torch.zeros(1, T), mask)
+    # gamma = lambda = 1, V = 0: every A_t = G_t = R = 2
+    assert adv.tolist() == [[2.0] * T] and ret.tolist() == [[2.0] * T]
+
+
+def test_advantages_carry_no_gradient():
+    from mlerl.learner._advantages import whiten
+
+    values = torch.tensor([[1.0, 2.0]], requires_grad=True)
+    adv, ret = gae(torch.tensor([[0.0, 1.0]]), values, torch.ones(1, 2))
+    assert not adv.requires_grad and not ret.requires_grad
+    rewards = torch.tensor([1.0, 2.0], requires_grad=True)
+    assert not group_advantages(rewards, [0, 0], AdvantageEstimator.grpo).requires_grad
+    assert not whiten(torch.tensor([[1.0, 3.0]], requires_grad=True), torch.ones(1, 2)).requires_grad
