@@ -42,7 +42,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "mutation.json"
-PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider"
+PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -m 'not slow'"
+"""Each mutant's test command (the fork runner passes the same arguments). Tests marked ``slow``
+are left out: among the modules' tests only the real 2-rank gloo whitening (11 s, which every
+surviving mutant of ``_advantages`` would pay), whose arithmetic the fake-group test checks."""
 
 MODULES: dict[str, list[str]] = {
     # module path -> its own test files (what must kill its mutants)
@@ -257,7 +260,7 @@ class ForkRunner:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, "1")
         self.module, self.timeout_s = ROOT / module, timeout_s
-        self.args = ["-x", "-q", "-p", "no:cacheprovider",
+        self.args = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow",
                      "-W", "ignore::pytest.PytestAssertRewriteWarning", *tests]
         self.log = SESSIONS / f"{Path(module).stem}.out"
         with tempfile.TemporaryDirectory() as tmp:
