@@ -63,6 +63,7 @@ MODULES: dict[str, list[str]] = {
 }
 
 _W = "packages/learner/src/mlerl/learner/_weights.py"
+_A = "packages/learner/src/mlerl/learner/_advantages.py"
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # (module, operator, line before, line after) -> why no test can tell them apart
     ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Is_Eq",
@@ -92,6 +93,24 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      '"grad_mass_fast": (1.0 - slow_share) if total > 0 else 0.0,',
      '"grad_mass_fast": (1.0 - slow_share) if total != 0 else 0.0,'):
         "total = sum w |A| with duration weights w >= 0: never negative",
+    (_A, "core/ReplaceUnaryOperator_USub_UAdd",
+     "rows = torch.nonzero(mask.sum(-1) > 0).squeeze(-1)",
+     "rows = torch.nonzero(mask.sum(+1) > 0).squeeze(-1)"):
+        "mask is (B, T): dim +1 is dim -1",
+    (_A, "core/ReplaceComparisonOperator_Lt_NotEq",
+     "next_mask = mask[:, t + 1] if t + 1 < T else torch.zeros_like(last)",
+     "next_mask = mask[:, t + 1] if t + 1 != T else torch.zeros_like(last)"):
+        "t runs over range(T): t + 1 is never above T, so != T is < T",
+    (_A, "core/ReplaceComparisonOperator_Is_Eq", "if estimator is AdvantageEstimator.gae:",
+     "if estimator == AdvantageEstimator.gae:"):
+        "the estimator is always the enum (LearnerConfig coerces strings): `is` and `==` agree",
+    (_A, "core/ReplaceComparisonOperator_Is_Eq", "if estimator is AdvantageEstimator.rloo:",
+     "if estimator == AdvantageEstimator.rloo:"):
+        "the estimator is always the enum (LearnerConfig coerces strings): `is` and `==` agree",
+    (_A, "core/ReplaceComparisonOperator_Is_GtE", "if estimator is AdvantageEstimator.rloo:",
+     "if estimator >= AdvantageEstimator.rloo:"):
+        "a str enum: of the estimators that reach this line (grpo, rloo; gae raised above) only "
+        "'rloo' sorts >= 'rloo'",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):

@@ -108,3 +108,9 @@ def test_whiten_eps_is_added_to_the_variance():
     # [0, 2]: mean 1, variance 1; eps = 3 -> (+-1) / sqrt(1 + 3) = +-0.5
     out = whiten(torch.tensor([[0.0, 2.0]]), torch.ones(1, 2), eps=3.0)
     assert out.flatten().tolist() == pytest.approx([-0.5, 0.5])
+
+
+def test_whiten_a_fractional_variance():
+    # [0, 1]: mean 0.5, population variance 0.25 (not floored to 0) -> [-1, 1]
+    out = whiten(torch.tensor([[0.0, 1.0]]), torch.ones(1, 2))
+    assert out.flatten().tolist() == pytest.approx([-1.0, 1.0], rel=1e-6)
