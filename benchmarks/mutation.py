@@ -101,6 +101,22 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "next_mask = mask[:, t + 1] if t + 1 < T else torch.zeros_like(last)",
      "next_mask = mask[:, t + 1] if t + 1 != T else torch.zeros_like(last)"):
         "t runs over range(T): t + 1 is never above T, so != T is < T",
+    (_A, "core/ReplaceUnaryOperator_USub_UAdd",
+     "last = (mask.float() * positions).argmax(-1)  # (B,) index of the last 1 in each row",
+     "last = (mask.float() * positions).argmax(+1)  # (B,) index of the last 1 in each row"):
+        "mask is (B, T): dim +1 is dim -1",
+    (_A, "core/ReplaceUnaryOperator_USub_UAdd",
+     "rows = torch.nonzero(mask.sum(-1) > 0).squeeze(-1)",
+     "rows = torch.nonzero(mask.sum(-1) > 0).squeeze(+1)"):
+        "nonzero of a 1-D tensor is (k, 1): dim +1 is dim -1",
+    (_A, "core/NumberReplacer",
+     "rows = torch.nonzero(mask.sum(-1) > 0).squeeze(-1)",
+     "rows = torch.nonzero(mask.sum(-1) > 0).squeeze(- 0)"):
+        "rows (k, 1) instead of (k,): indexing with (k, 1) index tensors reads and assigns the "
+        "same elements",
+    (_A, "core/ReplaceComparisonOperator_Is_LtE", "if estimator is AdvantageEstimator.gae:",
+     "if estimator <= AdvantageEstimator.gae:"):
+        "a str enum: of 'gae', 'grpo', 'rloo' only 'gae' sorts <= 'gae'",
     (_A, "core/ReplaceComparisonOperator_Is_Eq", "if estimator is AdvantageEstimator.gae:",
      "if estimator == AdvantageEstimator.gae:"):
         "the estimator is always the enum (LearnerConfig coerces strings): `is` and `==` agree",

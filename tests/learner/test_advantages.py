@@ -101,3 +101,15 @@ def test_advantages_carry_no_gradient():
     rewards = torch.tensor([1.0, 2.0], requires_grad=True)
     assert not group_advantages(rewards, [0, 0], AdvantageEstimator.grpo).requires_grad
     assert not whiten(torch.tensor([[1.0, 3.0]], requires_grad=True), torch.ones(1, 2)).requires_grad
+
+
+def test_gae_reads_every_next_value():
+    # 4 real tokens, gamma = lambda = 1: A_t = R - V_t = 10 - [1, 2, 3, 4]; G_t = R
+    mask = torch.ones(1, 4)
+    adv, ret = gae(terminal_rewards(torch.tensor([10.0]), mask), torch.tensor([[1.0, 2.0, 3.0, 4.0]]), mask)
+    assert adv[0].tolist() == pytest.approx([9.0, 8.0, 7.0, 6.0]) and ret[0].tolist() == pytest.approx([10.0] * 4)
+
+
+def test_group_advantage_options_are_keyword_only():
+    with pytest.raises(TypeError):
+        group_advantages(torch.ones(2), [0, 0], AdvantageEstimator.grpo, True)  # type: ignore[misc]
