@@ -64,6 +64,7 @@ MODULES: dict[str, list[str]] = {
 
 _W = "packages/learner/src/mlerl/learner/_weights.py"
 _A = "packages/learner/src/mlerl/learner/_advantages.py"
+_L = "packages/learner/src/mlerl/learner/_losses.py"
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # (module, operator, line before, line after) -> why no test can tell them apart
     ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Is_Eq",
@@ -127,6 +128,13 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if estimator >= AdvantageEstimator.rloo:"):
         "a str enum: of the estimators that reach this line (grpo, rloo; gae raised above) only "
         "'rloo' sorts >= 'rloo'",
+    (_L, "core/ReplaceUnaryOperator_Delete_USub",
+     "per_seq = (x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # (B,)",
+     "per_seq = (x * mask).sum(-1) / mask.sum(1).clamp(min=1.0)  # (B,)"):
+        "mask is (B, T): dim 1 is dim -1",
+    (_L, "core/ReplaceComparisonOperator_Is_Eq", "if agg is LossAgg.token_mean:",
+     "if agg == LossAgg.token_mean:"):
+        "agg is always the enum (LearnerConfig coerces strings): `is` and `==` agree",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):

@@ -208,3 +208,16 @@ def test_value_metrics_and_padding():
 def test_an_unknown_kl_estimator_is_refused():
     with pytest.raises(ValueError, match="kl_estimator"):
         kl_penalty(torch.zeros(1), torch.zeros(1), "k1")  # type: ignore[arg-type]
+
+
+def test_dual_clip_leaves_small_positive_advantages_alone_too():
+    logp = torch.log(torch.tensor([[5.0]]))
+    dual, _ = ppo_policy_loss(logp, torch.zeros(1, 1), torch.tensor([[0.5]]), torch.ones(1, 1), dual_clip=3.0)
+    # A = 0.5: max(-0.5 * 5, -0.5 * 1.2) = -0.6; the dual clip (A < 0 only) leaves it
+    assert dual.item() == pytest.approx(-0.6, rel=1e-6)
+
+
+def test_vf_clipfrac_counts_the_values_that_moved_beyond_the_clip():
+    values, old = torch.tensor([[1.0, -2.0, 0.1]]), torch.zeros(1, 3)
+    _, m = value_loss(values, old, torch.zeros(1, 3), torch.ones(1, 3), clip=0.5)
+    assert m["vf_clipfrac"] == pytest.approx(2 / 3)  # |1.0| and |-2.0| > 0.5; 0.1 is not
