@@ -132,6 +132,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "per_seq = (x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # (B,)",
      "per_seq = (x * mask).sum(-1) / mask.sum(1).clamp(min=1.0)  # (B,)"):
         "mask is (B, T): dim 1 is dim -1",
+    (_L, "core/ReplaceUnaryOperator_USub_UAdd",
+     "per_seq = (x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # (B,)",
+     "per_seq = (x * mask).sum(+1) / mask.sum(-1).clamp(min=1.0)  # (B,)"):
+        "x and mask are (B, T): dim +1 is dim -1",
+    (_L, "core/ReplaceUnaryOperator_USub_UAdd",
+     "per_seq = (x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # (B,)",
+     "per_seq = (x * mask).sum(-1) / mask.sum(+1).clamp(min=1.0)  # (B,)"):
+        "mask is (B, T): dim +1 is dim -1",
     (_L, "core/ReplaceComparisonOperator_Is_Eq", "if agg is LossAgg.token_mean:",
      "if agg == LossAgg.token_mean:"):
         "agg is always the enum (LearnerConfig coerces strings): `is` and `==` agree",

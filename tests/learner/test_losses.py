@@ -221,3 +221,22 @@ def test_vf_clipfrac_counts_the_values_that_moved_beyond_the_clip():
     values, old = torch.tensor([[1.0, -2.0, 0.1]]), torch.zeros(1, 3)
     _, m = value_loss(values, old, torch.zeros(1, 3), torch.ones(1, 3), clip=0.5)
     assert m["vf_clipfrac"] == pytest.approx(2 / 3)  # |1.0| and |-2.0| > 0.5; 0.1 is not
+
+
+def test_one_token_rows_and_metrics_are_not_halved():
+    x, mask = torch.tensor([[4.0, 100.0], [1.0, 3.0]]), torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    assert aggregate(x, mask, LossAgg.seq_mean).item() == 3.0  # (4 / 1 + 4 / 2) / 2
+    _, m = ppo_policy_loss(torch.log(torch.tensor([[2.0]])), torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1))
+    assert m["ratio_mean"] == pytest.approx(2.0) and m["clipfrac"] == 1.0
+
+
+def test_value_loss_takes_the_larger_branch_either_way():
+    values = torch.tensor([[1.0, -1.0]], requires_grad=True)
+    old, ret = torch.zeros(1, 2), torch.tensor([[-2.0, -3.0]])
+    loss, _ = value_loss(values, old, ret, torch.ones(1, 2), clip=0.5)
+    # token 0 moved up to 1 (clipped 0.5): max((1 + 2)^2, (0.5 + 2)^2) = 9, the unclipped one;
+    # token 1 moved down to -1 (clipped -0.5): max((-1 + 3)^2, (-0.5 + 3)^2) = 6.25, the clipped one
+    assert loss.item() == pytest.approx(0.5 * (9.0 + 6.25) / 2)
+    loss.backward()
+    # token 0: 0.5 * 2 * (1 + 2) / 2 = 1.5; token 1's loss is constant in V
+    assert values.grad[0].tolist() == pytest.approx([1.5, 0.0])
