@@ -102,3 +102,59 @@ def test_bad_inputs_are_clear_errors() -> None:
         RewardConfig(failure=math.inf)
     with pytest.raises(ConfigError, match="mlagent_best"):
         RewardConfig(mlagent_best=0.0, mlagent_init=0.0)
+
+
+# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+
+def test_config_bounds_at_their_edges() -> None:
+    RewardConfig(per_marker=0.0)  # no partial credit is allowed
+    RewardConfig(mlagent_scale=1e-9)
+    for scale in (0.0, -0.5, -2.0):
+        with pytest.raises(ConfigError, match="mlagent_scale"):
+            RewardConfig(mlagent_scale=scale)
+
+
+@pytest.mark.parametrize("name", ["failure", "per_marker", "mlagent_error", "mlagent_invalid",
+                                  "mlagent_scale", "mlagent_init", "mlagent_best"])
+def test_every_constant_must_be_finite(name) -> None:
+    with pytest.raises(ConfigError, match=name):
+        RewardConfig(**{name: math.nan})
+
+
+def test_only_an_ok_run_with_a_valid_scored_submission_is_graded() -> None:
+    # no program, yet a "valid" finite score: still no_program's failure, not graded
+    r = compute_reward([], ExecStatus.NOT_RUN, 0.9, True, False, PAPER)
+    assert (r.reward, r.case) == (-10.0, "no_program")
+    # a timeout after writing a valid submission that was never scored: a failure, not an error
+    r = compute_reward(THREE, ExecStatus.TIMEOUT, None, True, False, PAPER)
+    assert (r.reward, r.case) == (pytest.approx(-9.7), "failed")
+
+
+def test_mlagent_failure_cases_take_their_own_constants() -> None:
+    cfg = RewardConfig(kind=RewardKind.MLAGENT, mlagent_error=-0.25, mlagent_invalid=0.3)
+    assert compute_reward(MARKERS, ExecStatus.NOT_RUN, None, False, False, cfg).reward == -0.25
+    assert compute_reward(MARKERS, ExecStatus.OOM, None, False, False, cfg).reward == -0.25
+    r = compute_reward(MARKERS, ExecStatus.OK, None, False, False, cfg)
+    assert (r.reward, r.case) == (0.3, "invalid_submission")
+
+
+def test_mlagent_default_scale_is_100() -> None:
+    # alpha = 100 / (1 - 0); x = 100 * 0.01 = 1 -> sigmoid(1)
+    r = compute_reward([], ExecStatus.OK, 0.01, True, False, RewardConfig(kind=RewardKind.MLAGENT))
+    assert r.reward == pytest.approx(0.7310585786)
+
+
+def test_mlagent_range_includes_the_sigmoids_zero() -> None:
+    from mlerl.instrument import reward_range
+
+    cfg = RewardConfig(kind=RewardKind.MLAGENT, mlagent_error=0.2, mlagent_invalid=0.4)
+    assert reward_range(cfg) == (0.0, 1.0)  # a valid but awful score tends to 0
+
+
+def test_the_failure_constants_bind_only_the_normalized_reward() -> None:
+    RewardConfig(kind=RewardKind.MLAGENT, failure=-2.0, per_marker=0.2)  # unused there
+
+
+def test_the_reference_is_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        compute_reward([], ExecStatus.OK, 0.5, True, False, None, Reference(0.0, 1.0))  # type: ignore[misc]
