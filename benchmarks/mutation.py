@@ -11,8 +11,9 @@ mutant is killed when those tests fail or time out), and merges the outcome into
      "equivalent": [{"module", "line", "operator", "mutation", "reason"}, ...]}
 
 A survivor listed in :data:`EQUIVALENT` (keyed by module, operator and the source line before
-and after the mutation, so edits elsewhere keep the key) is counted as ``equivalent`` with its
-reason: a mutant no test can kill because the program means the same. ``incompetent``: the
+and after the mutation, so edits elsewhere keep the key; operator and line after ``"*"``: any
+mutant of a line whose value cannot matter) is counted as ``equivalent`` with its reason: a
+mutant no test can kill because the program means the same. ``incompetent``: the
 mutant could not run (e.g. a mutation cosmic-ray cannot apply); it counts toward neither side.
 A module not run keeps its earlier entry, or has none ("not run").
 
@@ -212,6 +213,7 @@ def summarize(module: str, records: Iterable[dict[str, Any]],
         entry = {"module": module, "line": line, "operator": operator,
                  "mutation": f"{before.strip()}  ->  {after.strip()}"}
         reason = (equivalent.get(mutation_key(module, operator, before, after))
+                  or equivalent.get(mutation_key(module, "*", before, "*"))
                   or rule_equivalent(before, after))
         if reason is not None:
             counts["equivalent"] += 1

@@ -142,3 +142,16 @@ def test_parse_diff_of_a_removed_decorator_names_the_decorator():
     diff = ("--- mutation diff ---\n--- a/m.py\n+++ b/m.py\n@@ -90,9 +90,6 @@\n     return out\n-\n-\n"
             "-@torch.no_grad()\n def whiten(a):\n")
     assert m.parse_diff(diff)[1:] == ("@torch.no_grad()", "")
+
+
+def test_a_whole_line_can_be_marked_equivalent():
+    m = _script()
+    equivalent = {m.mutation_key(MODULE, "*", "    dead = a + b", "*"): "dead is never read"}
+    records = [_record("survived", before="    dead = a + b", after="    dead = a - b", line=4),
+               _record("survived", before="    dead = a + b", after="    dead = a * b", line=4,
+                       operator="core/ReplaceBinaryOperator_Add_Mul"),
+               _record("survived", before="    live = a + b", after="    live = a - b", line=5)]
+    counts, survivors, equivalents = m.summarize(MODULE, records, equivalent)
+    assert (counts["equivalent"], counts["survived"]) == (2, 1)
+    assert [e["reason"] for e in equivalents] == ["dead is never read"] * 2
+    assert survivors[0]["mutation"] == "live = a + b  ->  live = a - b"
