@@ -66,6 +66,10 @@ MODULES: dict[str, list[str]] = {
 _W = "packages/learner/src/mlerl/learner/_weights.py"
 _A = "packages/learner/src/mlerl/learner/_advantages.py"
 _L = "packages/learner/src/mlerl/learner/_losses.py"
+_R = "packages/instrument/src/mlerl/instrument/_reward.py"
+_SIGMOID = ("reward = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))")
+_SIGNED = ("signed = (-score if lower_is_better else score) if graded else 0.0  "
+           "# type: ignore[operator]")
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # (module, operator, line before, line after) -> why no test can tell them apart
     ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Is_Eq",
@@ -144,6 +148,57 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     (_L, "core/ReplaceComparisonOperator_Is_Eq", "if agg is LossAgg.token_mean:",
      "if agg == LossAgg.token_mean:"):
         "agg is always the enum (LearnerConfig coerces strings): `is` and `==` agree",
+    (_R, "*", "top_failure = cfg.failure + cfg.per_marker * len(MARKERS)", "*"):
+        "read only by the normalized range, max(1 + bonus, top_failure), and RewardConfig keeps "
+        "failure + per_marker * 7 below -1 (failure < -1, per_marker >= 0): whatever this line "
+        "computes instead stays below 1, and the max is 1 + bonus",
+    **{(_R, op, _SIGMOID, _SIGMOID.replace("if x >= 0", after)):
+       "both branches are the logistic function (equal up to rounding); the split only keeps "
+       "exp() from overflowing, which it cannot for |x| <= 1"
+       for op, after in (("core/ReplaceComparisonOperator_GtE_Gt", "if x > 0"),
+                         ("core/NumberReplacer", "if x >= -1"),
+                         ("core/NumberReplacer", "if x >= 1"))},
+    **{(_R, "core/NumberReplacer", _SIGNED, _SIGNED.replace("else 0.0", after)):
+       "signed is read only when the run is graded" for after in ("else -1.0", "else 1.0")},
+    **{(_R, "core/NumberReplacer", "sign = -1.0 if lower_is_better else 1.0", after):
+       "p = sign (s - b) / (sign (B - b)): the sign's magnitude cancels, only its sign is tested"
+       for after in ("sign = - 2.0 if lower_is_better else 1.0",
+                     "sign = -1.0 if lower_is_better else 2.0")},
+    **{(_R, "core/ReplaceComparisonOperator_Is_Eq", line, line.replace(" is ", " == ")):
+       "coerced to the enum first (ExecStatus(status), RewardKind(kind) in __post_init__): "
+       "`is` and `==` agree"
+       for line in ("if status is ExecStatus.INFRA_ERROR:",
+                    "if valid and status is ExecStatus.OK and score is None:",
+                    "graded = status is ExecStatus.OK and valid and math.isfinite(score)  "
+                    "# type: ignore[arg-type]",
+                    'else "no_program" if status is ExecStatus.NOT_RUN',
+                    'else "invalid_submission" if status is ExecStatus.OK',
+                    "if cfg.kind is RewardKind.MLAGENT:", "if cfg.kind is RewardKind.NORMALIZED:",
+                    "if cfg.kind is RewardKind.PAPER:", "if self.kind is RewardKind.NORMALIZED:")},
+    (_R, "core/ReplaceComparisonOperator_Is_LtE", "if status is ExecStatus.INFRA_ERROR:",
+     "if status <= ExecStatus.INFRA_ERROR:"):
+        "a str enum: no other ExecStatus value sorts <= 'infra_error'",
+    (_R, "core/ReplaceComparisonOperator_Is_LtE", 'else "no_program" if status is ExecStatus.NOT_RUN',
+     'else "no_program" if status <= ExecStatus.NOT_RUN'):
+        "a str enum: of the statuses that reach this line (infra_error returned) only 'not_run' "
+        "sorts <= 'not_run'",
+    (_R, "core/ReplaceComparisonOperator_Is_LtE", 'else "invalid_submission" if status is ExecStatus.OK',
+     'else "invalid_submission" if status <= ExecStatus.OK'):
+        "a str enum: of the statuses that reach this line (not_run, infra_error handled above) "
+        "only 'ok' sorts <= 'ok' ('oom' and 'output_limit' sort after it)",
+    (_R, "core/ReplaceComparisonOperator_Is_LtE", "if cfg.kind is RewardKind.MLAGENT:",
+     "if cfg.kind <= RewardKind.MLAGENT:"):
+        "a str enum: 'normalized' and 'paper' sort after 'mlagent'",
+    (_R, "core/ReplaceComparisonOperator_Is_LtE", "if cfg.kind is RewardKind.NORMALIZED:",
+     "if cfg.kind <= RewardKind.NORMALIZED:"):
+        "in compute_reward only 'normalized' and 'paper' reach these lines (mlagent returned), "
+        "and 'paper' sorts after 'normalized' (reward_range's line of the same text is killed: "
+        "mlagent's range)",
+    (_R, "core/ReplaceComparisonOperator_Eq_Is",
+     'base = cfg.mlagent_invalid if case == "invalid_submission" else cfg.mlagent_error',
+     'base = cfg.mlagent_invalid if case is "invalid_submission" else cfg.mlagent_error'):
+        "case is one of compute_reward's string constants, identifier-like and so interned: "
+        "`is` and `==` agree",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):

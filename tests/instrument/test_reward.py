@@ -158,3 +158,43 @@ def test_the_failure_constants_bind_only_the_normalized_reward() -> None:
 def test_the_reference_is_keyword_only() -> None:
     with pytest.raises(TypeError):
         compute_reward([], ExecStatus.OK, 0.5, True, False, None, Reference(0.0, 1.0))  # type: ignore[misc]
+
+
+def test_mlagent_sigmoid_of_absurd_scores_does_not_overflow() -> None:
+    cfg = RewardConfig(kind=RewardKind.MLAGENT)  # scale 100, init 0, best 1
+    # x = 100 * 10 = 1000: exp(1000) would overflow; the sigmoid is 1.0 and 0.0 at the two ends
+    assert compute_reward([], ExecStatus.OK, 10.0, True, False, cfg).reward == 1.0
+    assert compute_reward([], ExecStatus.OK, -10.0, True, False, cfg).reward == 0.0
+
+
+def test_paper_parts_hold_no_normalised_score() -> None:
+    r = compute_reward(THREE, ExecStatus.OK, 0.83, True, False, PAPER)
+    assert r.parts == {"score": 0.83, "markers": 0.0, "n_markers": 3}
+
+
+def test_no_program_with_a_valid_flag_but_no_score_is_a_failure_not_an_error() -> None:
+    r = compute_reward([], ExecStatus.NOT_RUN, None, True, False, PAPER)
+    assert (r.reward, r.case) == (-10.0, "no_program")
+
+
+def test_mlagent_reference_scores_must_be_finite_and_differ() -> None:
+    cfg = RewardConfig(kind=RewardKind.MLAGENT)
+    for ref in (Reference(0.5, 0.5), Reference(0.0, math.inf), Reference(-math.inf, 1.0)):
+        for lower in (False, True):  # (negated when lower is better: new float objects)
+            with pytest.raises(ValueError, match="finite and differ"):
+                compute_reward([], ExecStatus.OK, 0.7, True, lower, cfg, reference=ref)
+
+
+def test_mlagent_config_references_must_differ_in_value_not_identity() -> None:
+    with pytest.raises(ConfigError, match="mlagent_best"):
+        RewardConfig(mlagent_best=float("0.5"), mlagent_init=0.5)
+    RewardConfig(mlagent_best=0.1, mlagent_init=0.5)  # a lower-is-better pair: best below init
+
+
+def test_references_and_results_are_frozen() -> None:
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Reference(0.0, 1.0).best = 2.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compute_reward([], ExecStatus.OOM, None, False, False, PAPER).reward = 1.0  # type: ignore[misc]
