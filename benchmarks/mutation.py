@@ -67,6 +67,7 @@ _W = "packages/learner/src/mlerl/learner/_weights.py"
 _A = "packages/learner/src/mlerl/learner/_advantages.py"
 _L = "packages/learner/src/mlerl/learner/_losses.py"
 _R = "packages/instrument/src/mlerl/instrument/_reward.py"
+_OUTERMOST = 'if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):'
 _SIGMOID = ("reward = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))")
 _SIGNED = ("signed = (-score if lower_is_better else score) if graded else 0.0  "
            "# type: ignore[operator]")
@@ -199,6 +200,13 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      'base = cfg.mlagent_invalid if case is "invalid_submission" else cfg.mlagent_error'):
         "case is one of compute_reward's string constants, identifier-like and so interned: "
         "`is` and `==` agree",
+    **{("packages/sandbox/src/mlerl/sandbox/_bwrap.py", op, _OUTERMOST,
+        _OUTERMOST.replace("path == r", f"path {after} r")):
+       "_outermost walks sorted(set(paths)): every root r kept so far sorts strictly before "
+       "path, so path == r (and path < r, path <= r, path is r) is always False"
+       for op, after in (("core/ReplaceComparisonOperator_Eq_Is", "is"),
+                         ("core/ReplaceComparisonOperator_Eq_Lt", "<"),
+                         ("core/ReplaceComparisonOperator_Eq_LtE", "<="))},
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):

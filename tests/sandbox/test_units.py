@@ -212,7 +212,8 @@ def test_mount_args_in_full_on_a_fake_host(monkeypatch):
     monkeypatch.setattr(_bwrap.os, "readlink", lambda p: links[p])
     monkeypatch.setattr(_bwrap.os.path, "isdir", lambda p: p in dirs)
     monkeypatch.setattr(_bwrap.os.path, "exists", lambda p: p in files or p in dirs or p in links)
-    roots = ["/usr/local/py", "/opt/py/venv", "/tmp/ci/venv"]
+    # built at run time: equal to the module's "/usr" and "/lib64" but not the same objects
+    roots = ["/" + "usr", "/usr/local/py", "/" + "lib64/py/venv", "/opt/py/venv", "/tmp/ci/venv"]
     args = _bwrap.mount_args("/w", "/in", roots)
     assert args == [
         "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
@@ -221,7 +222,9 @@ def test_mount_args_in_full_on_a_fake_host(monkeypatch):
         "--symlink", "usr/lib", "/lib", "--ro-bind", "/lib64", "/lib64",
         "--perms", "0755", "--dir", "/etc",  # once, before the first /etc file
         "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache", "--ro-bind", "/etc/passwd", "/etc/passwd",
-        # /usr/local/py: already inside the /usr bind; /opt/py/venv: its parents made 0755 first
+        # /usr and /usr/local/py: inside the /usr bind already; /lib64/py/venv: its parents are
+        # in the /lib64 bind (none made); /opt/py/venv: its parents made 0755 first
+        "--ro-bind", "/lib64/py/venv", "/lib64/py/venv",
         "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", "/opt/py",
         "--ro-bind", "/opt/py/venv", "/opt/py/venv",
         # under the private /tmp: /tmp exists already, only /tmp/ci is made
