@@ -67,6 +67,7 @@ _W = "packages/learner/src/mlerl/learner/_weights.py"
 _A = "packages/learner/src/mlerl/learner/_advantages.py"
 _L = "packages/learner/src/mlerl/learner/_losses.py"
 _R = "packages/instrument/src/mlerl/instrument/_reward.py"
+_M = "packages/bench/src/mlerl/bench/_metrics.py"
 _OUTERMOST = 'if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):'
 _SIGMOID = ("reward = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))")
 _SIGNED = ("signed = (-score if lower_is_better else score) if graded else 0.0  "
@@ -207,6 +208,18 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
        for op, after in (("core/ReplaceComparisonOperator_Eq_Is", "is"),
                          ("core/ReplaceComparisonOperator_Eq_Lt", "<"),
                          ("core/ReplaceComparisonOperator_Eq_LtE", "<="))},
+    (_M, "core/NumberReplacer",
+     "if np.all(t == t[0]) or np.all(p == p[0]):  # as scipy: exactly constant input -> NaN",
+     "if np.all(t == t[ -1]) or np.all(p == p[0]):  # as scipy: exactly constant input -> NaN"):
+        "every value equals the first iff every value equals the last",
+    (_M, "core/ReplaceComparisonOperator_Eq_LtE", 'if kind == "binary":', 'if kind <= "binary":'):
+        "kind is 'binary' or 'multiclass' here (others raised above), and 'multiclass' sorts "
+        "after 'binary'",
+    (_M, "core/ReplaceAndWithOr",
+     "if not (np.all(np.isfinite(t)) and np.all(np.isfinite(p))):",
+     "if not (np.all(np.isfinite(t)) or np.all(np.isfinite(p))):"):
+        "with one input non-finite the arithmetic below gives NaN too (its mean is NaN or "
+        "inf - inf, so every deviation and the clipped ratio are NaN)",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):

@@ -150,3 +150,32 @@ def test_average_ranks_match_scipy(seed, n):
 
     x = np.random.default_rng(seed).integers(0, 5, n).astype(float)
     assert np.array_equal(m.average_ranks(x), rankdata(x))
+
+
+# Mutation survivors (benchmarks/mutation.py): hand-derived edges the comparisons above missed.
+
+def test_word_jaccard_union_of_unequal_sets():
+    # {"a","b","c"} vs {"a","d"}: 1 shared of 3 + 2 - 1 = 4 distinct words
+    assert m.word_jaccard("a b c", "a d") == 0.25
+    with pytest.raises(ValueError):
+        m.mean_word_jaccard([], [])
+
+
+def test_qwk_refuses_numbers_against_strings():
+    with pytest.raises(ValueError):
+        m.quadratic_weighted_kappa([1, 2, 3], ["a", "b", "c"])
+
+
+def test_rmse_by_hand():
+    # errors [2, 0]: sqrt((4 + 0) / 2) = sqrt 2
+    assert m.rmse([1.0, 2.0], [3.0, 2.0]) == pytest.approx(math.sqrt(2.0))
+
+
+def test_label_type_of_nothing_is_unknown():
+    assert m.label_type(np.array([]), "y") == "unknown"
+    assert m.label_type(np.array([], dtype=np.int64), "y") == "unknown"
+
+
+def test_roc_auc_refuses_labels_other_than_0_and_1():
+    with pytest.raises(ValueError, match="binary"):
+        m.roc_auc([0, 2, 1], [0.1, 0.9, 0.5])
