@@ -220,6 +220,11 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if not (np.all(np.isfinite(t)) or np.all(np.isfinite(p))):"):
         "with one input non-finite the arithmetic below gives NaN too (its mean is NaN or "
         "inf - inf, so every deviation and the clipped ratio are NaN)",
+    (_M, "core/ReplaceComparisonOperator_Eq_GtE",
+     "if y.dtype == object and not isinstance(y[0], str):",
+     "if y.dtype >= object and not isinstance(y[0], str):"):
+        "numpy orders dtypes by safe casting: object casts safely to no other dtype, so only "
+        "object itself is >= object",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):

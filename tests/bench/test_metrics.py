@@ -179,3 +179,14 @@ def test_label_type_of_nothing_is_unknown():
 def test_roc_auc_refuses_labels_other_than_0_and_1():
     with pytest.raises(ValueError, match="binary"):
         m.roc_auc([0, 2, 1], [0.1, 0.9, 0.5])
+
+
+def test_log_loss_of_perfect_predictions_is_the_clipped_epsilon():
+    # p = 1 is clipped to 1 - eps (as sklearn): -log(1 - 2.22e-16) = 2.22e-16, not 0
+    t = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert m.multiclass_log_loss(t, t) == log_loss(t, t) == -math.log(1 - np.finfo(np.float64).eps)
+
+
+def test_columnwise_rmsle_refuses_a_shape_mismatch():
+    with pytest.raises(ValueError, match="same shape"):
+        m.columnwise_rmsle(np.ones((2, 3)), np.ones((2, 2)))
