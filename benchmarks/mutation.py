@@ -225,6 +225,20 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if y.dtype >= object and not isinstance(y[0], str):"):
         "numpy orders dtypes by safe casting: object casts safely to no other dtype, so only "
         "object itself is >= object",
+    (_M, "core/NumberReplacer",
+     "if np.all(t == t[0]) or np.all(p == p[0]):  # as scipy: exactly constant input -> NaN",
+     "if np.all(t == t[0]) or np.all(p == p[ -1]):  # as scipy: exactly constant input -> NaN"):
+        "every value equals the first iff every value equals the last",
+    (_M, "core/ReplaceComparisonOperator_Eq_LtE",
+     "if t.ndim != 2 or t.shape != p.shape or t.shape[0] == 0:",
+     "if t.ndim != 2 or t.shape != p.shape or t.shape[0] <= 0:"):
+        "a shape is never negative",
+    (_M, "core/ReplaceComparisonOperator_Eq_GtE",
+     "return float((ranks[t == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))",
+     "return float((ranks[t >= 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))"):
+        "t holds only 0 and 1 here (checked above)",
+    (_M, "core/NumberReplacer", "if denom == 0.0:", "if denom == -1.0:"):
+        "when denom is 0 the ratio below is 0 / 0 = NaN as well (denom is never negative)",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):
