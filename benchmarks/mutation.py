@@ -249,16 +249,44 @@ SESSIONS = ROOT / "benchmarks" / "results" / "mutation_sessions"
 """cosmic-ray's session databases (not checked in): a run interrupted by ``--budget-s`` resumes."""
 
 
+def _annotation_spans(line: str) -> list[tuple[int, int]]:
+    """Column spans of the annotations on ``line`` when it is a whole ``def ...:`` header or an
+    annotated assignment (``name: X = ...``); else none."""
+    import ast
+
+    text, indent = line.strip(), len(line) - len(line.lstrip())
+    try:
+        tree = ast.parse(text + ("\n    pass" if text.endswith(":") else ""))
+    except SyntaxError:
+        return []
+    nodes = []
+    for node in tree.body[:1]:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            nodes += [arg.annotation for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                                 a.vararg, a.kwarg) if arg is not None]
+            nodes.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            nodes.append(node.annotation)
+    return [(indent + n.col_offset, indent + n.end_col_offset) for n in nodes if n is not None]
+
+
 def rule_equivalent(before: str, after: str) -> str | None:
-    """Mutants equivalent by construction, whatever the line: an operator swapped inside a
-    ``X | None`` annotation (every module here has ``from __future__ import annotations``, so
-    annotations are never evaluated)."""
+    """Mutants equivalent by construction, whatever the line: an operator swapped inside an
+    annotation (every module here has ``from __future__ import annotations``, so annotations
+    are never evaluated): inside ``X | None`` anywhere, or at any place that is an annotation
+    of a one-line ``def`` header or an annotated assignment."""
+    reason = "operator inside a postponed annotation (never evaluated)"
     start = before.find("| None")
     while start >= 0:
         for op in ("%", "//", "/", "*", "+", "-", "**", "<<", ">>", "&", "^", "@"):
             if before[:start] + op + before[start + 1:] == after:
-                return "operator inside a postponed annotation (never evaluated)"
+                return reason
         start = before.find("| None", start + 1)
+    first = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), None)
+    if first is not None and before[first] == "|" and any(
+            lo <= first < hi for lo, hi in _annotation_spans(before)):
+        return reason
     return None
 
 

@@ -155,3 +155,13 @@ def test_a_whole_line_can_be_marked_equivalent():
     assert (counts["equivalent"], counts["survived"]) == (2, 1)
     assert [e["reason"] for e in equivalents] == ["dead is never read"] * 2
     assert survivors[0]["mutation"] == "live = a + b  ->  live = a - b"
+
+
+def test_any_union_in_an_annotation_is_equivalent_but_not_one_in_a_default():
+    m = _script()
+    before = "def read(path: str | Path, flags=A | B) -> dict[str, Any]:"
+    assert m.rule_equivalent(before, before.replace("str | Path", "str // Path")) is not None
+    assert m.rule_equivalent(before, before.replace("A | B", "A // B")) is None
+    assert m.rule_equivalent("    root: str | Path = x", "    root: str ^ Path = x") is not None
+    assert m.rule_equivalent("    root: int = a | b", "    root: int = a ^ b") is None
+    assert m.rule_equivalent("mask = a | b", "mask = a ^ b") is None
