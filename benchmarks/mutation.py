@@ -239,6 +239,26 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "t holds only 0 and 1 here (checked above)",
     (_M, "core/NumberReplacer", "if denom == 0.0:", "if denom == -1.0:"):
         "when denom is 0 the ratio below is 0 / 0 = NaN as well (denom is never negative)",
+    **{(_W, "core/ReplaceComparisonOperator_Eq_LtE", before, before.replace("== 0", "<= 0")):
+       "numel() is never negative"
+       for before in ("if durations.numel() == 0:",
+                      "if mode is DurationWeighting.none or d.numel() == 0:")},
+    **{(_W, "core/NumberReplacer", before, before.replace("floor: float = 0.0", "floor: float = -1.0")):
+       "durations are never negative (Sample refuses them) and the overhead is >= 0 "
+       "(LearnerConfig): a floor of -1 raises no dt, as a floor of 0 raises none"
+       for before in ("floor: float = 0.0,",
+                      "previous: float | None, durations: Tensor, decay: float, floor: float = 0.0, "
+                      "overhead: float = 0.0",
+                      "def slot_durations(durations: Tensor, overhead: float = 0.0, floor: float = "
+                      "0.0) -> Tensor:")},
+    (_W, "core/ReplaceComparisonOperator_LtE_Eq", "if mean <= 0.0:", "if mean == 0.0:"):
+        "dt >= 0 (durations, overhead and floor are never negative): its mean is never below 0",
+    (_W, "core/ReplaceComparisonOperator_Is_LtE", "if mode is DurationWeighting.log:",
+     "if mode <= DurationWeighting.log:"):
+        "a str enum: of the modes that reach this line (log, running) only 'log' sorts <= 'log'",
+    (_W, "core/ReplaceComparisonOperator_Is_GtE", "if mode is DurationWeighting.running:",
+     "if mode >= DurationWeighting.running:"):
+        "a str enum: only 'running' reaches this line (every other mode returned above)",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):
