@@ -259,6 +259,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     (_W, "core/ReplaceComparisonOperator_Is_GtE", "if mode is DurationWeighting.running:",
      "if mode >= DurationWeighting.running:"):
         "a str enum: only 'running' reaches this line (every other mode returned above)",
+    ("packages/protocol/src/mlerl/protocol/_validate.py", "core/ReplaceComparisonOperator_Lt_NotEq",
+     "if sample.top_p < 1.0 or sample.top_k > 0:  # truncated sampling: behaviour log-probs",
+     "if sample.top_p != 1.0 or sample.top_k > 0:  # truncated sampling: behaviour log-probs"):
+        "top_p is in (0, 1] here (the line above refuses NaN and the rest): < 1 and != 1 agree",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):
