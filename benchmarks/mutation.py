@@ -166,7 +166,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
        "p = sign (s - b) / (sign (B - b)): the sign's magnitude cancels, only its sign is tested"
        for after in ("sign = - 2.0 if lower_is_better else 1.0",
                      "sign = -1.0 if lower_is_better else 2.0")},
-    **{(_R, "core/ReplaceComparisonOperator_Is_Eq", line, line.replace(" is ", " == ")):
+    **{(_R, "core/ReplaceComparisonOperator_Is_Eq", line, line.replace(" is ", " == ", 1)):
        "coerced to the enum first (ExecStatus(status), RewardKind(kind) in __post_init__): "
        "`is` and `==` agree"
        for line in ("if status is ExecStatus.INFRA_ERROR:",
@@ -263,6 +263,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if sample.top_p < 1.0 or sample.top_k > 0:  # truncated sampling: behaviour log-probs",
      "if sample.top_p != 1.0 or sample.top_k > 0:  # truncated sampling: behaviour log-probs"):
         "top_p is in (0, 1] here (the line above refuses NaN and the rest): < 1 and != 1 agree",
+    (_R, "core/ReplaceComparisonOperator_NotEq_IsNot", 'if case != "graded":',
+     'if case is not "graded":'):
+        "case is one of compute_reward's string constants, identifier-like and so interned: "
+        "`is not` and `!=` agree",
+    (_R, "core/ReplaceComparisonOperator_Is_GtE", "if cfg.kind is RewardKind.PAPER:",
+     "if cfg.kind >= RewardKind.PAPER:"):
+        "a str enum: of the kinds that reach this line (paper, mlagent; normalized returned) "
+        "only 'paper' sorts >= 'paper'",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):

@@ -198,3 +198,10 @@ def test_references_and_results_are_frozen() -> None:
         Reference(0.0, 1.0).best = 2.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         compute_reward([], ExecStatus.OOM, None, False, False, PAPER).reward = 1.0  # type: ignore[misc]
+
+
+def test_a_best_failure_of_exactly_minus_one_is_refused() -> None:
+    # -1.875 + 0.125 * 7 = -1.0 exactly: a failure would tie the lowest valid reward, not stay below
+    with pytest.raises(ConfigError, match="failure"):
+        RewardConfig(failure=-1.875, per_marker=0.125)
+    RewardConfig(failure=-1.875, per_marker=0.0625)  # -1.4375: below
