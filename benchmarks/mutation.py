@@ -66,6 +66,10 @@ MODULES: dict[str, list[str]] = {
 _W = "packages/learner/src/mlerl/learner/_weights.py"
 _A = "packages/learner/src/mlerl/learner/_advantages.py"
 _L = "packages/learner/src/mlerl/learner/_losses.py"
+_ROWS = "rows = torch.nonzero(mask.sum(-1) > 0).squeeze(-1)"
+_LAST = "last = (mask.float() * positions).argmax(-1)  # (B,) index of the last 1 in each row"
+_POSITIONS = ("positions = torch.arange(1, mask.shape[-1] + 1, device=mask.device, "
+              "dtype=torch.float32)")
 _R = "packages/instrument/src/mlerl/instrument/_reward.py"
 _M = "packages/bench/src/mlerl/bench/_metrics.py"
 _OUTERMOST = 'if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):'
@@ -122,6 +126,29 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "rows = torch.nonzero(mask.sum(-1) > 0).squeeze(- 0)"):
         "rows (k, 1) instead of (k,): indexing with (k, 1) index tensors reads and assigns the "
         "same elements",
+    **{(_A, op, _ROWS, _ROWS.replace(".squeeze(-1)", after)):
+       "nonzero of a 1-D tensor is (k, 1): squeezing dim 1 is squeezing dim -1, and squeezing "
+       "dim -2 leaves (k, 1) index tensors (or (1,)), which read and assign the same elements"
+       for op, after in (("core/ReplaceUnaryOperator_Delete_USub", ".squeeze(1)"),
+                         ("core/NumberReplacer", ".squeeze(- 2)"),
+                         ("core/ReplaceUnaryOperator_USub_Invert", ".squeeze(~1)"))},
+    (_A, "core/ReplaceComparisonOperator_Gt_NotEq", _ROWS, _ROWS.replace("> 0", "!= 0")):
+        "a sum of a 0/1 mask is never negative",
+    (_A, "core/ReplaceUnaryOperator_Delete_USub", _LAST, _LAST.replace("argmax(-1)", "argmax(1)")):
+        "mask is (B, T): dim 1 is dim -1",
+    **{(_A, op, _POSITIONS, _POSITIONS.replace("shape[-1]", after)): "mask is (B, T): dim 1 is dim -1"
+       for op, after in (("core/ReplaceUnaryOperator_USub_UAdd", "shape[+1]"),
+                         ("core/ReplaceUnaryOperator_Delete_USub", "shape[1]"))},
+    (_A, "core/ReplaceComparisonOperator_Lt_NotEq",
+     "next_value = values[:, t + 1].float() if t + 1 < T else torch.zeros_like(last)",
+     "next_value = values[:, t + 1].float() if t + 1 != T else torch.zeros_like(last)"):
+        "t runs over range(T): t + 1 is never above T, so != T is < T",
+    (_A, "core/NumberReplacer",
+     "var = reduce((((a - mean) * m) ** 2).sum().reshape(1))[0] / n",
+     "var = reduce((((a - mean) * m) ** 2).sum().reshape(1))[ -1] / n"):
+        "a one-element tensor: element -1 is element 0",
+    (_A, "core/NumberReplacer", "std_floor: float = 0.0,", "std_floor: float = -1.0,"):
+        "a floor below 0 under a std (never negative) changes nothing, as 0 changes nothing",
     (_A, "core/ReplaceComparisonOperator_Is_LtE", "if estimator is AdvantageEstimator.gae:",
      "if estimator <= AdvantageEstimator.gae:"):
         "a str enum: of 'gae', 'grpo', 'rloo' only 'gae' sorts <= 'gae'",

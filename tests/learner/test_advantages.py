@@ -113,3 +113,16 @@ def test_gae_reads_every_next_value():
 def test_group_advantage_options_are_keyword_only():
     with pytest.raises(TypeError):
         group_advantages(torch.ones(2), [0, 0], AdvantageEstimator.grpo, True)  # type: ignore[misc]
+
+
+def test_group_baselines_of_a_pair_after_a_singleton():
+    # the singleton group comes first: it is skipped, the pair after it is still computed
+    r, groups = torch.tensor([10.0, 1.0, 3.0]), ["solo", "pair", "pair"]
+    assert group_advantages(r, groups, AdvantageEstimator.grpo).tolist() == pytest.approx([0.0, -1.0, 1.0])
+    # RLOO of a pair: R_i - the other one = [1 - 3, 3 - 1] (n / (n - 1) = 2, an even n)
+    assert group_advantages(r, groups, AdvantageEstimator.rloo).tolist() == pytest.approx([0.0, -2.0, 2.0])
+
+
+def test_terminal_reward_of_a_first_token_before_two_pads():
+    tr = terminal_rewards(torch.tensor([4.0]), torch.tensor([[1.0, 0.0, 0.0]]))
+    assert tr.tolist() == [[4.0, 0.0, 0.0]]
