@@ -240,3 +240,15 @@ def test_value_loss_takes_the_larger_branch_either_way():
     loss.backward()
     # token 0: 0.5 * 2 * (1 + 2) / 2 = 1.5; token 1's loss is constant in V
     assert values.grad[0].tolist() == pytest.approx([1.5, 0.0])
+
+
+def test_the_ratio_is_new_over_old_probability():
+    # pi = 0.6, pi_old = 0.5: r = 1.2 (inside the clip), pg = -A r = -1.2 with A = 1
+    loss, m = ppo_policy_loss(torch.log(torch.tensor([[0.6]])), torch.log(torch.tensor([[0.5]])),
+                              torch.ones(1, 1), torch.ones(1, 1))
+    assert loss.item() == pytest.approx(-1.2, rel=1e-5) and m["ratio_mean"] == pytest.approx(1.2, rel=1e-5)
+
+
+def test_entropy_sums_over_the_vocabulary_of_a_batch_of_sequences():
+    logits = torch.zeros(1, 2, 4)  # (B, T, V): uniform over 4 at both positions
+    assert entropy_from_logits(logits).tolist() == pytest.approx([[math.log(4), math.log(4)]])
