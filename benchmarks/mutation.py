@@ -174,6 +174,17 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "per_seq = (x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # (B,)",
      "per_seq = (x * mask).sum(-1) / mask.sum(+1).clamp(min=1.0)  # (B,)"):
         "mask is (B, T): dim +1 is dim -1",
+    **{(_L, op, "if estimator is not KLEstimator.k3:", f"if estimator {after} KLEstimator.k3:"):
+       "the estimator is always the enum (LearnerConfig coerces strings), whose one member is k3"
+       for op, after in (("core/ReplaceComparisonOperator_IsNot_Lt", "<"),
+                         ("core/ReplaceComparisonOperator_IsNot_NotEq", "!="))},
+    (_L, "core/ReplaceComparisonOperator_Lt_LtE",
+     "pg_losses = torch.where(advantages < 0, torch.min(pg_losses, -advantages * dual_clip), pg_losses)",
+     "pg_losses = torch.where(advantages <= 0, torch.min(pg_losses, -advantages * dual_clip), pg_losses)"):
+        "at A = 0 both branches are 0: pg = max(-0 r, -0 clip(r)) = 0 and min(0, -0 c) = 0",
+    (_L, "core/ReplaceComparisonOperator_Is_GtE", "if agg is LossAgg.token_mean:",
+     "if agg >= LossAgg.token_mean:"):
+        "a str enum: 'seq_mean' sorts before 'token_mean'",
     (_L, "core/ReplaceComparisonOperator_Is_Eq", "if agg is LossAgg.token_mean:",
      "if agg == LossAgg.token_mean:"):
         "agg is always the enum (LearnerConfig coerces strings): `is` and `==` agree",
