@@ -89,6 +89,11 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     (_W, "core/ReplaceComparisonOperator_Is_LtE", "if mode is DurationWeighting.running:",
      "if mode <= DurationWeighting.running:"):
         "a str enum: only 'running' reaches this line (every other mode returned above)",
+    (_W, "core/NumberReplacer",
+     "if mode is DurationWeighting.none or d.numel() == 0:",
+     "if mode is DurationWeighting.none or d.numel() == -1:"):
+        "an empty batch then gets an empty tensor all the same (its mean is nan, every branch "
+        "divides an empty tensor)",
     (_W, "core/ReplaceComparisonOperator_Eq_Lt",
      "if mode is DurationWeighting.none or d.numel() == 0:",
      "if mode is DurationWeighting.none or d.numel() < 0:"):
