@@ -94,6 +94,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if mode is DurationWeighting.none or d.numel() == -1:"):
         "an empty batch then gets an empty tensor all the same (its mean is nan, every branch "
         "divides an empty tensor)",
+    (_W, "core/ReplaceComparisonOperator_Gt_NotEq",
+     "slow_share = float(mass[slow].sum()) / total if total > 0 else 0.0",
+     "slow_share = float(mass[slow].sum()) / total if total != 0 else 0.0"):
+        "total = sum w |A| with duration weights w >= 0: never negative",
     (_W, "core/ReplaceComparisonOperator_Eq_Lt",
      "if mode is DurationWeighting.none or d.numel() == 0:",
      "if mode is DurationWeighting.none or d.numel() < 0:"):
