@@ -318,6 +318,16 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if cfg.kind >= RewardKind.PAPER:"):
         "a str enum: of the kinds that reach this line (paper, mlagent; normalized returned) "
         "only 'paper' sorts >= 'paper'",
+    (_A, "core/ReplaceUnaryOperator_Delete_USub", _ROWS, _ROWS.replace("sum(-1)", "sum(1)")):
+        "mask is (B, T): dim 1 is dim -1",
+    (_L, "core/ReplaceUnaryOperator_Delete_USub",
+     "per_seq = (x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # (B,)",
+     "per_seq = (x * mask).sum(1) / mask.sum(-1).clamp(min=1.0)  # (B,)"):
+        "x and mask are (B, T): dim 1 is dim -1",
+    (_M, "core/NumberReplacer",
+     "if np.all(t == t[0]) or np.all(p == p[0]):  # as scipy: exactly constant input -> NaN",
+     "if np.all(t == t[0]) or np.all(p == p[ 1]):  # as scipy: exactly constant input -> NaN"):
+        "every value equals the first iff every value equals the second (two values at least)",
     ("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):
