@@ -150,3 +150,94 @@ def test_average_ranks_match_scipy(seed, n):
 
     x = np.random.default_rng(seed).integers(0, 5, n).astype(float)
     assert np.array_equal(m.average_ranks(x), rankdata(x))
+
+
+# Mutation survivors (benchmarks/mutation.py): hand-derived edges the comparisons above missed.
+
+def test_word_jaccard_union_of_unequal_sets():
+    # {"a","b","c"} vs {"a","d"}: 1 shared of 3 + 2 - 1 = 4 distinct words
+    assert m.word_jaccard("a b c", "a d") == 0.25
+    with pytest.raises(ValueError):
+        m.mean_word_jaccard([], [])
+
+
+def test_qwk_refuses_numbers_against_strings():
+    with pytest.raises(ValueError):
+        m.quadratic_weighted_kappa([1, 2, 3], ["a", "b", "c"])
+
+
+def test_rmse_by_hand():
+    # errors [2, 0]: sqrt((4 + 0) / 2) = sqrt 2
+    assert m.rmse([1.0, 2.0], [3.0, 2.0]) == pytest.approx(math.sqrt(2.0))
+
+
+def test_label_type_of_nothing_is_unknown():
+    assert m.label_type(np.array([]), "y") == "unknown"
+    assert m.label_type(np.array([], dtype=np.int64), "y") == "unknown"
+
+
+def test_roc_auc_refuses_labels_other_than_0_and_1():
+    with pytest.raises(ValueError, match="binary"):
+        m.roc_auc([0, 2, 1], [0.1, 0.9, 0.5])
+
+
+def test_log_loss_of_perfect_predictions_is_the_clipped_epsilon():
+    # p = 1 is clipped to 1 - eps (as sklearn): -log(1 - 2.22e-16) = 2.22e-16, not 0
+    t = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert m.multiclass_log_loss(t, t) == log_loss(t, t) == -math.log(1 - np.finfo(np.float64).eps)
+
+
+def test_columnwise_rmsle_refuses_a_shape_mismatch():
+    with pytest.raises(ValueError, match="same shape"):
+        m.columnwise_rmsle(np.ones((2, 3)), np.ones((2, 2)))
+
+
+def test_every_metric_refuses_mismatched_or_empty_inputs():
+    with pytest.raises(ValueError, match="equal length"):
+        m.rmsle([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="equal length"):
+        m.rmsle([], [])
+    with pytest.raises(ValueError, match="equal length"):
+        m.accuracy([1, 0], [1])
+    with pytest.raises(ValueError, match="equal length"):
+        m.accuracy([], [])
+    with pytest.raises(ValueError, match="equal length"):
+        m.quadratic_weighted_kappa([], [])
+    for t, s in (([0, 1, 0], [0.1, 0.2]), ([0, 1], [0.1, 0.2, 0.3])):
+        with pytest.raises(ValueError, match="length"):
+            m.roc_auc(t, s)
+    for a, b in ((np.ones((2, 2)), np.ones((2, 3))), (np.ones((2, 3)), np.ones((2, 2)))):
+        with pytest.raises(ValueError, match="same shape"):
+            m.columnwise_roc_auc(a, b)
+        with pytest.raises(ValueError, match="same shape"):
+            m.columnwise_rmsle(a, b)
+        with pytest.raises(ValueError, match="same shape"):
+            m.multiclass_log_loss(a, b)
+    with pytest.raises(ValueError, match="2-D"):
+        m.multiclass_log_loss(np.array([1.0, 0.0]), np.array([0.5, 0.5]))
+    with pytest.raises(ValueError, match="2-D"):
+        m.multiclass_log_loss(np.ones((0, 2)), np.ones((0, 2)))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        m.multiclass_log_loss(np.array([[1.0, 0.0]]), np.array([[1.5, -0.5]]))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        m.multiclass_log_loss(np.array([[1.0, 0.0]]), np.array([[1.5, 0.5]]))
+
+
+def test_small_valid_inputs_are_accepted():
+    assert m.rmsle([1.0], [1.0]) == 0.0  # one value
+    # zeros allowed: log1p differences [0, 1] -> sqrt(1 / 2)
+    assert m.rmsle([0.0, 0.0], [0.0, np.e - 1]) == pytest.approx(math.sqrt(0.5))
+    with pytest.raises(ValueError, match="one class"):
+        m.roc_auc([0, 0], [0.1, 0.2])
+    assert m.label_type(np.array([1, 1, 1]), "y") == "binary"  # one class: at most two values
+
+
+def test_qwk_refuses_strings_against_numbers_too():
+    with pytest.raises(ValueError):
+        m.quadratic_weighted_kappa(["a", "b", "c"], [1, 2, 3])
+
+
+def test_pearson_of_a_constant_that_does_not_average_exactly_is_nan():
+    # mean([0.1] * 3) = 0.10000000000000002: the deviations are not 0, but the input is constant
+    assert math.isnan(m.pearson([0.1, 0.1, 0.1], [1.0, 2.0, 3.0]))
+    assert math.isnan(m.pearson([1.0, 2.0, 3.0], [0.1, 0.1, 0.1]))

@@ -72,9 +72,13 @@ def test_every_module_and_test_file_exists():
     for module, tests in m.MODULES.items():
         assert (REPO / module).is_file(), module
         assert tests and all((REPO / t).is_file() for t in tests), tests
-        assert "reward" not in module  # being rewritten elsewhere (issue 26: not yet)
     for module, *_ in m.EQUIVALENT:
         assert module in m.MODULES
+    # what issue 26 names: losses, advantages, duration weights, reward, the graders' metrics,
+    # the learner's door, the sandbox's mounts, checkpoint verification
+    assert {Path(module).stem for module in m.MODULES} == {
+        "_losses", "_advantages", "_weights", "_reward", "_metrics", "_validate", "_bwrap",
+        "_checkpoint"}
 
 
 def test_forget_survivors_marks_them_not_run(tmp_path):
@@ -96,3 +100,68 @@ def test_the_annotation_rule_finds_the_mutated_one_of_several():
     assert m.rule_equivalent(before, "def f(a: int | None) -> str >> None:") is not None
     assert m.rule_equivalent(before, "def f(a: int - None) -> str | None:") is not None
     assert m.rule_equivalent(before, "def f(a: int | None) -> str | 1:") is None
+
+
+def test_project_modules_are_dropped_by_each_mutants_run_and_third_party_ones_kept():
+    m = _script()
+    assert m.is_project_module("mlerl.learner._weights", None)
+    assert m.is_project_module("tests.learner.test_weights", None)
+    assert m.is_project_module("conftest", str(REPO / "tests" / "conftest.py"))
+    assert m.is_project_module("whatever", str(REPO / "benchmarks" / "mutation.py"))
+    import pytest as third_party
+
+    assert not m.is_project_module("pytest", third_party.__file__)
+    assert not m.is_project_module("sys", None)
+
+
+def test_fastest_tests_run_first():
+    m = _script()
+
+    class Item:
+        def __init__(self, nodeid):
+            self.nodeid = nodeid
+
+    items = [Item("slow"), Item("unknown"), Item("fast")]
+    m._Order({"slow": 11.0, "fast": 0.01}).pytest_collection_modifyitems(items)
+    assert [i.nodeid for i in items] == ["unknown", "fast", "slow"]
+
+
+def test_a_session_of_another_version_of_the_module_is_not_current(tmp_path, monkeypatch):
+    m = _script()
+    monkeypatch.setattr(m, "ROOT", tmp_path)
+    (tmp_path / "mod.py").write_text("x = 1\n")
+    session = tmp_path / "mod.sqlite"
+    session.with_suffix(".sha256").write_text(m.source_hash("mod.py"))
+    assert m.session_is_current("mod.py", session, tmp_path / "mod.toml")
+    (tmp_path / "mod.py").write_text("x = 2\n")
+    assert not m.session_is_current("mod.py", session, tmp_path / "mod.toml")
+
+
+def test_parse_diff_of_a_removed_decorator_names_the_decorator():
+    m = _script()
+    diff = ("--- mutation diff ---\n--- a/m.py\n+++ b/m.py\n@@ -90,9 +90,6 @@\n     return out\n-\n-\n"
+            "-@torch.no_grad()\n def whiten(a):\n")
+    assert m.parse_diff(diff)[1:] == ("@torch.no_grad()", "")
+
+
+def test_a_whole_line_can_be_marked_equivalent():
+    m = _script()
+    equivalent = {m.mutation_key(MODULE, "*", "    dead = a + b", "*"): "dead is never read"}
+    records = [_record("survived", before="    dead = a + b", after="    dead = a - b", line=4),
+               _record("survived", before="    dead = a + b", after="    dead = a * b", line=4,
+                       operator="core/ReplaceBinaryOperator_Add_Mul"),
+               _record("survived", before="    live = a + b", after="    live = a - b", line=5)]
+    counts, survivors, equivalents = m.summarize(MODULE, records, equivalent)
+    assert (counts["equivalent"], counts["survived"]) == (2, 1)
+    assert [e["reason"] for e in equivalents] == ["dead is never read"] * 2
+    assert survivors[0]["mutation"] == "live = a + b  ->  live = a - b"
+
+
+def test_any_union_in_an_annotation_is_equivalent_but_not_one_in_a_default():
+    m = _script()
+    before = "def read(path: str | Path, flags=A | B) -> dict[str, Any]:"
+    assert m.rule_equivalent(before, before.replace("str | Path", "str // Path")) is not None
+    assert m.rule_equivalent(before, before.replace("A | B", "A // B")) is None
+    assert m.rule_equivalent("    root: str | Path = x", "    root: str ^ Path = x") is not None
+    assert m.rule_equivalent("    root: int = a | b", "    root: int = a ^ b") is None
+    assert m.rule_equivalent("mask = a | b", "mask = a ^ b") is None

@@ -102,3 +102,106 @@ def test_bad_inputs_are_clear_errors() -> None:
         RewardConfig(failure=math.inf)
     with pytest.raises(ConfigError, match="mlagent_best"):
         RewardConfig(mlagent_best=0.0, mlagent_init=0.0)
+
+
+# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+
+def test_config_bounds_at_their_edges() -> None:
+    RewardConfig(per_marker=0.0)  # no partial credit is allowed
+    RewardConfig(mlagent_scale=1e-9)
+    for scale in (0.0, -0.5, -2.0):
+        with pytest.raises(ConfigError, match="mlagent_scale"):
+            RewardConfig(mlagent_scale=scale)
+
+
+@pytest.mark.parametrize("name", ["failure", "per_marker", "mlagent_error", "mlagent_invalid",
+                                  "mlagent_scale", "mlagent_init", "mlagent_best"])
+def test_every_constant_must_be_finite(name) -> None:
+    with pytest.raises(ConfigError, match=name):
+        RewardConfig(**{name: math.nan})
+
+
+def test_only_an_ok_run_with_a_valid_scored_submission_is_graded() -> None:
+    # no program, yet a "valid" finite score: still no_program's failure, not graded
+    r = compute_reward([], ExecStatus.NOT_RUN, 0.9, True, False, PAPER)
+    assert (r.reward, r.case) == (-10.0, "no_program")
+    # a timeout after writing a valid submission that was never scored: a failure, not an error
+    r = compute_reward(THREE, ExecStatus.TIMEOUT, None, True, False, PAPER)
+    assert (r.reward, r.case) == (pytest.approx(-9.7), "failed")
+
+
+def test_mlagent_failure_cases_take_their_own_constants() -> None:
+    cfg = RewardConfig(kind=RewardKind.MLAGENT, mlagent_error=-0.25, mlagent_invalid=0.3)
+    assert compute_reward(MARKERS, ExecStatus.NOT_RUN, None, False, False, cfg).reward == -0.25
+    assert compute_reward(MARKERS, ExecStatus.OOM, None, False, False, cfg).reward == -0.25
+    r = compute_reward(MARKERS, ExecStatus.OK, None, False, False, cfg)
+    assert (r.reward, r.case) == (0.3, "invalid_submission")
+
+
+def test_mlagent_default_scale_is_100() -> None:
+    # alpha = 100 / (1 - 0); x = 100 * 0.01 = 1 -> sigmoid(1)
+    r = compute_reward([], ExecStatus.OK, 0.01, True, False, RewardConfig(kind=RewardKind.MLAGENT))
+    assert r.reward == pytest.approx(0.7310585786)
+
+
+def test_mlagent_range_includes_the_sigmoids_zero() -> None:
+    from mlerl.instrument import reward_range
+
+    cfg = RewardConfig(kind=RewardKind.MLAGENT, mlagent_error=0.2, mlagent_invalid=0.4)
+    assert reward_range(cfg) == (0.0, 1.0)  # a valid but awful score tends to 0
+
+
+def test_the_failure_constants_bind_only_the_normalized_reward() -> None:
+    RewardConfig(kind=RewardKind.MLAGENT, failure=-2.0, per_marker=0.2)  # unused there
+
+
+def test_the_reference_is_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        compute_reward([], ExecStatus.OK, 0.5, True, False, None, Reference(0.0, 1.0))  # type: ignore[misc]
+
+
+def test_mlagent_sigmoid_of_absurd_scores_does_not_overflow() -> None:
+    cfg = RewardConfig(kind=RewardKind.MLAGENT)  # scale 100, init 0, best 1
+    # x = 100 * 10 = 1000: exp(1000) would overflow; the sigmoid is 1.0 and 0.0 at the two ends
+    assert compute_reward([], ExecStatus.OK, 10.0, True, False, cfg).reward == 1.0
+    assert compute_reward([], ExecStatus.OK, -10.0, True, False, cfg).reward == 0.0
+
+
+def test_paper_parts_hold_no_normalised_score() -> None:
+    r = compute_reward(THREE, ExecStatus.OK, 0.83, True, False, PAPER)
+    assert r.parts == {"score": 0.83, "markers": 0.0, "n_markers": 3}
+
+
+def test_no_program_with_a_valid_flag_but_no_score_is_a_failure_not_an_error() -> None:
+    r = compute_reward([], ExecStatus.NOT_RUN, None, True, False, PAPER)
+    assert (r.reward, r.case) == (-10.0, "no_program")
+
+
+def test_mlagent_reference_scores_must_be_finite_and_differ() -> None:
+    cfg = RewardConfig(kind=RewardKind.MLAGENT)
+    for ref in (Reference(0.5, 0.5), Reference(0.0, math.inf), Reference(-math.inf, 1.0)):
+        for lower in (False, True):  # (negated when lower is better: new float objects)
+            with pytest.raises(ValueError, match="finite and differ"):
+                compute_reward([], ExecStatus.OK, 0.7, True, lower, cfg, reference=ref)
+
+
+def test_mlagent_config_references_must_differ_in_value_not_identity() -> None:
+    with pytest.raises(ConfigError, match="mlagent_best"):
+        RewardConfig(mlagent_best=float("0.5"), mlagent_init=0.5)
+    RewardConfig(mlagent_best=0.1, mlagent_init=0.5)  # a lower-is-better pair: best below init
+
+
+def test_references_and_results_are_frozen() -> None:
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Reference(0.0, 1.0).best = 2.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compute_reward([], ExecStatus.OOM, None, False, False, PAPER).reward = 1.0  # type: ignore[misc]
+
+
+def test_a_best_failure_of_exactly_minus_one_is_refused() -> None:
+    # -1.875 + 0.125 * 7 = -1.0 exactly: a failure would tie the lowest valid reward, not stay below
+    with pytest.raises(ConfigError, match="failure"):
+        RewardConfig(failure=-1.875, per_marker=0.125)
+    RewardConfig(failure=-1.875, per_marker=0.0625)  # -1.4375: below

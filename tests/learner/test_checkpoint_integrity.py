@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -106,3 +107,35 @@ def test_checkpoint_round_trips_rng_state(tmp_path, tiny_model):
         seed(0)
     restore_checkpoint(tmp_path, learner)
     assert (np.random.rand(), random.random(), torch.rand(1).item()) == want
+
+
+# Mutation survivors (benchmarks/mutation.py): the rank logic, with torch.distributed faked.
+
+def test_only_rank_0_writes_and_every_rank_meets_at_the_barrier(tmp_path, tiny_model, monkeypatch):
+    from mlerl.learner import _checkpoint
+
+    learner = Learner(LearnerConfig(**CFG), tiny_model())
+    learner.version = 3
+    calls = []
+    monkeypatch.setattr(_checkpoint, "is_distributed", lambda: True)
+    monkeypatch.setattr(torch.distributed, "barrier", lambda: calls.append("barrier"))
+    for rank in (1, 2):
+        monkeypatch.setattr(torch.distributed, "get_rank", lambda: rank)
+        assert save_checkpoint(tmp_path / "ckpt", learner, {}) is None
+    assert not (tmp_path / "ckpt").exists() and calls == ["barrier", "barrier"]
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda: 0)
+    assert save_checkpoint(tmp_path / "ckpt", learner, {"a": 1}) == tmp_path / "ckpt" / "step_00000003"
+    assert calls == ["barrier"] * 3  # rank 0 waits too, after the commit
+
+
+def test_an_unloadable_state_names_the_loaders_error(tmp_path, tiny_model):
+    bad = tmp_path / "ckpt" / "step_00000001"
+    bad.mkdir(parents=True)
+    (bad / "state.pt").write_bytes(b"not a zip archive at all\n")
+    digest = hashlib.sha256((bad / "state.pt").read_bytes()).hexdigest()
+    (bad / "COMMIT").write_text(f"sha256 {digest}\n")  # the checksum matches: the load itself fails
+    learner = Learner(LearnerConfig(**CFG), tiny_model())
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(bad, learner)
+    # "<path>: state.pt is not a loadable checkpoint: <ExceptionType>: <its first line>"
+    assert re.search(r"state\.pt is not a loadable checkpoint: \w+: \S", str(info.value)), str(info.value)

@@ -134,3 +134,122 @@ def test_aggregate_ignores_padding():
     mask = torch.tensor([[1.0, 1.0, 0.0]])
     assert aggregate(x, mask, LossAgg.token_mean).item() == 2.0
     assert aggregate(x, mask, LossAgg.seq_mean).item() == 2.0
+
+
+# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+
+def test_policy_metrics_by_hand_and_padding_left_out():
+    logp = torch.log(R.clone())
+    logp[0, 2] = math.log(9.0)  # padding: a huge ratio there must count in no metric
+    _, m = ppo_policy_loss(logp, torch.zeros_like(R), A, MASK)
+    rs = [1.1, 1.5, 0.5, 0.5, 1.5]
+    assert m["ratio_mean"] == pytest.approx(5.1 / 5)  # (1.1 + 1.5 + 0.5 + 0.5 + 1.5) / 5
+    assert m["ratio_max"] == pytest.approx(1.5)
+    # approx_kl = mean of (r - 1) - log r over the 5 tokens
+    assert m["approx_kl"] == pytest.approx(sum((r - 1) - math.log(r) for r in rs) / 5, rel=1e-5)
+    assert m["approx_kl"] == pytest.approx(0.116011, rel=1e-4)
+    assert m["clipfrac"] == pytest.approx(0.8)
+
+
+def test_a_ratio_exactly_at_the_clip_bound_is_not_clipped():
+    # r = 1.5 and 0.5 are exact in float32: |r - 1| = 0.5 = clip_ratio, not beyond it
+    logp = torch.log(torch.tensor([[1.5, 0.5]]))
+    _, m = ppo_policy_loss(logp, torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2), clip_ratio=0.5)
+    assert m["clipfrac"] == 0.0
+    values, old = torch.tensor([[0.5, -0.5]]), torch.zeros(1, 2)
+    _, vm = value_loss(values, old, torch.zeros(1, 2), torch.ones(1, 2), clip=0.5)
+    assert vm["vf_clipfrac"] == 0.0
+
+
+def test_no_response_token_gives_zero_loss_and_neutral_metrics():
+    logp = torch.log(torch.tensor([[2.0, 3.0]]))
+    mask = torch.zeros(1, 2)
+    for agg in LossAgg:
+        loss, m = ppo_policy_loss(logp, torch.zeros(1, 2), torch.ones(1, 2), mask, agg=agg)
+        assert loss.item() == 0.0, agg  # no 0 / 0
+        assert m == {"clipfrac": 0.0, "approx_kl": 0.0, "ratio_mean": 0.0, "ratio_max": 1.0}
+    vloss, vm = value_loss(torch.ones(1, 2), torch.zeros(1, 2), torch.zeros(1, 2), mask)
+    assert vloss.item() == 0.0 and vm == {"vf_clipfrac": 0.0, "value_mean": 0.0}
+
+
+def test_seq_mean_of_one_sample_and_of_an_empty_row():
+    x = torch.tensor([[1.0, 3.0]])
+    # one sequence: its token mean, divided by 1 sequence
+    assert aggregate(x, torch.ones(1, 2), LossAgg.seq_mean).item() == 2.0
+    # an empty row adds 0 (no 0 / 0) and still counts as a sequence: (2 + 0) / 2
+    x2 = torch.tensor([[1.0, 3.0], [5.0, 7.0]])
+    mask2 = torch.tensor([[1.0, 1.0], [0.0, 0.0]])
+    assert aggregate(x2, mask2, LossAgg.seq_mean).item() == 1.0
+    # with an explicit norm: the sum of per-sequence means over it
+    assert aggregate(x2, torch.ones(2, 2), LossAgg.seq_mean, norm=4.0).item() == (2.0 + 6.0) / 4
+    # token_mean over a single token is that token
+    assert aggregate(torch.tensor([[4.0, 100.0]]), torch.tensor([[1.0, 0.0]]), LossAgg.token_mean).item() == 4.0
+
+
+def test_dual_clip_leaves_positive_advantages_alone():
+    logp = torch.log(torch.tensor([[5.0, 5.0]]))
+    a, mask = torch.tensor([[1.0, -1.0]]), torch.ones(1, 2)
+    dual, _ = ppo_policy_loss(logp, torch.zeros(1, 2), a, mask, dual_clip=3.0)
+    # A = +1: max(-5, -1.2) = -1.2 (untouched by the dual clip); A = -1: min(5, 3) = 3
+    assert dual.item() == pytest.approx((-1.2 + 3.0) / 2, rel=1e-6)
+
+
+def test_value_metrics_and_padding():
+    values = torch.tensor([[1.0, 3.0, 50.0]])
+    old, ret = torch.tensor([[0.0, 2.9, 0.0]]), torch.tensor([[1.0, 3.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    loss, m = value_loss(values, old, ret, mask, clip=0.5)
+    # token 0 moved 1.0 > 0.5 (clipped branch: 0.5 - 1 -> 0.25, unclipped 0): max 0.25;
+    # token 1 moved 0.1: both 0; padding (moved 50) counts nowhere
+    assert loss.item() == pytest.approx(0.5 * 0.25 / 2)
+    assert m == pytest.approx({"vf_clipfrac": 0.5, "value_mean": 2.0})
+
+
+def test_an_unknown_kl_estimator_is_refused():
+    with pytest.raises(ValueError, match="kl_estimator"):
+        kl_penalty(torch.zeros(1), torch.zeros(1), "k1")  # type: ignore[arg-type]
+
+
+def test_dual_clip_leaves_small_positive_advantages_alone_too():
+    logp = torch.log(torch.tensor([[5.0]]))
+    dual, _ = ppo_policy_loss(logp, torch.zeros(1, 1), torch.tensor([[0.5]]), torch.ones(1, 1), dual_clip=3.0)
+    # A = 0.5: max(-0.5 * 5, -0.5 * 1.2) = -0.6; the dual clip (A < 0 only) leaves it
+    assert dual.item() == pytest.approx(-0.6, rel=1e-6)
+
+
+def test_vf_clipfrac_counts_the_values_that_moved_beyond_the_clip():
+    values, old = torch.tensor([[1.0, -2.0, 0.1]]), torch.zeros(1, 3)
+    _, m = value_loss(values, old, torch.zeros(1, 3), torch.ones(1, 3), clip=0.5)
+    assert m["vf_clipfrac"] == pytest.approx(2 / 3)  # |1.0| and |-2.0| > 0.5; 0.1 is not
+
+
+def test_one_token_rows_and_metrics_are_not_halved():
+    x, mask = torch.tensor([[4.0, 100.0], [1.0, 3.0]]), torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    assert aggregate(x, mask, LossAgg.seq_mean).item() == 3.0  # (4 / 1 + 4 / 2) / 2
+    _, m = ppo_policy_loss(torch.log(torch.tensor([[2.0]])), torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1))
+    assert m["ratio_mean"] == pytest.approx(2.0) and m["clipfrac"] == 1.0
+
+
+def test_value_loss_takes_the_larger_branch_either_way():
+    values = torch.tensor([[1.0, -1.0]], requires_grad=True)
+    old, ret = torch.zeros(1, 2), torch.tensor([[-2.0, -3.0]])
+    loss, _ = value_loss(values, old, ret, torch.ones(1, 2), clip=0.5)
+    # token 0 moved up to 1 (clipped 0.5): max((1 + 2)^2, (0.5 + 2)^2) = 9, the unclipped one;
+    # token 1 moved down to -1 (clipped -0.5): max((-1 + 3)^2, (-0.5 + 3)^2) = 6.25, the clipped one
+    assert loss.item() == pytest.approx(0.5 * (9.0 + 6.25) / 2)
+    loss.backward()
+    # token 0: 0.5 * 2 * (1 + 2) / 2 = 1.5; token 1's loss is constant in V
+    assert values.grad[0].tolist() == pytest.approx([1.5, 0.0])
+
+
+def test_the_ratio_is_new_over_old_probability():
+    # pi = 0.6, pi_old = 0.5: r = 1.2 (inside the clip), pg = -A r = -1.2 with A = 1
+    loss, m = ppo_policy_loss(torch.log(torch.tensor([[0.6]])), torch.log(torch.tensor([[0.5]])),
+                              torch.ones(1, 1), torch.ones(1, 1))
+    assert loss.item() == pytest.approx(-1.2, rel=1e-5) and m["ratio_mean"] == pytest.approx(1.2, rel=1e-5)
+
+
+def test_entropy_sums_over_the_vocabulary_of_a_batch_of_sequences():
+    logits = torch.zeros(1, 2, 4)  # (B, T, V): uniform over 4 at both positions
+    out = entropy_from_logits(logits)
+    assert out.shape == (1, 2) and out.flatten().tolist() == pytest.approx([math.log(4)] * 2)

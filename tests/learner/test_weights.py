@@ -141,3 +141,22 @@ def test_a_running_mean_below_one_second_is_a_scale_and_zero_weights_have_no_ess
     assert duration_weights(D, W.running, running_mean=0.5).tolist() == pytest.approx([2.0, 4.0, 6.0, 12.0])
     # all weights 0: 0 / max(0, 1e-30) = 0, not nan
     assert weight_stats(torch.zeros(2), torch.tensor([1.0, 2.0]))["ess_frac"] == 0.0
+
+
+def test_the_default_clip_is_five_batch_means():
+    # [1] * 19 + [7]: mean 1.3, the slow one at 7 / 1.3 = 5.38 batch means, capped at 5 (a clip of
+    # 6 would not cap it); then renormalised by the mean (19 * 10/13 + 5) / 20 = 51/52
+    d = torch.tensor([1.0] * 19 + [7.0])
+    assert duration_weights(d, W.clipped).tolist() == pytest.approx([40 / 51] * 19 + [260 / 51])
+
+
+def test_running_mean_defaults_and_a_small_decay():
+    # the default floor is 0: a sub-second first batch is its own mean
+    assert update_running_mean(None, torch.tensor([0.5, 0.25]), 0.9) == pytest.approx(0.375)
+    # decay 0.25: 0.25 * 2 + 0.75 * 4 = 3.5
+    assert update_running_mean(2.0, torch.tensor([4.0]), 0.25) == pytest.approx(3.5)
+
+
+def test_weight_options_are_keyword_only():
+    with pytest.raises(TypeError):
+        duration_weights(D, W.paper, 0.0)  # type: ignore[misc]

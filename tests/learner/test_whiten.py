@@ -92,3 +92,25 @@ def test_whiten_over_a_real_two_rank_gloo_group(tmp_path):
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     assert rank0 == pytest.approx([-3 / S5, -1 / S5, 0.0], rel=1e-6)
     assert rank1 == pytest.approx([1 / S5, 3 / S5], rel=1e-6)
+
+
+# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+
+def test_whiten_one_token_and_no_token():
+    # one token: it is its own mean, variance 0 -> 0 (not NaN: divided by sqrt(0 + eps))
+    assert whiten(torch.tensor([[3.0, 8.0]]), torch.tensor([[1.0, 0.0]])).tolist() == [[0.0, 0.0]]
+    # no token at all: zeros, no 0 / 0
+    out = whiten(torch.tensor([[3.0, 8.0]]), torch.zeros(1, 2))
+    assert out.tolist() == [[0.0, 0.0]]
+
+
+def test_whiten_eps_is_added_to_the_variance():
+    # [0, 2]: mean 1, variance 1; eps = 3 -> (+-1) / sqrt(1 + 3) = +-0.5
+    out = whiten(torch.tensor([[0.0, 2.0]]), torch.ones(1, 2), eps=3.0)
+    assert out.flatten().tolist() == pytest.approx([-0.5, 0.5])
+
+
+def test_whiten_a_fractional_variance():
+    # [0, 1]: mean 0.5, population variance 0.25 (not floored to 0) -> [-1, 1]
+    out = whiten(torch.tensor([[0.0, 1.0]]), torch.ones(1, 2))
+    assert out.flatten().tolist() == pytest.approx([-1.0, 1.0], rel=1e-6)

@@ -127,3 +127,16 @@ def test_limits_are_frozen():
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         LIMITS.reward_max = 1e9  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("top_p", [math.nan, 1.5, 1.0000001, math.inf, 0.0, -0.5])
+def test_a_top_p_that_is_no_probability_is_refused_as_such(top_p):
+    # NaN < 1 is False: before this check a NaN top_p passed as untruncated sampling (a mutation
+    # survivor, top_p < 1 -> top_p != 1, showed no test told the two apart); so did 1.5
+    assert check_sample(make_sample(top_p=top_p), LIMITS) == f"top_p: {top_p} is not a probability in (0, 1]"
+
+
+def test_top_p_just_below_one_is_truncation_not_an_invalid_probability():
+    reason = check_sample(make_sample(top_p=0.5), LIMITS)
+    assert reason.startswith("top_p: sampled with top_p=0.5, top_k=-1;"), reason
+    assert check_sample(make_sample(top_p=1.0), LIMITS) is None

@@ -226,3 +226,50 @@ async def test_leftovers_counts_this_processes_run_dirs(tmp_path):
     (tmp_path / owner_tag() / "run-1").mkdir(parents=True)
     (tmp_path / "1-0" / "run-2").mkdir(parents=True)  # another (dead) executor's: reap's business
     assert (await leftovers(config))["run_dirs"] == 1
+
+
+# Mutation survivors (benchmarks/mutation.py): the mount list in full, on a fake host.
+
+def test_mount_args_in_full_on_a_fake_host(monkeypatch):
+    """Every argument, in order, for a host where /bin, /sbin and /lib are links into /usr,
+    /lib64 a dir, /lib32 and /libx32 absent, and two of the /etc files exist."""
+    from mlerl.sandbox import _bwrap
+
+    links = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib"}
+    dirs = {"/usr", "/lib64"}
+    files = {"/etc/ld.so.cache", "/etc/passwd"}
+    monkeypatch.setattr(_bwrap.os.path, "islink", lambda p: p in links)
+    monkeypatch.setattr(_bwrap.os, "readlink", lambda p: links[p])
+    monkeypatch.setattr(_bwrap.os.path, "isdir", lambda p: p in dirs)
+    monkeypatch.setattr(_bwrap.os.path, "exists", lambda p: p in files or p in dirs or p in links)
+    # built at run time: equal to the module's "/usr" and "/lib64" but not the same objects
+    roots = ["/" + "usr", "/usr/local/py", "/" + "lib64/py/venv", "/opt/py/venv", "/tmp/ci/venv"]
+    args = _bwrap.mount_args("/w", "/in", roots)
+    assert args == [
+        "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
+        "--perms", "1777", "--tmpfs", "/tmp",
+        "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+        "--symlink", "usr/lib", "/lib", "--ro-bind", "/lib64", "/lib64",
+        "--perms", "0755", "--dir", "/etc",  # once, before the first /etc file
+        "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache", "--ro-bind", "/etc/passwd", "/etc/passwd",
+        # /usr and /usr/local/py: inside the /usr bind already; /lib64/py/venv: its parents are
+        # in the /lib64 bind (none made); /opt/py/venv: its parents made 0755 first
+        "--ro-bind", "/lib64/py/venv", "/lib64/py/venv",
+        "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", "/opt/py",
+        "--ro-bind", "/opt/py/venv", "/opt/py/venv",
+        # under the private /tmp: /tmp exists already, only /tmp/ci is made
+        "--perms", "0755", "--dir", "/tmp/ci", "--ro-bind", "/tmp/ci/venv", "/tmp/ci/venv",
+        "--bind", "/w", "/workspace", "--ro-bind", "/in", "/workspace/input", "--chdir", "/workspace",
+    ]
+    # no staged inputs: no input mount
+    assert _bwrap.mount_args("/w", None, [])[-5:] == ["--bind", "/w", "/workspace", "--chdir", "/workspace"]
+
+
+def test_outermost_roots_and_path_prefixes():
+    from mlerl.sandbox._bwrap import _outermost, _parents, _under
+
+    # a root inside another is dropped; a sibling sharing a prefix ("/opt/venv2") is not inside
+    assert _outermost(["/opt/venv/lib", "/opt/venv2", "/opt/venv", "/opt/venv"]) == ["/opt/venv", "/opt/venv2"]
+    assert _under("/opt/venv", ["/opt/venv"]) and _under("/opt/venv/x", ["/opt/venv/"])
+    assert not _under("/opt/venv2", ["/opt/venv"]) and not _under("/opt", ["/opt/venv"])
+    assert _parents("/a/b/c") == ["/a", "/a/b"] and _parents("/a") == []

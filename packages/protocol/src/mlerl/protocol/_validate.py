@@ -17,8 +17,9 @@ field                       accepted                                   else
 ``duration_s``,             finite, ``0 <= d <= max_duration_s``       Δt weights of every other
 ``generation_s``                                                       sample go to ~0
 ``t_*``                     finite                                     NaN breaks batch ordering
-``top_p``, ``top_k``        1 and -1/0 (no truncation)                 the learner would score a
-                                                                       distribution not sampled
+``top_p``, ``top_k``        1 and -1/0 (no truncation); a top_p that   the learner would score a
+                            is NaN or outside (0, 1] is refused as no  distribution not sampled
+                            probability (vLLM refuses it too)
 ==========================  =========================================  ===========================
 
 The reason returned names the field first (``"reward: ..."``), so refusals can be counted per
@@ -75,6 +76,8 @@ def _in_range(name: str, value: float, low: float, high: float) -> str | None:
 
 def check_sample(sample: Sample, limits: SampleLimits) -> str | None:
     """None when ``sample`` may be stored and trained on, else why not (field name first)."""
+    if not 0.0 < sample.top_p <= 1.0:  # NaN too: no nucleus mass, whatever the engine did
+        return f"top_p: {sample.top_p} is not a probability in (0, 1]"
     if sample.top_p < 1.0 or sample.top_k > 0:  # truncated sampling: behaviour log-probs
         return (f"top_p: sampled with top_p={sample.top_p}, top_k={sample.top_k}; the learner "
                 "scores the untruncated distribution (use top_p=1, top_k=-1)")
