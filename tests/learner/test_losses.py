@@ -253,3 +253,43 @@ def test_entropy_sums_over_the_vocabulary_of_a_batch_of_sequences():
     logits = torch.zeros(1, 2, 4)  # (B, T, V): uniform over 4 at both positions
     out = entropy_from_logits(logits)
     assert out.shape == (1, 2) and out.flatten().tolist() == pytest.approx([math.log(4)] * 2)
+
+
+# Mutation survivors of _losses.py (benchmarks/mutation.py, the complete run of 2026-11-25)
+
+def test_importance_weights_multiply_the_token_losses():
+    # ratio 1 (logp = old), A = 1: pg_t = -1; weights (2, 1) -> (-2, -1), token mean -1.5
+    # (dividing instead would give (-0.5, -1), mean -0.75)
+    lp = torch.zeros(1, 2)
+    loss, _ = ppo_policy_loss(lp, lp, torch.ones(1, 2), torch.ones(1, 2), is_weights=torch.tensor([[2.0, 1.0]]))
+    assert loss.item() == pytest.approx(-1.5)
+
+
+def test_ratio_max_is_over_the_masked_tokens():
+    # ratios 0.5 (kept) and 0.25 (masked): the max over kept tokens is 0.5
+    old = torch.zeros(1, 2)
+    logp = torch.log(torch.tensor([[0.5, 0.25]]))
+    _, m = ppo_policy_loss(logp, old, torch.ones(1, 2), torch.tensor([[1.0, 0.0]]))
+    assert m["ratio_max"] == pytest.approx(0.5)
+
+
+def test_entropy_is_over_the_vocabulary_of_each_position():
+    # (B, T, V) = (1, 2, 3): uniform at t=0 (ln 3), peaked at t=1
+    logits = torch.tensor([[[0.0, 0.0, 0.0], [4.0, 0.0, 0.0]]])
+    p = torch.softmax(torch.tensor([4.0, 0.0, 0.0]), -1)
+    peaked = float(-(p * p.log()).sum())
+    assert entropy_from_logits(logits).shape == (1, 2)
+    assert entropy_from_logits(logits)[0].tolist() == pytest.approx([math.log(3), peaked])
+
+
+def test_seq_mean_of_an_empty_batch_is_zero_not_nan():
+    assert aggregate(torch.zeros(0, 3), torch.zeros(0, 3), LossAgg.seq_mean).item() == 0.0
+
+
+def test_value_loss_clips_at_half_a_unit_by_default_and_takes_its_options_by_keyword():
+    # V 1, V_old 0, G 1: the clipped value is 0.5, (0.5 - 1)^2 = 0.25 beats (1 - 1)^2 = 0; half of it
+    one, zero = torch.ones(1, 1), torch.zeros(1, 1)
+    loss, m = value_loss(one, zero, one, one)
+    assert loss.item() == pytest.approx(0.125) and m["vf_clipfrac"] == 1.0
+    with pytest.raises(TypeError):
+        value_loss(one, zero, one, one, 0.5)
