@@ -197,6 +197,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     (_L, "core/ReplaceComparisonOperator_Is_Eq", "if agg is LossAgg.token_mean:",
      "if agg == LossAgg.token_mean:"):
         "agg is always the enum (LearnerConfig coerces strings): `is` and `==` agree",
+    ("packages/learner/src/mlerl/learner/_checkpoint.py", "*", "while chunk := f.read(1 << 24):", "*"):
+        "the read size only sets how the file is fed to sha256: any positive size gives the same "
+        "digest (a size of 0 or less reads nothing or everything, and 1 + 24, 1 * 24, 1 % 24, "
+        "1 | 24, 1 ^ 24 are all positive)",
     (_R, "*", "top_failure = cfg.failure + cfg.per_marker * len(MARKERS)", "*"):
         "read only by the normalized range, max(1 + bonus, top_failure), and RewardConfig keeps "
         "failure + per_marker * 7 below -1 (failure < -1, per_marker >= 0): whatever this line "

@@ -139,3 +139,65 @@ def test_an_unloadable_state_names_the_loaders_error(tmp_path, tiny_model):
         load_checkpoint(bad, learner)
     # "<path>: state.pt is not a loadable checkpoint: <ExceptionType>: <its first line>"
     assert re.search(r"state\.pt is not a loadable checkpoint: \w+: \S", str(info.value)), str(info.value)
+
+
+# Mutation survivors of _checkpoint.py (benchmarks/mutation.py, 2026-11-25)
+
+def _minimal_checkpoint(path, digest=None):
+    """A state.pt with the required keys and a COMMIT naming ``digest`` (default: its own)."""
+    from mlerl.learner._checkpoint import _REQUIRED
+
+    path.mkdir(parents=True)
+    torch.save({k: {} for k in _REQUIRED}, path / "state.pt")
+    real = hashlib.sha256((path / "state.pt").read_bytes()).hexdigest()
+    (path / "COMMIT").write_text(f"sha256 {digest or real}\n")
+    return real
+
+
+@pytest.mark.parametrize("stored", ["0" * 64, "f" * 64])
+def test_a_checksum_that_differs_either_way_is_refused(tmp_path, stored):
+    from mlerl.learner._checkpoint import read_checkpoint
+
+    real = _minimal_checkpoint(tmp_path / "c", stored)
+    assert real != stored
+    with pytest.raises(CheckpointError, match="does not match the sha256"):
+        read_checkpoint(tmp_path / "c")
+    _minimal_checkpoint(tmp_path / "ok")
+    assert set(read_checkpoint(tmp_path / "ok")) >= {"version", "policy"}
+
+
+def test_an_unreadable_state_is_a_checkpoint_error(tmp_path):
+    from mlerl.learner._checkpoint import read_checkpoint
+
+    (tmp_path / "c" / "state.pt").mkdir(parents=True)  # a directory: open() raises an OSError
+    (tmp_path / "c" / "COMMIT").write_text("sha256 " + "0" * 64)
+    with pytest.raises(CheckpointError, match="cannot read"):
+        read_checkpoint(tmp_path / "c")
+
+
+def test_the_loaders_error_is_named_by_its_first_line(tmp_path, monkeypatch):
+    from mlerl.learner import _checkpoint
+
+    _minimal_checkpoint(tmp_path / "c")
+
+    def fail(*a, **k):
+        raise RuntimeError("first line\nsecond line")
+
+    monkeypatch.setattr(_checkpoint.torch, "load", fail)
+    with pytest.raises(CheckpointError) as info:
+        _checkpoint.read_checkpoint(tmp_path / "c")
+    assert str(info.value).endswith("RuntimeError: first line")
+
+
+@pytest.mark.parametrize("error", [KeyError, ValueError, TypeError, RuntimeError])
+def test_a_state_that_does_not_fit_the_learner_is_a_checkpoint_error(tmp_path, monkeypatch, error):
+    from mlerl.learner import _checkpoint
+
+    _minimal_checkpoint(tmp_path / "c")
+
+    def misfit(learner, state):
+        raise error("shape mismatch")
+
+    monkeypatch.setattr(_checkpoint, "load_learner_state", misfit)
+    with pytest.raises(CheckpointError, match=f"does not fit this learner: {error.__name__}"):
+        _checkpoint.load_checkpoint(tmp_path / "c", learner=None)
