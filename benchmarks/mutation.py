@@ -197,6 +197,12 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     (_L, "core/ReplaceComparisonOperator_Is_Eq", "if agg is LossAgg.token_mean:",
      "if agg == LossAgg.token_mean:"):
         "agg is always the enum (LearnerConfig coerces strings): `is` and `==` agree",
+    **{("packages/protocol/src/mlerl/protocol/_validate.py", "core/NumberReplacer",
+        f'or _in_range("{k}", sample.{k}, 0.0, limits.max_duration_s){tail}',
+        f'or _in_range("{k}", sample.{k}, -1.0, limits.max_duration_s){tail}'):
+       f"Sample.__post_init__ refuses a negative {k} (on construction and on decode), so "
+       "check_sample never sees one: a lower bound of 0 or -1 accepts the same samples"
+       for k, tail in (("duration_s", ""), ("generation_s", ")"))},
     ("packages/learner/src/mlerl/learner/_checkpoint.py", "*", "while chunk := f.read(1 << 24):", "*"):
         "the read size only sets how the file is fed to sha256: any positive size gives the same "
         "digest (a size of 0 or less reads nothing or everything, and 1 + 24, 1 * 24, 1 % 24, "
