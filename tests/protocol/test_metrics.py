@@ -163,23 +163,28 @@ def test_a_resumed_sink_keeps_one_record_per_step(tmp_path: Path, quiet_wandb: N
     1, 2, 3, 4, 3, 4); W&B gets a new run that replays 1, 2 first, and the old run is listed."""
     config = MetricsConfig(console=False)
     first = make_sink(config, tmp_path, name="r", resume_step=0)
+    # values with long decimal expansions: a needle like b"3.25" can occur in a binary W&B file
+    # by chance (a timestamp, an id), and did once
+    old = {step: step + 0.123456789 for step in (1, 2, 3, 4)}
+    redone = {step: step + 10.987654321 for step in (3, 4)}
     for step in (1, 2, 3, 4):
-        first.log({"loss": step + 0.25}, step)
+        first.log({"loss": old[step]}, step)
     first.close()
     old_id = (tmp_path / "wandb" / "mlerl-run-id").read_text()
     resumed = make_sink(config, tmp_path, name="r", resume_step=2)
     for step in (3, 4):
-        resumed.log({"loss": 10.5 + step}, step)
+        resumed.log({"loss": redone[step]}, step)
     resumed.close()
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [(r["step"], r["loss"]) for r in rows] == [(1, 1.25), (2, 2.25), (3, 13.5), (4, 14.5)]
+    assert [(r["step"], r["loss"]) for r in rows] == [(1, old[1]), (2, old[2]), (3, redone[3]), (4, redone[4])]
     new_id = (tmp_path / "wandb" / "mlerl-run-id").read_text()
     assert new_id != old_id and (tmp_path / "wandb" / "mlerl-superseded-runs").read_text() == old_id + "\n"
     (new_run,) = [r for r in (tmp_path / "wandb").glob("offline-run-*") if r.name.endswith(new_id)]
     data = (new_run / f"run-{new_id}.wandb").read_bytes()
-    for needle in [b"learner/loss", b"1.25", b"2.25", b"13.5", b"14.5"]:  # replayed 1, 2; redone 3, 4
+    replayed_and_redone = [old[1], old[2], redone[3], redone[4]]
+    for needle in [b"learner/loss", *(repr(v).encode() for v in replayed_and_redone)]:
         assert needle in data, needle
-    for needle in [b"3.25", b"4.25"]:  # the superseded 3, 4 are not in the new run
+    for needle in [repr(old[3]).encode(), repr(old[4]).encode()]:  # the superseded 3, 4 are not in the new run
         assert needle not in data, needle
     # a resume that redoes nothing keeps the W&B run
     again = make_sink(config, tmp_path, name="r", resume_step=4)
