@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", type=Path, help="a run directory: reuse its actor settings and tasks")
     parser.add_argument("--tasks", default="", help="comma-separated task ids (default: the run's)")
     parser.add_argument("--k", type=int, default=16, help="samples per task and seed (default 16)")
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    parser.add_argument("--seeds", type=int, default=3, help="how many seeds (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds FIRST..FIRST+N-1 (default 0): e.g. a run's own seed")
     parser.add_argument("--data-dir", default="", help="prepared task data (default: the run's, else MLE-bench's cache)")
     parser.add_argument("--backend", default="local", choices=["local", "docker"])
     parser.add_argument("--aide", action="store_true",
@@ -149,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.k < 1 or args.seeds < 1:
         parser.error("--k and --seeds must be >= 1")
+    if args.first_seed < 0:
+        parser.error("--first-seed must be >= 0")
     if not (Path(args.model) / "config.json").is_file():
         parser.error(f"--model {args.model} is not a Hugging Face model directory")
     from mlerl.actors import ActorsConfig
@@ -168,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--public-fraction must lie in (0, 1]")
         fraction = args.public_fraction
     tasks = [t for t in args.tasks.split(",") if t] or run_tasks.ids
-    result = evaluate_policy(args.model, tasks, k=args.k, seeds=list(range(args.seeds)), base=base,
+    result = evaluate_policy(args.model, tasks, k=args.k,
+                             seeds=list(range(args.first_seed, args.first_seed + args.seeds)), base=base,
                              data_dir=args.data_dir or run_tasks.data_dir, tasks_dir=run_tasks.tasks_dir,
                              sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k",
                              public_fraction=fraction)
