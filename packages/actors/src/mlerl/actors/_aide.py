@@ -23,11 +23,14 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mlerl.actors._parse import parse_response
 from mlerl.actors._prompts import EDIT_FORMAT, FORMAT, SYSTEM, PromptConfig, clip_head, clip_tail, improve_prompt, scratch_prompt
 from mlerl.protocol import ChatMessage, InferenceEngine, ParseStatus, SamplingParams, check
+
+if TYPE_CHECKING:
+    from mlerl.bench import TaskSpec
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class Node:
     """Wall-clock seconds of the step: generation, parsing, execution and grading."""
 
 
-def debug_prompt(task: Any, node: Node, config: PromptConfig) -> list[ChatMessage]:
+def debug_prompt(task: TaskSpec, node: Node, config: PromptConfig) -> list[ChatMessage]:
     previous = clip_head(f"{node.plan}\n\n```python\n{node.code.rstrip()}\n```", config.code_chars)
     user = (
         "Your previous solution had a bug or produced no valid submission. Fix it. "
@@ -112,7 +115,7 @@ def next_step(nodes: list[Node], config: AideConfig, lower_is_better: bool, rng:
 
 async def run_aide(
     engine: InferenceEngine,
-    task: Any,
+    task: TaskSpec,
     evaluate: Callable[[str], Awaitable[Evaluation]],
     config: AideConfig | None = None,
     *,
