@@ -141,3 +141,34 @@ def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions
     # GRPO without std: the two revisions get +-(0.4 - -9.5) / 2
     assert m_grouped["split/kind/improve/adv_std"] == pytest.approx(4.95, rel=1e-5)
     assert m_grouped["split/all/zero_adv_share"] == 0.0 and m_lone["split/all/zero_adv_share"] == 0.5
+
+
+def test_improve_group_task_gives_lone_revisions_a_baseline_and_leaves_scratch_groups_alone(make_sample, tiny_model):
+    # learner.improve_group=task: the IMPROVE samples of a task form one group whatever their
+    # prompts, so revisions of different parents compete; scratch groups are unchanged.
+    from mlerl.learner._learner import advantage_group
+    from mlerl.learner._config import ImproveGroup
+    from mlerl.protocol import PromptKind
+
+    def improve(s, prompt):
+        return msgspec.structs.replace(s, prompt_kind=PromptKind.IMPROVE, parent_id="a:99", prompt_ids=prompt)
+
+    scratch = [msgspec.structs.replace(make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7]) for i, r in enumerate((0.5, -10.0))]
+    lone = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10 + i]) for i, r in enumerate((0.4, -9.5))]
+    assert advantage_group(lone[0], ImproveGroup.task) == advantage_group(lone[1], ImproveGroup.task)
+    assert advantage_group(lone[0], ImproveGroup.prompt) != advantage_group(lone[1], ImproveGroup.prompt)
+    assert advantage_group(scratch[0], ImproveGroup.task) == (scratch[0].task_id, (5, 6, 7))
+    other_task = msgspec.structs.replace(lone[1], task_id="another")
+    assert advantage_group(other_task, ImproveGroup.task) != advantage_group(lone[0], ImproveGroup.task)
+    base = dict(BASE, batch_size=4, micro_batch_size=4)
+    m = {g: Learner(LearnerConfig(**base, advantage="grpo", critic="none", duration_weighting="none",
+                                  improve_group=g), tiny_model()).update(scratch + lone)
+         for g in ("prompt", "task")}
+    assert m["prompt"]["split/kind/improve/zero_adv_share"] == 1.0
+    assert m["task"]["split/kind/improve/zero_adv_share"] == 0.0
+    # GRPO without std: the two revisions get +-(0.4 - -9.5) / 2; the scratch pair is unchanged
+    assert m["task"]["split/kind/improve/adv_std"] == pytest.approx(4.95, rel=1e-5)
+    assert m["task"]["split/kind/scratch/adv_std"] == pytest.approx(m["prompt"]["split/kind/scratch/adv_std"])
+    assert m["task"]["split/kind/scratch/adv_std"] == pytest.approx(5.25, rel=1e-5)
+    with pytest.raises(ConfigError, match="improve_group"):
+        LearnerConfig(improve_group="parent")

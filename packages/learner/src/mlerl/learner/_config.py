@@ -76,6 +76,15 @@ class CriticKind(str, enum.Enum):
     """No critic (only valid with a group baseline estimator)."""
 
 
+class ImproveGroup(str, enum.Enum):
+    prompt = "prompt"
+    """An IMPROVE sample's group is its prompt, like any sample's: a parent improved once forms a
+    group of one (advantage 0); revisions of one parent (``actors.improvement.revisions``) share it."""
+    task = "task"
+    """All IMPROVE samples of a task in the batch form one group: revisions compete with each
+    other across parents. Scratch samples keep their prompt groups."""
+
+
 class BatchPolicy(str, enum.Enum):
     first_completed = "first_completed"
     """The paper's Algorithm 1: the B samples that completed first; later ones wait."""
@@ -139,6 +148,8 @@ class LearnerConfig:
     noise; with a floor of 0.01 those become +-0.005 while real differences keep their size.
     Task-dependent (the reward is the task's metric); batch whitening (``normalize_advantages``)
     rescales the batch afterwards and undoes it, so use it without whitening."""
+    improve_group: ImproveGroup = ImproveGroup.prompt
+    """With a group baseline (``grpo``/``rloo``): the group of an IMPROVE sample (issue 28)."""
     normalize_advantages: bool = False
     """Whiten advantages over the batch (masked), as some PPO variants do."""
     critic: CriticKind = CriticKind.copy
@@ -244,5 +255,5 @@ class LearnerConfig:
 _ENUM_FIELDS: dict[str, type[enum.Enum]] = {
     "batch_policy": BatchPolicy, "ratio_base": RatioBase, "kl_estimator": KLEstimator,
     "advantage": AdvantageEstimator, "critic": CriticKind, "loss_agg": LossAgg,
-    "duration_weighting": DurationWeighting,
+    "duration_weighting": DurationWeighting, "improve_group": ImproveGroup,
 }

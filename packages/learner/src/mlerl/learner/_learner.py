@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import torch
 
-from mlerl.protocol import ExecStatus, Sample
+from mlerl.protocol import ExecStatus, PromptKind, Sample
 
 from mlerl.learner._advantages import gae, group_advantages, terminal_rewards, whiten
 from mlerl.learner._batch import TokenBatch, collate, token_logprobs, token_values, use_varlen_attention
-from mlerl.learner._config import AdvantageEstimator, LearnerConfig, LossAgg, RatioBase
+from mlerl.learner._config import AdvantageEstimator, ImproveGroup, LearnerConfig, LossAgg, RatioBase
 from mlerl.learner._diagnostics import gather_rows, per_sample_stats, split_metrics
 from mlerl.learner._losses import aggregate, kl_penalty, ppo_policy_loss, value_loss
 from mlerl.learner._models import enable_checkpointing, is_distributed, make_critic, make_reference, shard
@@ -108,7 +108,7 @@ class Learner:
         self.running_dt = update_running_mean(self.running_dt, durations, cfg.duration_ema, cfg.duration_floor_s)
         seq_adv = None
         if cfg.advantage is not AdvantageEstimator.gae:
-            groups = [(s.task_id, tuple(s.prompt_ids)) for s in kept]
+            groups = [advantage_group(s, cfg.improve_group) for s in kept]
             seq_adv = group_advantages(rewards, groups, cfg.advantage, std_normalise=cfg.grpo_std,
                                        std_floor=cfg.grpo_std_floor)
         local = list(range(self.rank, n, self.world))
@@ -247,3 +247,11 @@ class Learner:
         if scores:
             out["batch/score_max"], out["batch/score_min"] = max(scores), min(scores)
         return out
+
+
+def advantage_group(sample: Sample, improve_group: ImproveGroup) -> tuple[object, ...]:
+    """The group a sample's baseline is taken over: its task and prompt tokens, or, for an
+    IMPROVE sample with ``improve_group=task``, its task's IMPROVE samples."""
+    if improve_group is ImproveGroup.task and sample.prompt_kind is PromptKind.IMPROVE:
+        return (sample.task_id, PromptKind.IMPROVE.value)
+    return (sample.task_id, tuple(sample.prompt_ids))
