@@ -128,7 +128,7 @@ def test_a_child_that_cannot_start_reports_its_last_stderr_line(task, tmp_path):
 
 @pytest.mark.parametrize("noticed", ["before asking", "when asked"])
 def test_a_child_killed_while_idle_is_replaced_and_costs_no_grade(task, tmp_path, monkeypatch, noticed):
-    from mlerl.bench._subprocess import _Worker
+    from mlerl.bench._grader_worker import _Worker
 
     good = _submission(tmp_path, "good")
     with GraderPool(size=1) as pool:

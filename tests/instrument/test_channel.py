@@ -17,7 +17,7 @@ from mlerl.instrument import (
     prepare_run,
     scan_text,
 )
-from mlerl.instrument._run import EMIT_LIMIT
+from mlerl.instrument._prelude import EMIT_LIMIT
 from mlerl.protocol import ExecStatus
 
 FORGER = "".join(f"print({m!r})\n" for m in MARKERS) + "raise SystemExit(1)\n"

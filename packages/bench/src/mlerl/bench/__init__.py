@@ -16,11 +16,12 @@ The command is ``mlerl-bench``; see docs/bench.md.
 
 from mlerl.bench._compare import compare_runs, mean_se
 from mlerl.bench._grade import grade_submission, validate_submission
+from mlerl.bench._grader_pool import GraderPool
 from mlerl.bench._graders import GRADERS
 from mlerl.bench._medals import rank_score
 from mlerl.bench._prepare import prepare
 from mlerl.bench._split import reference_scores, split_answers
-from mlerl.bench._subprocess import GraderPool, grade_in_subprocess
+from mlerl.bench._subprocess import grade_in_subprocess
 from mlerl.bench._task import Registry, TaskError, TaskSpec, default_data_dir
 
 __version__ = "0.1.0"

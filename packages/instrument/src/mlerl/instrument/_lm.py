@@ -4,7 +4,7 @@ A frozen copy of the LM, reached through any :class:`mlerl.protocol.InferenceEng
 insert the marker prints. Its answer is accepted only if it verifies
 (:func:`mlerl.instrument._verify.finalize`: the original plus marker statements, nothing else),
 every marker sits where a statement dominating it performs that stage and alone on its line
-(:func:`mlerl.instrument._rules.misplaced_markers`; else ``misplaced_marker``), and it holds at
+(:func:`mlerl.instrument._position.misplaced_markers`; else ``misplaced_marker``), and it holds at
 least one marker; otherwise the deterministic instrumenter's output is used and
 the reason recorded. Results are cached by the SHA-256 of the program (LRU, bounded); one
 ``engine.generate`` call serves up to ``batch_size`` distinct uncached programs. Engine failures
@@ -27,7 +27,7 @@ from mlerl.protocol import ChatMessage, Completion, InferenceEngine, SamplingPar
 
 from mlerl.instrument._ast_instrument import instrument_ast
 from mlerl.instrument._markers import marker_of
-from mlerl.instrument._rules import misplaced_markers, verification_context
+from mlerl.instrument._position import misplaced_markers, verification_context
 from mlerl.instrument._run import _alone
 from mlerl.instrument._verify import Rejected, count_markers, finalize, parse
 

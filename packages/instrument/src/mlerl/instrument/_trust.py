@@ -4,7 +4,7 @@ Two uses:
 
 - :func:`imports` resolves names bound by imports (``import pandas as pd`` -> ``pd`` is
   ``pandas``; ``from sklearn.ensemble import RandomForestClassifier``) so placement rules credit a
-  stage only when the call really is the library's (:mod:`mlerl.instrument._rules`). A name that
+  stage only when the call really is the library's (:mod:`mlerl.instrument._context`). A name that
   is bound in any other way anywhere in the program (assigned, a parameter, a ``def``, a loop
   target, imported twice from different places) is not resolved: ``pd = Fake()`` makes every
   ``pd.read_csv`` untrusted.

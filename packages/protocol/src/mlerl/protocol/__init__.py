@@ -40,8 +40,9 @@ from mlerl.protocol._messages import (
 )
 from mlerl.protocol._lifetime import die_with_parent
 from mlerl.protocol._metrics import MetricsConfig, make_sink
+from mlerl.protocol._receiver import SampleReceiver
 from mlerl.protocol._run import RunContract, RunModel, RunTasks, load_run
-from mlerl.protocol._transport import SampleReceiver, SampleSender
+from mlerl.protocol._sender import SampleSender
 from mlerl.protocol._transport_config import RunTransportConfig, TransportConfig
 from mlerl.protocol._validate import SampleLimits, check_sample
 from mlerl.protocol._weightfile import (

@@ -31,7 +31,7 @@ import aiodocker
 import aiohttp
 
 from mlerl.sandbox._output import OutputSink
-from mlerl.sandbox._runner import Admission, Outcome, admitted, started
+from mlerl.sandbox._runner import Admission, Outcome, admitted, exit_or_limit, started
 from mlerl.sandbox._types import ExecutionRequest, ExecutionResult, OutputCallback, SandboxConfig
 from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_alive, owner_tag, stage_inputs
 
@@ -217,15 +217,10 @@ class DockerSandbox:
                 out.start()
                 pumping = tg.create_task(pump())
                 exited = tg.create_task(container.wait())
-                hit = tg.create_task(limit_hit.wait())
-                done, _ = await asyncio.wait({exited, hit}, timeout=lim.wall_time_s,
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if exited not in done:
-                    out.timed_out = hit not in done
-                    await self._stop(container, lim.kill_grace_s if out.timed_out else 0.0)
+                if await exit_or_limit(tg, exited, limit_hit, lim, out,
+                                       lambda grace: self._stop(container, grace)):
                     exited.cancel()
                 out.finish()
-                hit.cancel()
                 _, pending = await asyncio.wait({pumping}, timeout=2.0)
                 for task in pending:
                     task.cancel()

@@ -22,7 +22,7 @@ import time
 
 from mlerl.sandbox import _cgroup
 from mlerl.sandbox._output import OutputSink
-from mlerl.sandbox._runner import Outcome
+from mlerl.sandbox._runner import Outcome, exit_or_limit
 from mlerl.sandbox._types import Limits
 
 log = logging.getLogger("mlerl.sandbox")
@@ -50,14 +50,9 @@ async def supervise(proc: Process, sink: OutputSink, lim: Limits, out: Outcome,
         pumps = {tg.create_task(pump(proc.stdout, "stdout")),
                  tg.create_task(pump(proc.stderr, "stderr"))}
         exited = tg.create_task(proc.wait())
-        hit = tg.create_task(limit_hit.wait())
-        done, _ = await asyncio.wait({exited, hit}, timeout=lim.wall_time_s,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if exited not in done:
-            out.timed_out = hit not in done
-            await terminate(proc, cg, lim.kill_grace_s if out.timed_out else 0.0)
+        await exit_or_limit(tg, exited, limit_hit, lim, out,
+                            lambda grace: terminate(proc, cg, grace))
         out.finish()
-        hit.cancel()
         await kill(proc, cg)  # descendants still holding the pipes
         _, pending = await asyncio.wait(pumps | {exited}, timeout=_DRAIN_AFTER_EXIT_S)
         for task in pending:

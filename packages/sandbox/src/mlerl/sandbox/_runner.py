@@ -1,4 +1,5 @@
-"""What every backend shares: admission control, the run's life cycle and the status rules.
+"""What every backend shares: admission control, the run's life cycle, the race of a program's
+exit against its limits (:func:`exit_or_limit`) and the status rules.
 
 Every backend's ``run`` reads the same (:func:`admitted` and :meth:`Execution.attempt` are the
 two async context managers it enters; the backend supplies its work dir and its ``execute``)::
@@ -35,9 +36,10 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mlerl.protocol import ExecStatus, check
 from mlerl.sandbox._output import OutputSink
@@ -135,6 +137,29 @@ def decide(outcome: Outcome, sink: OutputSink) -> ExecStatus:
     if outcome.oom:
         return ExecStatus.OOM
     return ExecStatus.OK if outcome.exit_code == 0 else ExecStatus.PROGRAM_ERROR
+
+
+async def exit_or_limit(tg: asyncio.TaskGroup, exited: asyncio.Task[Any], limit_hit: asyncio.Event,
+                        lim: Limits, out: Outcome, stop: Callable[[float], Awaitable[None]]) -> bool:
+    """Wait for whichever comes first: the program's exit (``exited``), its output limit
+    (``limit_hit``, set by the backend's output pump) or its wall time (``lim.wall_time_s``).
+
+    If it had not exited, record whether the wall time ran out (``out.timed_out``) and
+    ``await stop(grace)``: ``lim.kill_grace_s`` after the wall time (TERM, grace, KILL), 0 after
+    the output limit (KILL at once). Returns True when the program was stopped. The task that
+    waits for ``limit_hit`` belongs to the caller's ``tg`` and is cancelled on the way out.
+    """
+    hit = tg.create_task(limit_hit.wait())
+    try:
+        done, _ = await asyncio.wait({exited, hit}, timeout=lim.wall_time_s,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if exited in done:
+            return False
+        out.timed_out = hit not in done
+        await stop(lim.kill_grace_s if out.timed_out else 0.0)
+        return True
+    finally:
+        hit.cancel()
 
 
 def _explain(status: ExecStatus, outcome: Outcome, lim: Limits) -> str:
