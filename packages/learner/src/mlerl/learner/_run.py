@@ -41,6 +41,7 @@ import torch
 from mlerl.protocol import (
     ExecStatus,
     MetricsConfig,
+    MetricsSink,
     Sample,
     SampleLimits,
     SampleReceiver,
@@ -185,7 +186,7 @@ def open_receiver(buffer: ExperienceBuffer, transport: TransportConfig, cfg: Lea
         full=lambda: pending_full(len(buffer), buffer.pending_bytes, cfg), **refuse)
 
 
-async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: Any,
+async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: MetricsSink,
                 run_dir: Path, samples: SampleLog | None = None) -> None:
     """Rank 0's loop until ``max_updates``, cancellation or SIGTERM (a clean stop)."""
     cfg = learner.config

@@ -13,7 +13,7 @@ contents; they are grouped as in ``__all__``:
   learner's content checks on samples (``check_sample``, ``SampleLimits``),
 - the weight-file contract every engine loads (``encode_weights``, ``announce``,
   ``read_update_bytes``, ``load_into``, ``tied_names``, ``WeightUpdateError``),
-- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console),
+- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console; ``MetricsSink``, their protocol),
 - process lifetime (``die_with_parent``: a child ends with its parent, SIGKILL included),
 - the run contract (``RunContract`` with ``RunModel`` and ``RunTasks``; ``load_run``): the facts
   every process of a run reads (policy, seed, tasks, transport), typed and loaded once,
@@ -39,7 +39,7 @@ from mlerl.protocol._messages import (
     encode,
 )
 from mlerl.protocol._lifetime import die_with_parent
-from mlerl.protocol._metrics import MetricsConfig, make_sink
+from mlerl.protocol._metrics import MetricsConfig, MetricsSink, make_sink
 from mlerl.protocol._receiver import SampleReceiver
 from mlerl.protocol._run import RunContract, RunModel, RunTasks, load_run
 from mlerl.protocol._sender import SampleSender
@@ -89,6 +89,7 @@ __all__ = [
     # metrics
     "MetricsConfig",
     "make_sink",
+    "MetricsSink",
     # process lifetime
     "die_with_parent",
     # the run contract
