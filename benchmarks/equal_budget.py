@@ -235,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--name", default="equal_budget")
     p.add_argument("--no-launch", action="store_true", help="aggregate only")
+    p.add_argument("--methods", default="initial_bon,aide",
+                   help="baselines to launch where missing (comma-separated; e.g. one per process)")
     p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
                    help="seeds the default configuration was chosen on (recorded in the results)")
     args = p.parse_args(argv)
@@ -250,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         if len(tasks) != 1:
             p.error(f"{run_dir}: one task per run (the budget is per task), found {tasks}")
         n = budget(samples, tasks[0], int(report["k"]))
-        for method in ("initial_bon", "aide"):
+        for method in [m for m in args.methods.split(",") if m]:
+            if method not in ("initial_bon", "aide"):
+                p.error(f"--methods: unknown baseline {method!r} (initial_bon, aide)")
             if not args.no_launch and not (run_dir / f"equal_budget_{method}.json").is_file():
                 launch(run_dir, method, seed, n)
         rows += seed_rows(run_dir, _load(run_dir / "equal_budget_aide.json"),

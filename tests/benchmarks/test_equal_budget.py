@@ -113,3 +113,11 @@ def test_main_refuses_an_empty_runs_dir(tmp_path, capsys):
     with pytest.raises(SystemExit):
         eb.main(["--runs-dir", str(tmp_path), "--no-launch", "--out", str(tmp_path)])
     assert "no finished runs" in capsys.readouterr().err
+
+
+def test_an_unknown_baseline_is_refused_before_anything_runs(tmp_path, capsys):
+    (tmp_path / "runs").mkdir()
+    _run(tmp_path / "runs", 0, [_s(1.0, 0.05, 0.06)], None, None, k=1)
+    with pytest.raises(SystemExit):
+        eb.main(["--runs-dir", str(tmp_path / "runs"), "--seeds", "1", "--methods", "mcts", "--out", str(tmp_path)])
+    assert "unknown baseline 'mcts'" in capsys.readouterr().err
