@@ -22,7 +22,7 @@ Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hashlib
 import json
@@ -36,6 +36,9 @@ from mlerl.embedded._prompts import (
     draft_messages, format_answer, improve_messages, instrument_messages,
 )
 from mlerl.embedded._tasks import TaskView
+
+if TYPE_CHECKING:
+    from mlerl.actors import PromptConfig
 
 _STRONG = ("hist_gb", "lightgbm", "random_forest", "extra_trees", "grad_boost", "mlp", "logistic")
 _FIX = {
@@ -89,13 +92,13 @@ def _crash_output(program: Program) -> str:
     return (_output(program, offending) + "\n" + program.error).strip()
 
 
-def _draft(view: TaskView, program: Program, prompts: Any = None) -> Example:
+def _draft(view: TaskView, program: Program, prompts: PromptConfig | None = None) -> Example:
     return Example("draft", view.id, _msgs(draft_messages(view.task, prompts)),
                    format_answer(program.plan, program.code), program.family, program.correct,
                    program.mistake, program.code)
 
 
-def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bool = True,
+def _improve(view: TaskView, rng: random.Random, prompts: PromptConfig | None = None, styles: bool = True,
              fix_share: float = 0.5) -> Example:
     if getattr(prompts, "improve_format", "rewrite") == "edit":
         return _revise(view, rng, prompts, styles, fix_share)
@@ -132,7 +135,7 @@ def _improve(view: TaskView, rng: random.Random, prompts: Any = None, styles: bo
                    better.code, (weak_prog.plan, weak_prog.code))
 
 
-def _revise(view: TaskView, rng: random.Random, prompts: Any, styles: bool, fix_share: float) -> Example:
+def _revise(view: TaskView, rng: random.Random, prompts: PromptConfig | None, styles: bool, fix_share: float) -> Example:
     """An ``edit``-format improve example: a parent program and the search/replace edits of ONE
     change to it (the bug fixed; or a new hyperparameter setting, model family or feature set,
     drawn at random, so revisions that help and revisions that hurt both appear)."""
@@ -188,7 +191,7 @@ def _revise(view: TaskView, rng: random.Random, prompts: Any, styles: bool, fix_
 
 
 def with_real_outputs(examples: list[Example], views: list[TaskView],
-                      run: Callable[[list[tuple[Any, str]]], list[str]], prompts: Any = None) -> list[Example]:
+                      run: Callable[[list[tuple[Any, str]]], list[str]], prompts: PromptConfig | None = None) -> list[Example]:
     """`examples` with every improve prompt showing its parent's real terminal output.
 
     `run` takes (task, program) pairs and returns each program's terminal output as the actors
@@ -217,7 +220,7 @@ def _instrument(view: TaskView, program: Program) -> Example:
 
 def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int = 48,
                     improves_per_task: int = 16, instruments_per_task: int = 8,
-                    mistake_rate: float = 0.2, prompts: Any = None, styles: bool = True,
+                    mistake_rate: float = 0.2, prompts: PromptConfig | None = None, styles: bool = True,
                     fix_share: float = 0.5) -> list[Example]:
     """Deterministic corpus for `views`; duplicate answers are dropped.
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mlerl.bench import TaskSpec
 
 # metric name (lower-cased, bench spelling variants) -> how the submission is produced
 _PROBLEM_BY_METRIC = {
@@ -45,7 +48,7 @@ class TaskView:
     """For image tasks: the column with the file name under input/images/ (None: `<id>.png`)."""
     context_column: str | None = None
     """For span tasks: a test column besides id and text that conditions the span (sentiment)."""
-    task: Any = field(default=None, compare=False, repr=False)
+    task: TaskSpec | None = field(default=None, compare=False, repr=False)
     """The `mlerl.bench.TaskSpec` (prompts are built from it: description, files, snippet)."""
 
     @property
@@ -86,7 +89,7 @@ def _mean_lengths(path: Path, rows: int = 20) -> dict[str, float]:
 
 def view_from_public_dir(
     task_id: str, metric: str, lower_is_better: bool, modality: str, public_dir: Path,
-    description: str | None = None, id_column: str | None = None, task: Any = None,
+    description: str | None = None, id_column: str | None = None, task: TaskSpec | None = None,
 ) -> TaskView:
     """Infer a view from a prepared public dir (train.csv, test.csv, sample_submission.csv)."""
     train_cols = _header(public_dir / "train.csv")
