@@ -241,3 +241,24 @@ def test_pearson_of_a_constant_that_does_not_average_exactly_is_nan():
     # mean([0.1] * 3) = 0.10000000000000002: the deviations are not 0, but the input is constant
     assert math.isnan(m.pearson([0.1, 0.1, 0.1], [1.0, 2.0, 3.0]))
     assert math.isnan(m.pearson([1.0, 2.0, 3.0], [0.1, 0.1, 0.1]))
+
+
+# Mutation survivors of the complete _metrics run (issue 26): no test called these two with
+# valid input, so a check that refused every input survived.
+
+def test_columnwise_rmsle_averages_the_columns_rmsle():
+    e = math.e
+    t = np.zeros((2, 2))
+    p = np.array([[e - 1, 0.0], [e - 1, e * e - 1]])
+    # column 0: log1p differences [1, 1] -> 1; column 1: [0, 2] -> sqrt((0 + 4) / 2) = sqrt 2
+    assert m.columnwise_rmsle(t, p) == pytest.approx((1.0 + math.sqrt(2.0)) / 2)
+    with pytest.raises(ValueError, match="2-D"):
+        m.columnwise_rmsle(np.ones(3), np.ones(3))
+
+
+def test_mean_word_jaccard_averages_aligned_pairs_of_equal_length_only():
+    # "a b c" / "a d": 1 / 4; "x" / "X": 1 (case-insensitive) -> mean 0.625
+    assert m.mean_word_jaccard(["a b c", "x"], ["a d", "X"]) == 0.625
+    for preds, answers in ((["a"], ["a", "b"]), (["a", "b"], ["a"])):
+        with pytest.raises(ValueError, match="equal length"):
+            m.mean_word_jaccard(preds, answers)
