@@ -203,6 +203,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
        f"Sample.__post_init__ refuses a negative {k} (on construction and on decode), so "
        "check_sample never sees one: a lower bound of 0 or -1 accepts the same samples"
        for k, tail in (("duration_s", ""), ("generation_s", ")"))},
+    ("packages/learner/src/mlerl/learner/_checkpoint.py", "core/ReplaceComparisonOperator_NotEq_Gt",
+     "if is_distributed() and torch.distributed.get_rank() != 0:",
+     "if is_distributed() and torch.distributed.get_rank() > 0:"):
+        "a rank is never negative: != 0 and > 0 agree",
     ("packages/learner/src/mlerl/learner/_checkpoint.py", "*", "while chunk := f.read(1 << 24):", "*"):
         "the read size only sets how the file is fed to sha256: any positive size gives the same "
         "digest (a size of 0 or less reads nothing or everything, and 1 + 24, 1 * 24, 1 % 24, "
@@ -301,15 +305,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
        for before in ("if durations.numel() == 0:",
                       "if mode is DurationWeighting.none or d.numel() == 0:")},
     **{(_W, "core/NumberReplacer", before, before.replace("floor: float = 0.0", "floor: float = -1.0")):
-       "durations are never negative (Sample refuses them) and the overhead is >= 0 "
-       "(LearnerConfig): a floor of -1 raises no dt, as a floor of 0 raises none"
+       "dt is never negative (Sample refuses a negative duration_s or generation_s, and dt_s is "
+       "their sum), and the learner passes its configured floor (>= 0) to both functions: a "
+       "default floor of -1 raises no dt, as a floor of 0 raises none"
        for before in ("floor: float = 0.0,",
-                      "previous: float | None, durations: Tensor, decay: float, floor: float = 0.0, "
-                      "overhead: float = 0.0",
-                      "def slot_durations(durations: Tensor, overhead: float = 0.0, floor: float = "
-                      "0.0) -> Tensor:")},
+                      "previous: float | None, durations: Tensor, decay: float, floor: float = 0.0",
+                      "def slot_durations(durations: Tensor, floor: float = 0.0) -> Tensor:")},
     (_W, "core/ReplaceComparisonOperator_LtE_Eq", "if mean <= 0.0:", "if mean == 0.0:"):
-        "dt >= 0 (durations, overhead and floor are never negative): its mean is never below 0",
+        "dt >= 0 (durations and the floor are never negative): its mean is never below 0",
     (_W, "core/ReplaceComparisonOperator_Is_LtE", "if mode is DurationWeighting.log:",
      "if mode <= DurationWeighting.log:"):
         "a str enum: of the modes that reach this line (log, running) only 'log' sorts <= 'log'",
