@@ -72,6 +72,8 @@ _POSITIONS = ("positions = torch.arange(1, mask.shape[-1] + 1, device=mask.devic
               "dtype=torch.float32)")
 _R = "packages/instrument/src/mlerl/instrument/_reward.py"
 _M = "packages/bench/src/mlerl/bench/_metrics.py"
+_QWK_FINITE = ("if numeric[0] and not (np.all(np.isfinite(a.astype(float))) and "
+               "np.all(np.isfinite(b.astype(float)))):")
 _OUTERMOST = 'if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):'
 _SIGMOID = ("reward = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))")
 _SIGNED = ("signed = (-score if lower_is_better else score) if graded else 0.0  "
@@ -203,6 +205,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
        f"Sample.__post_init__ refuses a negative {k} (on construction and on decode), so "
        "check_sample never sees one: a lower bound of 0 or -1 accepts the same samples"
        for k, tail in (("duration_s", ""), ("generation_s", ")"))},
+    ("packages/learner/src/mlerl/learner/_checkpoint.py", "core/ReplaceComparisonOperator_NotEq_Gt",
+     "if is_distributed() and torch.distributed.get_rank() != 0:",
+     "if is_distributed() and torch.distributed.get_rank() > 0:"):
+        "a rank is never negative: != 0 and > 0 agree",
     ("packages/learner/src/mlerl/learner/_checkpoint.py", "*", "while chunk := f.read(1 << 24):", "*"):
         "the read size only sets how the file is fed to sha256: any positive size gives the same "
         "digest (a size of 0 or less reads nothing or everything, and 1 + 24, 1 * 24, 1 % 24, "
@@ -301,15 +307,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
        for before in ("if durations.numel() == 0:",
                       "if mode is DurationWeighting.none or d.numel() == 0:")},
     **{(_W, "core/NumberReplacer", before, before.replace("floor: float = 0.0", "floor: float = -1.0")):
-       "durations are never negative (Sample refuses them) and the overhead is >= 0 "
-       "(LearnerConfig): a floor of -1 raises no dt, as a floor of 0 raises none"
+       "dt is never negative (Sample refuses a negative duration_s or generation_s, and dt_s is "
+       "their sum), and the learner passes its configured floor (>= 0) to both functions: a "
+       "default floor of -1 raises no dt, as a floor of 0 raises none"
        for before in ("floor: float = 0.0,",
-                      "previous: float | None, durations: Tensor, decay: float, floor: float = 0.0, "
-                      "overhead: float = 0.0",
-                      "def slot_durations(durations: Tensor, overhead: float = 0.0, floor: float = "
-                      "0.0) -> Tensor:")},
+                      "previous: float | None, durations: Tensor, decay: float, floor: float = 0.0",
+                      "def slot_durations(durations: Tensor, floor: float = 0.0) -> Tensor:")},
     (_W, "core/ReplaceComparisonOperator_LtE_Eq", "if mean <= 0.0:", "if mean == 0.0:"):
-        "dt >= 0 (durations, overhead and floor are never negative): its mean is never below 0",
+        "dt >= 0 (durations and the floor are never negative): its mean is never below 0",
     (_W, "core/ReplaceComparisonOperator_Is_LtE", "if mode is DurationWeighting.log:",
      "if mode <= DurationWeighting.log:"):
         "a str enum: of the modes that reach this line (log, running) only 'log' sorts <= 'log'",
@@ -342,6 +347,60 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
      '"duration_s", sample.duration_s, -1.0, limits.max_duration_s'):
         "a Sample with duration_s < 0 cannot exist: Sample (and decode) refuse it first",
+    # _metrics, the complete run (2026-11-26)
+    (_M, "core/ReplaceComparisonOperator_NotEq_Gt",
+     "first = np.r_[True, xs[1:] != xs[:-1]]  # True where a new run of equal values starts",
+     "first = np.r_[True, xs[1:] > xs[:-1]]  # True where a new run of equal values starts"):
+        "xs is x sorted ascending, and finite (the one caller, roc_auc, refuses NaN and "
+        "infinity first): a value that differs from the one before it is greater",
+    **{(_M, op, "if not np.all((t == 0) | (t == 1)):", f"if not np.all((t == 0) {after} (t == 1)):"):
+       "t == 0 and t == 1 are boolean arrays never both true: their sum (numpy's + of booleans "
+       "is or) and their xor are their or"
+       for op, after in (("core/ReplaceBinaryOperator_BitOr_Add", "+"),
+                         ("core/ReplaceBinaryOperator_BitOr_BitXor", "^"))},
+    **{(_M, "core/ReplaceComparisonOperator_Eq_LtE", "if n_pos == 0 or n_neg == 0:", after):
+       "n_pos counts the ones and n_neg the rest: neither is ever negative"
+       for after in ("if n_pos <= 0 or n_neg == 0:", "if n_pos == 0 or n_neg <= 0:")},
+    (_M, "core/ReplaceBinaryOperator_Div_FloorDiv",
+     "return float((ranks[t == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))",
+     "return float((ranks[t == 1].sum() - n_pos * (n_pos + 1) // 2) / (n_pos * n_neg))"):
+        "n_pos (n_pos + 1) is even: / 2 and // 2 give the same number",
+    **{(_M, "core/ReplaceComparisonOperator_Eq_LtE", before, before.replace("== 0:", "<= 0:")):
+       "a length is never negative"
+       for before in ("if len(y) == 0:", "if len(t) != len(p) or len(t) == 0:",
+                      "if len(a) != len(b) or len(a) == 0:",
+                      "if len(preds) != len(answers) or len(preds) == 0:")},
+    (_M, "core/ReplaceComparisonOperator_Eq_GtE", 'if kinds == {"binary", "multiclass"}:',
+     'if kinds >= {"binary", "multiclass"}:'):
+        "kinds is the set of the two inputs' label types (one or two of them): it holds both "
+        "'binary' and 'multiclass' only when it is exactly those two",
+    (_M, "core/ReplaceComparisonOperator_Gt_NotEq", "if len(kinds) > 1:", "if len(kinds) != 1:"):
+        "kinds is the set of the two inputs' label types: never empty",
+    (_M, "core/ReplaceComparisonOperator_Eq_Is", 'if kind == "binary":', 'if kind is "binary":'):
+        "kind is one of label_type's string constants (or the literal 'multiclass'), "
+        "identifier-like and so interned: `is` and `==` agree",
+    (_M, "core/ReplaceComparisonOperator_Eq_LtE",
+     "numeric = [np.issubdtype(x.dtype, np.number) or x.dtype == bool for x in (a, b)]",
+     "numeric = [np.issubdtype(x.dtype, np.number) or x.dtype <= bool for x in (a, b)]"):
+        "numpy orders dtypes by safe casting: only bool casts safely to bool, so <= bool is "
+        "== bool (checked for every kind of dtype)",
+    (_M, "core/ReplaceComparisonOperator_NotEq_IsNot", "if numeric[0] != numeric[1]:",
+     "if numeric[0] is not numeric[1]:"):
+        "numeric holds Python bools (what issubdtype and dtype == return), singletons: "
+        "`is not` and `!=` agree",
+    **{(_M, "core/NumberReplacer", _QWK_FINITE, _QWK_FINITE.replace("numeric[0]", after, 1)):
+       "the line above refuses numeric[0] != numeric[1]: here both are the same"
+       for after in ("numeric[ -1]", "numeric[ 1]")},
+    (_M, "core/NumberReplacer",
+     "if np.all(t == t[0]) or np.all(p == p[0]):  # as scipy: exactly constant input -> NaN",
+     "if np.all(t == t[ 1]) or np.all(p == p[0]):  # as scipy: exactly constant input -> NaN"):
+        "every value equals the first iff every value equals the second (two values at least)",
+    (_M, "core/ReplaceComparisonOperator_Eq_LtE", "if denom == 0.0:", "if denom <= 0.0:"):
+        "denom is a square root: never negative",
+    (_M, "core/ReplaceTrueWithFalse",
+     "return float(np.mean([word_jaccard(p, a) for p, a in zip(preds, answers, strict=True)]))",
+     "return float(np.mean([word_jaccard(p, a) for p, a in zip(preds, answers, strict=False)]))"):
+        "the lengths are checked equal just above: zip stops at the same place either way",
 }
 
 SESSIONS = ROOT / "benchmarks" / "results" / "mutation_sessions"

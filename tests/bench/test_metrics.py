@@ -241,3 +241,133 @@ def test_pearson_of_a_constant_that_does_not_average_exactly_is_nan():
     # mean([0.1] * 3) = 0.10000000000000002: the deviations are not 0, but the input is constant
     assert math.isnan(m.pearson([0.1, 0.1, 0.1], [1.0, 2.0, 3.0]))
     assert math.isnan(m.pearson([1.0, 2.0, 3.0], [0.1, 0.1, 0.1]))
+
+
+# Mutation survivors of the complete _metrics run (issue 26): no test called these two with
+# valid input, so a check that refused every input survived.
+
+def test_columnwise_rmsle_averages_the_columns_rmsle():
+    e = math.e
+    t = np.zeros((2, 3))  # more columns than rows: the mean runs over columns
+    p = np.array([[e - 1, 0.0, 0.0], [e - 1, e * e - 1, 0.0]])
+    # log1p differences per column: [1, 1] -> 1; [0, 2] -> sqrt((0 + 4) / 2) = sqrt 2; [0, 0] -> 0
+    assert m.columnwise_rmsle(t, p) == pytest.approx((1.0 + math.sqrt(2.0)) / 3)
+    for shape in ((3,), (2, 2, 2)):
+        with pytest.raises(ValueError, match="2-D"):
+            m.columnwise_rmsle(np.ones(shape), np.ones(shape))
+        with pytest.raises(ValueError, match="2-D"):
+            m.columnwise_roc_auc(np.ones(shape), np.ones(shape))
+
+
+def test_mean_word_jaccard_averages_aligned_pairs_of_equal_length_only():
+    # "a b c" / "a d": 1 / 4; "x" / "X": 1 (case-insensitive) -> mean 0.625
+    assert m.mean_word_jaccard(["a b c", "x"], ["a d", "X"]) == 0.625
+    for preds, answers in ((["a"], ["a", "b"]), (["a", "b"], ["a"])):
+        with pytest.raises(ValueError, match="equal length"):
+            m.mean_word_jaccard(preds, answers)
+
+
+def test_lengths_beyond_the_small_int_cache_are_equal_lengths():
+    # CPython caches the ints up to 256: `len(a) is not len(b)` would refuse equal lengths of 300
+    n = 300
+    assert m.mean_word_jaccard(["a b"] * n, ["a"] * n) == 0.5
+    assert m.quadratic_weighted_kappa([0, 1, 2] * 100, [0, 1, 2] * 100) == 1.0
+    assert m.rmsle([1.0] * n, [1.0] * n) == 0.0
+    assert m.accuracy([0, 1, 2] * 100, [0, 1, 1] * 100) == pytest.approx(2 / 3)
+    assert m.roc_auc([0, 1] * 150, [0.1, 0.9] * 150) == 1.0
+    assert m.pearson([0.0, 1.0] * 150, [0.0, 2.0] * 150) == 1.0
+
+
+def test_a_shorter_first_input_is_refused_too():
+    with pytest.raises(ValueError, match="equal length"):
+        m.accuracy([1], [1, 0])
+    with pytest.raises(ValueError, match="equal length"):
+        m.rmsle([1.0], [1.0, 2.0])
+    for a, b in (([1, 2], [1, 2, 1]), ([1, 2, 1], [1, 2])):
+        with pytest.raises(ValueError, match="equal length"):
+            m.quadratic_weighted_kappa(a, b)
+        with pytest.raises(ValueError, match="equal length"):
+            m.pearson(a, b)
+    with pytest.raises(ValueError, match=">= 2"):
+        m.pearson([1.0], [2.0])  # one value: no correlation, refused (not NaN)
+
+
+def test_only_one_dimensional_inputs_are_columns_and_two_dimensional_ones_tables():
+    for x in (3.0, [[1.0, 2.0]]):  # a scalar, a row of a table
+        with pytest.raises(ValueError, match="one-dimensional"):
+            m.rmsle(x, x)
+    with pytest.raises(ValueError, match="2-D"):
+        m.multiclass_log_loss(np.full((1, 2, 2), 0.5), np.full((1, 2, 2), 0.5))
+
+
+def test_label_type_by_hand():
+    assert m.label_type(np.array([0.5, 1.0]), "y") == "continuous"
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        m.label_type(np.array([0.5, np.nan]), "y")
+    assert m.label_type(np.array([1, 2, 3]), "y") == "multiclass"  # three values
+    assert m.label_type(np.array([1.0, 3.0]), "y") == "binary"  # whole floats are classes
+    # unsigned labels are classes whatever their size (2**64 - 1 has no int64 equal)
+    assert m.label_type(np.array([0, 2**64 - 1], dtype=np.uint64), "y") == "binary"
+    # an object column whose first value is not a string (NaN in a text column): unknown, even
+    # when a later value is a string
+    assert m.label_type(np.array([np.nan, "a"], dtype=object), "y") == "unknown"
+
+
+def test_binary_labels_whose_union_has_three_values_are_multiclass():
+    targets = lambda a, b: m.check_class_targets(np.array(a), np.array(b))  # noqa: E731
+    assert targets([0, 1], [1, 2]) == "multiclass"
+    assert targets([0, 1], [1, 0]) == "binary"
+    assert targets([1, 1], [1, 1]) == "binary"
+
+
+def test_roc_auc_refuses_a_negative_label():
+    # -1 is neither 0 nor 1 (one positive, three others: were -1 a negative, AUC would exist)
+    with pytest.raises(ValueError, match="binary"):
+        m.roc_auc([0, 1, -1, 0], [0.1, 0.9, 0.5, 0.2])
+
+
+def test_negatives_above_minus_one_are_refused():
+    with pytest.raises(ValueError, match="negative"):
+        m.rmsle([-0.5, 1.0], [1.0, 1.0])  # a negative target (log1p(-0.5) exists)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        m.multiclass_log_loss(np.array([[1.0, 0.0]]), np.array([[-0.5, 0.5]]))
+
+
+def test_qwk_of_text_labels_and_of_booleans_against_integers():
+    # text: labels a < b < c (indices 0, 1, 2); pairs (a,a) (b,c) (c,c) (c,b)
+    # observed off-diagonal: (1,2) and (2,1), weight 1 each -> sum W O = 2
+    # marginals r = c = [1, 1, 2], E_ij = r_i c_j / 4: sum W E = sum over i != j of
+    #   (i - j)^2 r_i c_j / 4 = (1 + 8 + 1 + 2 + 8 + 2) / 4 = 5.5 -> kappa = 1 - 2 / 5.5 = 7 / 11
+    assert m.quadratic_weighted_kappa(["a", "b", "c", "c"], ["a", "c", "c", "b"]) == pytest.approx(7 / 11)
+    assert m.quadratic_weighted_kappa(np.array(["a", "b"], dtype=object), ["a", "b"]) == 1.0
+    # booleans are the classes 0 and 1: O = [[2, 0], [1, 1]], marginals [2, 2] and [3, 1],
+    # sum W O = 1, sum W E = (2*1 + 2*3) / 4 = 2 -> kappa = 1 - 1 / 2
+    assert m.quadratic_weighted_kappa([True, False, True, False], [1, 0, 0, 0]) == 0.5
+
+
+def test_qwk_refuses_numbers_against_text_either_way_as_such():
+    for a, b in (([1, 2, 3], ["a", "b", "c"]), (["a", "b", "c"], [1, 2, 3])):
+        with pytest.raises(ValueError, match="mix of numeric and non-numeric"):
+            m.quadratic_weighted_kappa(a, b)
+
+
+def test_qwk_refuses_nan_among_numeric_labels_of_either_input():
+    # complex labels pass label_type's float check: the finite check is what refuses NaN here
+    nan = np.array([1, 2, complex("nan")])
+    for a, b in ((nan, [1, 2, 3]), ([1, 2, 3], nan)):
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            m.quadratic_weighted_kappa(a, b)
+
+
+def test_pearson_when_the_denominator_is_exactly_one():
+    # [0, 2] and [0, 1]: deviations [-1, 1] and [-0.5, 0.5], sqrt(2 * 0.5) = 1 -> r = 1
+    assert m.pearson([0.0, 2.0], [0.0, 1.0]) == 1.0
+    # deviations of +-0.5: sqrt(1 * 1) = 1; products .25 - .25 - .25 + .25 = 0 -> r = 0
+    assert m.pearson([0.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]) == 0.0
+
+
+def test_pearson_is_clipped_to_plus_or_minus_one():
+    # p = 1.6 t: the ratio rounds to 1 + 2**-52 (and -1 - 2**-52 for -p); a correlation is in [-1, 1]
+    t, p = [7.3, 1.8, 8.6, 5.4], [11.68, 2.88, 13.76, 8.64]
+    assert m.pearson(t, p) == 1.0
+    assert m.pearson(t, [-x for x in p]) == -1.0

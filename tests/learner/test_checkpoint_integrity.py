@@ -201,3 +201,106 @@ def test_a_state_that_does_not_fit_the_learner_is_a_checkpoint_error(tmp_path, m
     monkeypatch.setattr(_checkpoint, "load_learner_state", misfit)
     with pytest.raises(CheckpointError, match=f"does not fit this learner: {error.__name__}"):
         _checkpoint.load_checkpoint(tmp_path / "c", learner=None)
+
+
+# Survivors of the complete _checkpoint run (issue 26): what COMMIT is a checksum, what state is
+# complete, what directory is a checkpoint, the state a rank other than 0 gathers, the defaults
+# of a save, and leftovers that cannot be removed.
+
+_COMMITS = {
+    "ok": "ok",  # the marker written before checksums
+    "md5": "md5 " + "0" * 32,  # another kind of digest, sorting before "sha256" ...
+    "sha512": "sha512 " + "0" * 128,  # ... and after it
+    "sha256-alone": "sha256",  # one word: no digest to compare
+    "three-words": "sha256 " + "0" * 64 + " 2026-11-25",
+}
+
+
+@pytest.mark.parametrize("commit", list(_COMMITS.values()), ids=list(_COMMITS))
+def test_only_a_commit_of_sha256_and_its_hex_is_a_checksum(tmp_path, commit):
+    """Exactly two words, ``sha256 <hex>``, are a checksum to verify. Any other COMMIT is the
+    marker of the format before checksums: not compared with state.pt, which then stands or
+    falls by ``torch.load(weights_only=True)`` (a sound one loads, whatever digest is named)."""
+    from mlerl.learner._checkpoint import _REQUIRED, read_checkpoint
+
+    _minimal_checkpoint(tmp_path / "c")
+    (tmp_path / "c" / "COMMIT").write_text(commit + "\n")
+    assert set(read_checkpoint(tmp_path / "c")) == set(_REQUIRED)
+
+
+@pytest.mark.parametrize(("state", "missing"), [
+    ({"version": 1, "running_dt": None, "policy": {}, "policy_opt": {}}, "rng, extra"),
+    ([1, 2], "version, running_dt, policy, policy_opt, rng, extra"),
+    (3, "version, running_dt, policy, policy_opt, rng, extra"),
+], ids=["dict-without-rng-and-extra", "list", "int"])
+def test_a_state_without_the_learners_keys_is_refused(tmp_path, state, missing):
+    from mlerl.learner._checkpoint import read_checkpoint
+
+    _plant(tmp_path / "c", state)  # loads under weights_only, the checksum matches
+    with pytest.raises(CheckpointError, match=f"state.pt lacks {missing}$"):
+        read_checkpoint(tmp_path / "c")
+
+
+def test_only_committed_directories_are_checkpoints(tmp_path):
+    from mlerl.learner._checkpoint import complete_checkpoints, latest_checkpoint
+
+    root = tmp_path / "ckpt"
+    _minimal_checkpoint(root / "step_00000001")
+    (root / "step_00000002").mkdir()  # a checkpoint being copied in: COMMIT comes last
+    (root / "step_00000002" / "state.pt").write_bytes(b"partial")
+    (root / "step_00000003").write_text("a file")
+    _minimal_checkpoint(root / ".tmp-step_00000004")  # a write that was never renamed
+    assert complete_checkpoints(root) == [root / "step_00000001"]
+    assert latest_checkpoint(root) == root / "step_00000001"
+    assert complete_checkpoints(tmp_path / "absent") == [] and latest_checkpoint(tmp_path / "absent") is None
+
+
+def test_a_rank_other_than_0_gathers_no_full_state(tiny_model, monkeypatch):
+    """Under FSDP2 rank 0 alone writes: the full, unsharded state dicts are gathered to its host
+    memory only (``full_state_dict``, ``cpu_offload``); another rank holds no copy of the model
+    or optimizer (torch.distributed faked: rank 0, then rank 1)."""
+    from mlerl.learner._checkpoint import learner_state
+
+    learner = Learner(LearnerConfig(**CFG), tiny_model())
+    learner.version = 5
+    names = set(learner.policy.state_dict())
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda group=None: 0)
+    state = learner_state(learner)
+    assert set(state["policy"]) == names and len(state["policy_opt"]["param_groups"]) == 1
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda group=None: 1)
+    state = learner_state(learner)
+    assert state["policy"] == {} and state["policy_opt"] == {}
+    assert state["version"] == 5 and set(state["rng"]) == {"torch", "python", "numpy"}
+
+
+def test_by_default_a_save_keeps_the_two_newest_under_a_root_it_makes(tmp_path, tiny_model):
+    from mlerl.learner._checkpoint import complete_checkpoints
+
+    root = tmp_path / "runs" / "a" / "ckpt"  # neither runs nor runs/a exists
+    learner = Learner(LearnerConfig(**CFG), tiny_model())
+    for version in (1, 2, 3):
+        learner.version = version
+        save_checkpoint(root, learner, {"v": version})
+    assert [p.name for p in complete_checkpoints(root)] == ["step_00000002", "step_00000003"]
+
+
+def test_leftovers_that_cannot_be_removed_do_not_fail_the_save(tmp_path, tiny_model):
+    """A stale temp dir and an old checkpoint that cannot be removed (here symlinks to a run
+    elsewhere, which rmtree refuses to follow) stay: the new checkpoint is committed and the
+    save succeeds, and nothing behind the links is deleted."""
+    elsewhere = tmp_path / "other_run"
+    _minimal_checkpoint(elsewhere / "step_00000001")
+    (elsewhere / "scratch").mkdir()
+    (elsewhere / "scratch" / "keep.txt").write_text("x")
+    root = tmp_path / "ckpt"
+    root.mkdir()
+    (root / "step_00000001").symlink_to(elsewhere / "step_00000001", target_is_directory=True)
+    (root / ".tmp-step_00000009").symlink_to(elsewhere / "scratch", target_is_directory=True)
+    learner = Learner(LearnerConfig(**CFG), tiny_model())
+    learner.version = 2
+    assert save_checkpoint(root, learner, {"a": 1}, keep=1) == root / "step_00000002"
+    assert (root / "step_00000001").is_symlink() and (root / ".tmp-step_00000009").is_symlink()
+    assert sorted(p.name for p in (elsewhere / "step_00000001").iterdir()) == ["COMMIT", "state.pt"]
+    assert (elsewhere / "scratch" / "keep.txt").read_text() == "x"
+    assert load_checkpoint(root / "step_00000002", learner) == {"a": 1}
