@@ -151,6 +151,9 @@ def per_task(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "lower_is_better": lower,
             "initial_best": b["best_score"], "trained_best": a["best_score"],
             "aide_best": c["best_score"] if c else None,
+            # the public score each best was chosen on (None in a report from before the split)
+            "initial_best_public": b.get("best_public"), "trained_best_public": a.get("best_public"),
+            "aide_best_public": c.get("best_public") if c else None,
             "initial_mean": b["mean_score"], "trained_mean": a["mean_score"],
             "aide_mean": c["mean_score"] if c else None,
             "initial_valid": b["valid_frac"], "trained_valid": a["valid_frac"],
@@ -201,6 +204,10 @@ def mean_se(xs: list[float | None]) -> dict[str, float | None]:
     return {"mean": m, "se": se, "n": len(vals)}
 
 
+CLOSING_KEYS = ("initial_best", "trained_best", "aide_best", "initial_best_public", "trained_best_public",
+                "aide_best_public", "initial_mean", "trained_mean", "initial_valid", "trained_valid")
+
+
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("valid_first_quarter", "valid_last_quarter", "reward_first_quarter", "reward_last_quarter",
             "scratch_valid_last_quarter", "improve_valid_last_quarter",
@@ -213,6 +220,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         **{k: mean_se([r[k] for r in runs]) for k in keys},
         "scratch_score_by_task": {t: {q: mean_se([r["scratch_score_by_task"].get(t, {}).get(q) for r in runs])
                                       for q in ("first_quarter", "last_quarter")} for t in tasks},
+        "closing_by_task": {t: {k: mean_se([r["tasks"].get(t, {}).get(k) for r in runs]) for k in CLOSING_KEYS}
+                            for t in sorted({t for r in runs for t in r["tasks"]})},
         "valid_gain_ok_every_seed": bool(runs) and all(r["valid_gain_ok"] for r in runs),
         "improve_ok_every_seed": bool(runs) and all(r["improve_ok"] for r in runs),
         "trained_beats_initial_all_tasks": bool(runs) and all(r["trained_beats_initial"] for r in runs),

@@ -170,3 +170,20 @@ def test_selection_records_the_seeds_a_setting_was_chosen_on_and_whether_the_con
     assert bench.selection([2, 0], [0, 1, None]) == {"chosen_on_seeds": [0, 2], "confirmed_on_seeds": [0, 1],
                                                      "overlap": [0], "held_out": False}
     assert bench.selection(None, [1])["held_out"] is None
+
+
+def test_closing_scores_by_task_carry_the_public_score_each_best_was_chosen_on(tmp_path):
+    d0 = _run_dir(tmp_path, SAMPLES, seed=0)
+    report = json.loads((d0 / "report.json").read_text())
+    report["trained"]["per_seed"][0]["tasks"][LOSS]["best_public"] = 0.25
+    (d0 / "report.json").write_text(json.dumps(report))
+    r0 = bench.summarise_run(d0)
+    assert r0["tasks"][LOSS]["trained_best_public"] == 0.25 and r0["tasks"][LOSS]["trained_best"] == 0.3
+    assert r0["tasks"][LOSS]["initial_best_public"] is None  # a report from before the split
+    d1 = _run_dir(tmp_path, SAMPLES, seed=1)
+    report["trained"]["per_seed"][0]["tasks"][LOSS].update(best_score=0.5, best_public=0.35)
+    (d1 / "report.json").write_text(json.dumps(report))
+    closing = bench.summarise([r0, bench.summarise_run(d1)])["closing_by_task"][LOSS]
+    assert closing["trained_best"]["mean"] == pytest.approx(0.4) and closing["trained_best"]["se"] == pytest.approx(0.1)
+    assert closing["trained_best_public"]["mean"] == pytest.approx(0.3)
+    assert closing["initial_best_public"] == {"mean": None, "se": None, "n": 0}
