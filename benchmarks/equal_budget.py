@@ -211,10 +211,10 @@ def plot(rows: list[dict[str, Any]], out: Path, name: str) -> Path:
             for r in mine:
                 if r.get(f"{method}_wall_s") is not None and r.get(f"{method}_private") is not None:
                     ax_t.scatter(r[f"{method}_wall_s"] / 60, r[f"{method}_private"], color=colours[method])
-        ax_n.set(title=f"{task_id}: best private score (chosen on public), mean of {len(mine)} seeds",
-                 xlabel="program executions", ylabel=mine[0]["direction"].replace("_", " "))
-        ax_t.set(title="final best against wall-clock (one point per seed)", xlabel="minutes",
-                 ylabel="private score")
+        ax_n.set_title(f"{task_id}\nbest private score (chosen on public), mean of {len(mine)} seeds", fontsize=9)
+        ax_n.set(xlabel="program executions", ylabel=mine[0]["direction"].replace("_", " "))
+        ax_t.set_title("final best against wall-clock\n(one point per seed)", fontsize=9)
+        ax_t.set(xlabel="minutes", ylabel="private score")
         ax_n.legend(fontsize=8)
     fig.tight_layout()
     path = out / f"{name}.png"
