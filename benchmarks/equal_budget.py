@@ -23,7 +23,8 @@ whose ``equal_budget_{aide,bon}.json`` is already in the run dir is not run agai
 
 Per seed and task: N, each method's final private and public score and wall-clock seconds, and
 its best (private) score against executions. Across seeds: mean and standard error of each
-method's final private score, and how many seeds RL's is at least each baseline's. Writes
+method's final private score, and, over the seeds where RL and a baseline both have a result,
+how many seeds and whether in the mean RL's is at least that baseline's. Writes
 ``NAME.json`` (per-seed ``rows`` and a ``summary`` with ``seeds``, ``rl_private_mean``,
 ``aide_private_mean``, ``initial_bon_private_mean`` and the task's ``direction``) and ``NAME.png``
 (best private score against executions and against wall-clock, mean over seeds) to ``--out``.
@@ -154,12 +155,15 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out[f"{method}_private_mean"], out[f"{method}_private_se"] = stats["mean"], stats["se"]
             out[f"{method}_public_mean"] = mean_se([r[f"{method}_public"] for r in mine])["mean"]
         for base in ("aide", "initial_bon"):
-            pairs = [(r["rl_private"], r[f"{base}_private"]) for r in mine if r[f"{base}_private"] is not None]
-            out[f"rl_at_least_{base}_seeds"] = sum(
-                rl is not None and not _better(b, rl, lower) for rl, b in pairs)
+            # paired: only the seeds where both RL and the baseline have a result
+            pairs = [(r["rl_private"], r[f"{base}_private"]) for r in mine
+                     if r[f"{base}_private"] is not None and r["rl_private"] is not None]
+            out[f"{base}_paired_seeds"] = len(pairs)
+            out[f"rl_at_least_{base}_seeds"] = sum(not _better(b, rl, lower) for rl, b in pairs)
+            rl_mean = mean_se([rl for rl, _ in pairs])["mean"]
+            base_mean = mean_se([b for _, b in pairs])["mean"]
             out[f"rl_at_least_{base}_in_mean"] = (
-                None if out[f"{base}_private_mean"] is None or out["rl_private_mean"] is None
-                else not _better(out[f"{base}_private_mean"], out["rl_private_mean"], lower))
+                None if rl_mean is None or base_mean is None else not _better(base_mean, rl_mean, lower))
         per_task[task_id] = out
     summary: dict[str, Any] = {"tasks": per_task}
     if len(per_task) == 1:  # the default run: one task, its figures at the top

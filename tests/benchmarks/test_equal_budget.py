@@ -93,8 +93,9 @@ def test_seed_rows_and_summary(tmp_path):
     # RL 0.06 vs AIDE 0.07 (lower is better: RL at least as good), 0.03 vs 0.03 (a tie counts)
     assert s["rl_at_least_aide_seeds"] == 2 and s["rl_at_least_aide_in_mean"] is True
     # RL 0.06 vs best-of-N 0.05: worse in the only seed that has it
-    assert s["rl_at_least_initial_bon_seeds"] == 0
-    assert s["rl_at_least_initial_bon_in_mean"] is True  # 0.045 vs 0.05 over the seeds each has
+    assert s["rl_at_least_initial_bon_seeds"] == 0 and s["initial_bon_paired_seeds"] == 1
+    # paired: seed 0 only (0.06 vs 0.05), not RL's mean over both seeds (0.045) against 0.05
+    assert s["rl_at_least_initial_bon_in_mean"] is False and s["aide_paired_seeds"] == 2
 
 
 def test_main_aggregates_without_launching_and_writes_results(tmp_path):
