@@ -1,7 +1,7 @@
 """The paper's Figure 1 at equal budget (issue #24): RL against AIDE and best-of-N of the initial
 policy, each given the program executions one default ``mlerl train`` uses in total.
 
-``python benchmarks/equal_budget.py --runs-dir /tmp/embedded_rl [--seeds 3] [--first-seed 3] [--no-launch] [--name equal_budget]``
+``python benchmarks/equal_budget.py --runs-dir /tmp/embedded_rl [--seeds 3] [--first-seed 3] [--no-launch] [--methods initial_bon,aide] [--name equal_budget]``
 
 ``--runs-dir`` holds finished training runs, ``RUNS/seedS`` (``benchmarks/embedded_rl.py``
 writes them that way). For each run:
@@ -19,7 +19,8 @@ writes them that way). For each run:
   scratch and improve prompts, the best on public reported on private), same seed.
 Both baselines run with the run's own actor settings and tasks (``--run``), so prompts,
 sampling, sandbox limits and the public/private split are those RL trained with. A baseline
-whose ``equal_budget_{aide,bon}.json`` is already in the run dir is not run again.
+whose ``equal_budget_{aide,initial_bon}.json`` is already in the run dir is not run again
+(``--methods`` picks which to launch, e.g. one per process).
 
 Per seed and task: N, each method's final private and public score and wall-clock seconds, and
 its best (private) score against executions. Across seeds: mean and standard error of each
