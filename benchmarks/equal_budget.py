@@ -43,14 +43,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
-from embedded_rl import mean_se, read_jsonl, selection  # noqa: E402
+from embedded_rl import _better, mean_se, read_jsonl, selection  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 METHODS = ("rl", "aide", "initial_bon")
-
-
-def _better(a: float, b: float, lower: bool) -> bool:
-    return a < b if lower else a > b
 
 
 def _valid_score(row: dict[str, Any]) -> float | None:
@@ -72,7 +68,7 @@ def rl_curve(samples: list[dict[str, Any]], task_id: str, lower: bool) -> dict[s
     clock: list[float] = []
     for row in rows:
         score = _valid_score(row)
-        if score is not None and (best_public is None or _better(score, best_public, lower)):
+        if score is not None and _better(score, best_public, lower):
             private = row.get("private_score")
             best_public = score
             best_private = score if private is None or not math.isfinite(float(private)) else float(private)
@@ -88,7 +84,7 @@ def rl_final(curve: dict[str, list[Any]], closing: dict[str, Any], lower: bool) 
     public = curve["best_public"][-1] if curve["best_public"] else None
     private = curve["best_private"][-1] if curve["best_private"] else None
     c_public, c_private = closing.get("best_public"), closing.get("best_score")
-    if c_public is not None and (public is None or _better(float(c_public), public, lower)):
+    if c_public is not None and _better(float(c_public), public, lower):
         return (float(c_private) if c_private is not None else float(c_public)), float(c_public)
     return private, public
 
