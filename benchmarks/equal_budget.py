@@ -168,11 +168,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def launch(run_dir: Path, method: str, seed: int, k: int) -> None:
-    """``mlerl eval`` of the run's initial policy at ``k`` executions, into the run dir."""
-    report = json.loads((run_dir / "report.json").read_text())
+def launch(run_dir: Path, model: str, method: str, seed: int, k: int) -> None:
+    """``mlerl eval`` of ``model`` (the run's initial policy) at ``k`` executions, into the run dir."""
     out = run_dir / f"equal_budget_{method}.json"
-    cmd = [str(REPO / ".venv" / "bin" / "mlerl"), "eval", "--model", report["initial"]["model"],
+    cmd = [str(REPO / ".venv" / "bin" / "mlerl"), "eval", "--model", model,
            "--run", str(run_dir), "--k", str(k), "--seeds", "1", "--first-seed", str(seed),
            "--out", str(out), *(["--aide"] if method == "aide" else [])]
     print("+", " ".join(cmd), flush=True)
@@ -257,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             if method not in ("initial_bon", "aide"):
                 p.error(f"--methods: unknown baseline {method!r} (initial_bon, aide)")
             if not args.no_launch and not (run_dir / f"equal_budget_{method}.json").is_file():
-                launch(run_dir, method, seed, n)
+                launch(run_dir, report["initial"]["model"], method, seed, n)
         rows += seed_rows(run_dir, _load(run_dir / "equal_budget_aide.json"),
                           _load(run_dir / "equal_budget_initial_bon.json"))
     if not rows:
