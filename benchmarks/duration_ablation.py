@@ -1,9 +1,9 @@
 """Duration-aware vs plain policy gradient on the embedded setup (issue 9, part 3; paper Figure 8).
 
-``python benchmarks/duration_ablation.py [--seeds 3 --updates 20 --eval-samples 8] [-- OVERRIDE ...]``
+``python benchmarks/duration_ablation.py [--seeds 3 --first-seed 0 --updates 20 --eval-samples 8] [-- OVERRIDE ...]``
 
 Launch. ONE Hydra multirun of ``mlerl train`` (the embedded policy, stand-in tasks, local
-sandbox) over ``seed=0..S-1`` x ``learner.duration_weighting=none,paper``, each job stopping
+sandbox) over ``seed=F..F+S-1`` x ``learner.duration_weighting=none,paper``, each job stopping
 after ``--updates`` learner updates and closing with the best-of-``--eval-samples`` report
 (trained vs initial policy per task). Seeds vary slowest, so the two methods alternate
 (none, paper, none, ...) and a drift in the host's load hits both alike. Run dirs land in
@@ -69,7 +69,9 @@ class AblationConfig:
     """What to launch and where to read and write."""
 
     seeds: int = 3
-    """Seeds 0..seeds-1 per method."""
+    """Seeds first_seed..first_seed+seeds-1 per method."""
+    first_seed: int = 0
+    """The first seed (pick seeds the setting under test was not chosen on)."""
     updates: int = 20
     """``learner.max_updates`` of every job."""
     eval_samples: int = 8
@@ -94,6 +96,8 @@ def parse_args(argv: list[str] | None) -> AblationConfig:
     """The command line as a config; exits with a usage error naming the bad argument."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=AblationConfig.seeds, help="seeds per method (default 3)")
+    parser.add_argument("--first-seed", type=int, default=AblationConfig.first_seed,
+                        help="first seed (default 0); seeds run from it upwards")
     parser.add_argument("--updates", type=int, default=AblationConfig.updates, help="learner updates per run (default 20)")
     parser.add_argument("--eval-samples", type=int, default=AblationConfig.eval_samples,
                         help="K of the closing best-of-K report (default 8)")
@@ -104,13 +108,16 @@ def parse_args(argv: list[str] | None) -> AblationConfig:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.updates < 1 or args.eval_samples < 1:
         parser.error("--seeds, --updates and --eval-samples must be >= 1")
+    if args.first_seed < 0:
+        parser.error("--first-seed must be >= 0")
     for ov in args.overrides:
         if "=" not in ov and not ov.startswith("~"):
             parser.error(f"override {ov!r}: expected KEY=VALUE (Hydra syntax)")
         if override_key(ov) in OWNED_KEYS:
             parser.error(f"override {ov!r}: {override_key(ov)} is set by this script "
                          "(use --seeds, --updates, --eval-samples or --runs-dir)")
-    return AblationConfig(seeds=args.seeds, updates=args.updates, eval_samples=args.eval_samples,
+    return AblationConfig(seeds=args.seeds, first_seed=args.first_seed, updates=args.updates,
+                          eval_samples=args.eval_samples,
                           runs_dir=args.runs_dir.resolve(), out=args.out, launch=not args.no_launch,
                           overrides=list(args.overrides))
 
@@ -120,7 +127,7 @@ def launch_argv(cfg: AblationConfig) -> list[str]:
     excluded = sorted({override_key(o) for o in cfg.overrides if not override_key(o).startswith("hydra")})
     return [
         sys.executable, "-m", "mlerl.cli", "train", "-m",
-        "seed=" + ",".join(str(s) for s in range(cfg.seeds)),
+        "seed=" + ",".join(str(s) for s in range(cfg.first_seed, cfg.first_seed + cfg.seeds)),
         "learner.duration_weighting=" + ",".join(METHODS),
         f"learner.max_updates={cfg.updates}",
         f"eval_samples={cfg.eval_samples}",

@@ -205,3 +205,13 @@ def test_launch_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     assert argv[10] == ("hydra.job.config.override_dirname.exclude_keys="
                         "[learner.max_updates,eval_samples,model.bootstrap.hidden_size,tasks.data_dir]")
     assert argv[11:] == ["+model.bootstrap.hidden_size=64", "tasks.data_dir=/x/y"]
+
+
+def test_first_seed_shifts_the_seeds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Held-out seeds: --first-seed 3 --seeds 3 runs seeds 3, 4 and 5; a negative one is refused."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    ablation = importlib.import_module("duration_ablation")
+    cfg = ablation.parse_args(["--seeds", "3", "--first-seed", "3", "--runs-dir", str(tmp_path)])
+    assert ablation.launch_argv(cfg)[5] == "seed=3,4,5"
+    with pytest.raises(SystemExit):
+        ablation.parse_args(["--first-seed", "-1"])
