@@ -160,3 +160,16 @@ def test_running_mean_defaults_and_a_small_decay():
 def test_weight_options_are_keyword_only():
     with pytest.raises(TypeError):
         duration_weights(D, W.paper, 0.0)  # type: ignore[misc]
+
+
+def test_a_config_that_still_sets_the_removed_duration_overhead_is_refused_by_name(tmp_path):
+    """Δt is measured (``Sample.dt_s``); the old hand-set generation time must not be silently
+    ignored, so a config naming it fails and says which key."""
+    from mlerl.protocol import ConfigError, load_section
+
+    path = tmp_path / "config.yaml"
+    path.write_text("learner:\n  duration_overhead_s: 1.0\n")
+    with pytest.raises(ConfigError, match="learner.duration_overhead_s"):
+        load_section(LearnerConfig, path, "learner")
+    path.write_text("learner:\n  duration_floor_s: 1.0\n")
+    assert load_section(LearnerConfig, path, "learner").duration_floor_s == 1.0
