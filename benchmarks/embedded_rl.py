@@ -164,6 +164,21 @@ def per_task(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+KINDS = ("scratch", "improve")
+
+
+def zero_adv_by_kind(metrics: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Per prompt kind, the mean over the learner's updates of the share of samples whose
+    advantage is zero (|A| < 1e-6: ``split/kind/<kind>/zero_adv_share``); None where no update
+    logged that kind."""
+    out: dict[str, float | None] = {}
+    for kind in KINDS:
+        vals = [float(r[f"split/kind/{kind}/zero_adv_share"]) for r in metrics
+                if r.get("stream") == "learner" and r.get(f"split/kind/{kind}/zero_adv_share") is not None]
+        out[f"zero_adv_share_{kind}"] = _mean(vals)
+    return out
+
+
 def summarise_run(run_dir: Path) -> dict[str, Any]:
     """Everything the benchmark reports about one run dir."""
     cfg_seed = None
@@ -177,8 +192,10 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     samples = read_jsonl(run_dir / "samples.jsonl")
     q = quarters(samples, updates)
     last = [s for s in samples if s.get("policy_version", 0) >= 3 * updates / 4]
+    metrics = run_dir / "metrics.jsonl"
     out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q,
-                           **improve_vs_parent(samples), **improve_vs_parent(samples, last, "_last_quarter")}
+                           **improve_vs_parent(samples), **improve_vs_parent(samples, last, "_last_quarter"),
+                           **zero_adv_by_kind(read_jsonl(metrics) if metrics.is_file() else [])}
     report = run_dir / "report.json"
     tasks = per_task(json.loads(report.read_text())) if report.is_file() else {}
     out["tasks"] = tasks
@@ -212,7 +229,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("valid_first_quarter", "valid_last_quarter", "reward_first_quarter", "reward_last_quarter",
             "scratch_valid_last_quarter", "improve_valid_last_quarter",
             "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter", "improve_beats_parent",
-            "improve_beats_parent_last_quarter", "improve_reward_delta_mean", "improve_reward_delta_mean_last_quarter")
+            "improve_beats_parent_last_quarter", "improve_reward_delta_mean", "improve_reward_delta_mean_last_quarter",
+            "zero_adv_share_scratch", "zero_adv_share_improve")
     walls = [r["wall_clock_minutes"] for r in runs if r["wall_clock_minutes"] is not None]
     tasks = sorted({t for r in runs for t in r["scratch_score_by_task"]})
     return {

@@ -187,3 +187,14 @@ def test_closing_scores_by_task_carry_the_public_score_each_best_was_chosen_on(t
     assert closing["trained_best"]["mean"] == pytest.approx(0.4) and closing["trained_best"]["se"] == pytest.approx(0.1)
     assert closing["trained_best_public"]["mean"] == pytest.approx(0.3)
     assert closing["initial_best_public"] == {"mean": None, "se": None, "n": 0}
+
+
+def test_zero_advantage_share_per_kind_is_the_mean_over_learner_updates():
+    metrics = [
+        {"stream": "learner", "split/kind/scratch/zero_adv_share": 0.0, "split/kind/improve/zero_adv_share": 1.0},
+        {"stream": "learner", "split/kind/scratch/zero_adv_share": 0.5},  # no improve sample in this batch
+        {"stream": "actors", "split/kind/improve/zero_adv_share": 0.0},  # not the learner's: ignored
+        {"stream": "learner", "split/kind/scratch/zero_adv_share": 0.25, "split/kind/improve/zero_adv_share": 0.5},
+    ]
+    assert bench.zero_adv_by_kind(metrics) == {"zero_adv_share_scratch": 0.25, "zero_adv_share_improve": 0.75}
+    assert bench.zero_adv_by_kind([]) == {"zero_adv_share_scratch": None, "zero_adv_share_improve": None}
