@@ -6,7 +6,9 @@ results files (issues 24 and 28: reward kind, improve baselines, improve prompts
 Each file is what ``benchmarks/embedded_rl.py`` wrote for one setting (its ``overrides``
 name the setting). Only seeds present in both count; for each figure, per arm the mean and
 standard error over those seeds, and the paired difference CANDIDATE - REFERENCE with its
-standard error (sample std of the per-seed differences / sqrt(n)). A difference is "beyond
+standard error (sample std of the per-seed differences / sqrt(n)); a seed where an arm lacks the
+figure (a best of K with no valid sample) leaves the pairs and is counted as ``missing``, and
+the table says so. A difference is "beyond
 noise" when |mean| > 2 s.e. of the differences; for a score the verdict also says which arm
 is better under the task's direction. Figures: the run's learning figures (valid fraction and
 reward by quarter, per prompt kind, revisions against parents, zero-advantage share per kind),
@@ -55,7 +57,10 @@ def compare(ref_runs: dict[int, dict[str, Any]], cand_runs: dict[int, dict[str, 
     d = mean_se(diffs)
     beyond = d["se"] is not None and d["n"] >= 2 and abs(d["mean"]) > NOISE_SE * d["se"]
     out = {"reference": mean_se(ref), "candidate": mean_se(cand), "difference": d, "beyond_noise": bool(beyond),
-           "per_seed": {str(s): [r, c] for s, r, c in zip(seeds, ref, cand)}}
+           "per_seed": {str(s): [r, c] for s, r, c in zip(seeds, ref, cand)},
+           # a seed without the figure (e.g. a best of K with no valid sample) drops out of the
+           # mean and the pairs; it is counted here so the table cannot hide it
+           "missing": {"reference": sum(x is None for x in ref), "candidate": sum(x is None for x in cand)}}
     if lower_is_better is not None and d["mean"] is not None:
         better = d["mean"] < 0 if lower_is_better else d["mean"] > 0
         out["candidate_better"] = None if d["mean"] == 0 else better
@@ -78,10 +83,9 @@ def comparison(ref: dict[str, Any], cand: dict[str, Any]) -> dict[str, Any]:
     return {"seeds": seeds, "runs": runs, "tasks": tasks}
 
 
-def _ms(x: dict[str, Any], spec: str) -> str:
-    if x["mean"] is None:
-        return "-"
-    return f"{x['mean']:{spec}}" + (f" ± {x['se']:{spec}}" if x["se"] is not None else "")
+def _ms(x: dict[str, Any], spec: str, missing: int = 0) -> str:
+    text = "-" if x["mean"] is None else f"{x['mean']:{spec}}" + (f" ± {x['se']:{spec}}" if x["se"] is not None else "")
+    return text + (f" ({missing} seed{'s' if missing > 1 else ''} without)" if missing else "")
 
 
 def table(result: dict[str, Any]) -> str:
@@ -91,7 +95,8 @@ def table(result: dict[str, Any]) -> str:
     for t, figs in result["comparison"]["tasks"].items():
         rows += [(f"{t} {f}", c, ".4f") for f, c in figs.items() if isinstance(c, dict)]
     for name, c, spec in rows:
-        lines.append(f"| {name} | {_ms(c['reference'], spec)} | {_ms(c['candidate'], spec)} | "
+        lines.append(f"| {name} | {_ms(c['reference'], spec, c['missing']['reference'])} | "
+                     f"{_ms(c['candidate'], spec, c['missing']['candidate'])} | "
                      f"{_ms(c['difference'], spec)} | {'yes' if c['beyond_noise'] else 'no'} |")
     return "\n".join(lines)
 

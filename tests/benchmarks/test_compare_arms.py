@@ -43,6 +43,17 @@ def test_paired_difference_over_common_seeds_by_hand(tmp_path: Path):
     assert best["beyond_noise"] is True and best["candidate_better"] is False
     assert c["tasks"][TASK]["initial_best"]["candidate_better"] is None  # identical in both arms
     assert out["candidate"]["label"] == "x=1" and out["reference"]["label"].startswith("default")
+    assert best["missing"] == {"reference": 0, "candidate": 0}
+
+
+def test_a_seed_without_a_valid_best_is_counted_and_shown(tmp_path: Path, capsys):
+    ref = _results(tmp_path / "a.json", [], {3: (0.5, 0.040), 4: (0.6, 0.042)})
+    cand = _results(tmp_path / "b.json", ["x=1"], {3: (0.6, None), 4: (0.8, 0.043)})
+    ca.main([str(ref), str(cand), "--name", "cmp", "--out", str(tmp_path)])
+    best = json.loads((tmp_path / "cmp.json").read_text())["comparison"]["tasks"][TASK]["trained_best"]
+    assert best["missing"] == {"reference": 0, "candidate": 1}
+    assert best["difference"]["n"] == 1 and best["per_seed"]["3"] == [0.040, None]
+    assert "(1 seed without)" in capsys.readouterr().out
 
 
 def test_no_common_seed_and_a_foreign_file_are_refused(tmp_path: Path):
