@@ -15,8 +15,11 @@ Aggregation, per run dir (method and seed from its ``config.yaml``):
 
 - ``samples.jsonl``, grouped by the policy version that wrote each sample (the paper's
   "training step"): mean execution time of the programs that ran (``duration_ran_s``, the
-  Figure 8 quantity; responses with no runnable program have no execution time), mean of
-  ``duration_s`` over all samples (those count 0 there, as in the learner's batches), mean
+  Figure 8 quantity; responses with no runnable program have no execution time), the same
+  with each program at its typical time (``duration_mix_s``: the median over every run of
+  that program text in all the runs compared, so it shows which programs the policy chose and
+  not how busy the host was; identical programs at version 0 ran 1-4 s apart between runs
+  under load), mean of ``duration_s`` over all samples (those count 0 there, as in the learner's batches), mean
   reward, valid-submission fraction and sample count. The same figures over all versions, the
   first quarter (versions < ceil(U/4)), the second half (versions >= ceil(U/2)) and the last
   quarter (the last ceil(U/4) versions below U), where the two methods have had time to
@@ -41,9 +44,11 @@ band) to ``--out`` (default ``benchmarks/results``) and prints a table.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -56,7 +61,7 @@ import yaml
 from _common import RESULTS, command_line, git_commit, machine_info, write_json
 
 METHODS = ("none", "paper")
-SAMPLE_FIGURES = ("duration_ran_s", "duration_s", "reward", "valid_frac")
+SAMPLE_FIGURES = ("duration_ran_s", "duration_mix_s", "duration_s", "reward", "valid_frac")
 WINDOWS = ("all", "first_quarter", "second_half", "last_quarter")
 UPDATE_FIGURES = {"batch/duration_mean": "duration_s", "batch/reward_mean": "reward", "batch/valid_frac": "valid_frac"}
 OWNED_KEYS = ("learner.duration_weighting", "seed", "learner.max_updates", "eval_samples", "hydra.sweep.dir",
@@ -179,11 +184,26 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def sample_figures(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """Means over ``samples``: execution time of programs that ran, duration (0 when none ran),
-    reward, valid fraction."""
+def typical_durations(samples: list[dict[str, Any]]) -> dict[str, float]:
+    """Per program text, the median execution time over every run of it in ``samples`` (pass
+    the samples of all runs of both methods)."""
+    times: dict[str, list[float]] = {}
+    for s in samples:
+        if s["status"] != "not_run" and s.get("code"):
+            times.setdefault(s["code"], []).append(float(s["duration_s"]))
+    return {code: statistics.median(t) for code, t in times.items()}
+
+
+def sample_figures(samples: list[dict[str, Any]], typical: dict[str, float] | None = None) -> dict[str, Any]:
+    """Means over ``samples``: execution time of programs that ran, the same with each program's
+    typical time (``duration_mix_s``, from :func:`typical_durations`; None without it), duration
+    (0 when none ran), reward, valid fraction.
+
+    ``duration_mix_s`` measures which programs the policy chose, not how busy the host was while
+    they ran: the same program text counts the same in every run and either method."""
     ran = [float(s["duration_s"]) for s in samples if s["status"] != "not_run"]
-    return {"n": len(samples), "n_ran": len(ran), "duration_ran_s": _mean(ran),
+    mix = [typical[s["code"]] for s in samples if typical and s["status"] != "not_run" and s.get("code") in typical]
+    return {"n": len(samples), "n_ran": len(ran), "duration_ran_s": _mean(ran), "duration_mix_s": _mean(mix),
             "duration_s": _mean([float(s["duration_s"]) for s in samples]),
             "reward": _mean([float(s["reward"]) for s in samples]),
             "valid_frac": _mean([1.0 if s["valid"] else 0.0 for s in samples])}
@@ -249,8 +269,9 @@ def wall_clock(run_dir: Path, metrics: list[dict[str, Any]]) -> dict[str, float 
     return {"train_s": train_s, "job_s": job_s}
 
 
-def summarise_run(run_dir: Path) -> dict[str, Any]:
-    """Everything this benchmark reads from one run dir (see the module docstring)."""
+def summarise_run(run_dir: Path, typical: dict[str, float] | None = None) -> dict[str, Any]:
+    """Everything this benchmark reads from one run dir (see the module docstring); ``typical``:
+    :func:`typical_durations` over all runs compared."""
     config = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
     method, seed = str(config["learner"]["duration_weighting"]), int(config["seed"])
     updates = int(config["learner"]["max_updates"])
@@ -261,9 +282,9 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     by_window = windows(samples, updates)
     return {
         "run_dir": str(run_dir), "method": method, "seed": seed, "max_updates": updates,
-        "windows": {w: sample_figures(rows) for w, rows in by_window.items()},
+        "windows": {w: sample_figures(rows, typical) for w, rows in by_window.items()},
         "scores": {w: task_scores(rows) for w, rows in by_window.items()},
-        "per_version": per_version(samples),
+        "per_version": per_version(samples, functools.partial(sample_figures, typical=typical)),
         "per_version_scores": per_version(samples, task_scores),
         "per_update": per_update(metrics),
         "eval_k": report["k"] if report else None,
@@ -387,7 +408,9 @@ def table(result: dict[str, Any]) -> str:
 def headline(result: dict[str, Any]) -> str:
     """One plain sentence per headline figure: the difference and whether it is within noise."""
     d = result["difference"]["windows"]["second_half"]
-    parts = [("execution time of programs that ran", d["duration_ran_s"], " s"), ("reward", d["reward"], ""),
+    parts = [("execution time of programs that ran", d["duration_ran_s"], " s"),
+             ("the same, each program at its typical time (load removed)", d["duration_mix_s"], " s"),
+             ("reward", d["reward"], ""),
              ("valid fraction", d["valid_frac"], "")]
     lines = ["paper - none (sample figures: second half of training; scores: the closing best-of-K):"]
     lines += [f"- {name}: {_diff(x)}{unit if x['diff'] is not None else ''}: {x['verdict']}" for name, x, unit in parts]
@@ -457,7 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     run_dirs = find_runs(cfg.runs_dir)
     if not run_dirs:
         raise SystemExit(f"duration_ablation: no run dirs (config.yaml + samples.jsonl) under {cfg.runs_dir}")
-    runs = [summarise_run(d) for d in run_dirs]
+    typical = typical_durations([s for d in run_dirs for s in read_jsonl(d / "samples.jsonl")])
+    runs = [summarise_run(d, typical) for d in run_dirs]
     check_runs(runs, cfg.runs_dir)
     methods = {m: aggregate_method([r for r in runs if r["method"] == m]) for m in METHODS}
     result: dict[str, Any] = {

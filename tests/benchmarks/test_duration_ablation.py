@@ -215,3 +215,21 @@ def test_first_seed_shifts_the_seeds(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert ablation.launch_argv(cfg)[5] == "seed=3,4,5"
     with pytest.raises(SystemExit):
         ablation.parse_args(["--first-seed", "-1"])
+
+
+def test_duration_mix_counts_each_program_at_its_typical_time(monkeypatch: pytest.MonkeyPatch):
+    """A program that ran slowly under load counts at its median over all runs, so two runs that
+    chose the same programs get the same ``duration_mix_s`` however busy the host was."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    ablation = importlib.import_module("duration_ablation")
+    def s(code, status, dur):
+        return {"code": code, "status": status, "duration_s": dur, "reward": 0.0, "valid": status == "ok"}
+
+    busy = [s("A", "ok", 9.0), s("B", "ok", 4.0)]
+    quiet = [s("A", "ok", 3.0), s("B", "ok", 2.0), s("A", "ok", 5.0), s("", "not_run", 0.0)]
+    typical = ablation.typical_durations(busy + quiet)
+    assert typical == {"A": 5.0, "B": 3.0}  # medians of (9, 3, 5) and (4, 2)
+    assert ablation.sample_figures(busy, typical)["duration_mix_s"] == pytest.approx(4.0)
+    assert ablation.sample_figures(busy, typical)["duration_ran_s"] == pytest.approx(6.5)
+    assert ablation.sample_figures(quiet[:2], typical)["duration_mix_s"] == pytest.approx(4.0)
+    assert ablation.sample_figures(busy)["duration_mix_s"] is None  # no typical times given
