@@ -53,7 +53,7 @@ async def started_before_run(sandbox, request: ExecutionRequest) -> float:
 
 
 async def test_the_next_run_of_a_shape_starts_in_a_sandbox_made_before_it(local: Env) -> None:
-    sandbox = local.sandbox()
+    sandbox = local.sandbox(prewarm=2)
     try:
         first = await started_before_run(sandbox, local.request(START_TIME))
         await asyncio.sleep(SETTLE_S)
@@ -68,6 +68,7 @@ async def test_the_next_run_of_a_shape_starts_in_a_sandbox_made_before_it(local:
 
 
 async def test_prewarm_0_starts_every_sandbox_with_its_run(local: Env) -> None:
+    """Also the default: the warm path is opt-in (benchmarks/prewarm_ab.py)."""
     sandbox = local.sandbox(prewarm=0)
     try:
         for _ in range(2):
@@ -119,7 +120,7 @@ async def test_a_warm_sandbox_serves_one_program_only(local: Env) -> None:
              "subprocess.Popen(['sleep', '300'], start_new_session=True)\nprint('left')\n")
     look = ("import os\nprint(os.path.exists('/tmp/left'), os.path.exists('left'),\n"
             "      sorted(p for p in os.listdir('/proc') if p.isdigit() and p != str(os.getpid())))\n")
-    sandbox = local.sandbox()
+    sandbox = local.sandbox(prewarm=2)
     try:
         await sandbox.run(local.request(leave))
         await asyncio.sleep(SETTLE_S)
@@ -134,7 +135,7 @@ async def test_a_warm_sandbox_serves_one_program_only(local: Env) -> None:
 
 
 async def test_limits_count_from_the_program_start_in_a_warm_sandbox(local: Env) -> None:
-    sandbox = local.sandbox()
+    sandbox = local.sandbox(prewarm=2)
     try:
         await sandbox.run(local.request("pass", wall_time_s=1.0, memory_mb=256))
         await asyncio.sleep(2.0)  # the next sandbox has been waiting longer than the limit
@@ -150,7 +151,7 @@ async def test_limits_count_from_the_program_start_in_a_warm_sandbox(local: Env)
 
 
 async def test_a_warm_sandbox_that_died_is_not_used(local: Env, find_processes) -> None:
-    sandbox = local.sandbox()
+    sandbox = local.sandbox(prewarm=2)
     try:
         await sandbox.run(local.request("pass"))
         await asyncio.sleep(SETTLE_S)
@@ -165,7 +166,7 @@ async def test_a_warm_sandbox_that_died_is_not_used(local: Env, find_processes) 
 
 
 async def test_preloaded_modules_are_imported_before_the_program_arrives(local: Env) -> None:
-    sandbox = local.sandbox(preload=["csv", "no_such_module_anywhere"])
+    sandbox = local.sandbox(prewarm=2, preload=["csv", "no_such_module_anywhere"])
     seen = "import sys\nprint('csv' in sys.modules)\nimport csv\nprint(csv.__name__)\n"
     try:
         first = await sandbox.run(local.request(seen))  # no sandbox was waiting: a fresh start

@@ -1,4 +1,4 @@
-"""The integrity attacks through the warm path (``SandboxConfig.prewarm``, the default): every
+"""The integrity attacks through the warm path (``SandboxConfig.prewarm``, opt-in): every
 hostile program here runs in a sandbox made before it arrived, and says so.
 
 A run started warm with the usual entry runs in the interpreter that waited for "go"

@@ -186,11 +186,14 @@ class SandboxConfig:
     """Local: per-run memory/pids/cpu cgroups when writable (needs root)."""
     tmpfs_workdir: bool = True
     """Mount a size-limited tmpfs per work dir when allowed (root), for the disk limit."""
-    prewarm: int = 2
+    prewarm: int = 0
     """Local with bubblewrap: sandboxes kept started ahead of their programs (namespaces,
     mounts, cgroups and work dir made, waiting on a pipe), for the request shape (data dir,
     limits, entry, env) of recent runs. A run whose shape matches takes one and skips the
-    start-up; each is used by one program only. 0: start every sandbox when its run begins."""
+    start-up; each is used by one program only. 0 (the default): start every sandbox when its
+    run begins. Opt-in because it did not raise the embedded run's updates per minute and
+    cost CPU (``benchmarks/prewarm_ab.py``; docs/benchmarks.md); 2 saves ~30 ms of latency
+    per run where programs are short and the host is idle."""
     preload: list[str] = field(default_factory=list)
     """Local, with ``prewarm``: modules the waiting interpreter imports before its program
     arrives (e.g. ``[numpy, pandas, sklearn]``), so a program's own imports of them are
