@@ -75,6 +75,14 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
 
 
+def fmt_mean_se(x: dict[str, Any], spec: str = ".3f", none: str = "-") -> str:
+    """A ``{"mean", "se"}`` summary as ``mean ± se`` (``mean`` alone without an s.e.; ``none``
+    without a mean)."""
+    if x["mean"] is None:
+        return none
+    return f"{x['mean']:{spec}}" + (f" ± {x['se']:{spec}}" if x["se"] is not None else "")
+
+
 def stats(values: list[float]) -> dict[str, float]:
     """mean, median, p90, min, max (all 0 for no values)."""
     if not values:

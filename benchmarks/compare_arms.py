@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, command_line, git_commit, write_json
+from _common import RESULTS, command_line, fmt_mean_se, git_commit, write_json
 from embedded_rl import mean_se
 
 NOISE_SE = 2.0
@@ -84,8 +84,7 @@ def comparison(ref: dict[str, Any], cand: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ms(x: dict[str, Any], spec: str, missing: int = 0) -> str:
-    text = "-" if x["mean"] is None else f"{x['mean']:{spec}}" + (f" ± {x['se']:{spec}}" if x["se"] is not None else "")
-    return text + (f" ({missing} seed{'s' if missing > 1 else ''} without)" if missing else "")
+    return fmt_mean_se(x, spec) + (f" ({missing} seed{'s' if missing > 1 else ''} without)" if missing else "")
 
 
 def table(result: dict[str, Any]) -> str:

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import RESULTS, command_line, git_commit, machine_info, write_json
+from _common import RESULTS, command_line, fmt_mean_se, git_commit, machine_info, write_json
 
 METHODS = ("none", "paper")
 SAMPLE_FIGURES = ("duration_ran_s", "duration_mix_s", "duration_s", "reward", "valid_frac")
@@ -366,9 +366,7 @@ def differences(methods: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 # ---- output ---------------------------------------------------------------------------------
 def _ms(x: dict[str, Any], fmt: str = ".3f") -> str:
-    if x["mean"] is None:
-        return "n/a"
-    return f"{x['mean']:{fmt}}" + (f" ± {x['se']:{fmt}}" if x["se"] is not None else "")
+    return fmt_mean_se(x, fmt, none="n/a")
 
 
 def _diff(d: dict[str, Any], fmt: str = ".3f") -> str:

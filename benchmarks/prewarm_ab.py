@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, REPO, command_line, git_commit, machine_info, write_json
+from _common import RESULTS, REPO, command_line, fmt_mean_se, git_commit, machine_info, write_json
 from embedded_rl import mean_se, read_jsonl
 
 NOISE_SE = 2.0
@@ -112,18 +112,12 @@ def aggregate(rows: list[dict[str, Any]], arms: list[int]) -> dict[str, Any]:
     return out
 
 
-def _fmt(x: dict[str, Any], spec: str = ".2f") -> str:
-    if x["mean"] is None:
-        return "-"
-    return f"{x['mean']:{spec}}" + (f" +- {x['se']:{spec}}" if x["se"] is not None else "")
-
-
 def table(result: dict[str, Any]) -> str:
     lines = ["| arm | updates/min | CPU s per update | execution s | valid |", "|---|---|---|---|---|"]
     for arm, figs in result["summary"]["arms"].items():
-        lines.append(f"| prewarm={arm} | " + " | ".join(_fmt(figs[f]) for f in FIGURES) + " |")
+        lines.append(f"| prewarm={arm} | " + " | ".join(fmt_mean_se(figs[f], ".2f") for f in FIGURES) + " |")
     for name, d in result["summary"]["difference"].items():
-        lines.append(f"| {name} (paired) | " + " | ".join(_fmt(d[f]) for f in FIGURES) + " |")
+        lines.append(f"| {name} (paired) | " + " | ".join(fmt_mean_se(d[f], ".2f") for f in FIGURES) + " |")
     return "\n".join(lines)
 
 
