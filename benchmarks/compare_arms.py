@@ -13,7 +13,8 @@ noise" when |mean| > 2 s.e. of the differences; for a score the verdict also say
 is better under the task's direction. Figures: the run's learning figures (valid fraction and
 reward by quarter, per prompt kind, revisions against parents, zero-advantage share per kind),
 and per task the closing best of K (private, with the public score it was chosen on), mean of
-K and valid fraction of the trained policy.
+K and valid fraction of the trained policy, and the valid scratch programs' mean score in the
+last quarter of training.
 
 Writes ``NAME.json`` to ``--out`` (default ``benchmarks/results``) and prints a table.
 """
@@ -32,8 +33,17 @@ NOISE_SE = 2.0
 RUN_FIGURES = ("valid_last_quarter", "reward_last_quarter", "scratch_valid_last_quarter", "improve_valid_last_quarter",
                "improve_beats_parent_last_quarter", "improve_reward_delta_mean_last_quarter",
                "zero_adv_share_scratch", "zero_adv_share_improve", "wall_clock_minutes")
-TASK_FIGURES = ("trained_best", "trained_best_public", "trained_mean", "trained_valid", "initial_best")
-SCORES = ("trained_best", "trained_best_public", "trained_mean", "initial_best")
+TASK_FIGURES = ("trained_best", "trained_best_public", "trained_mean", "trained_valid", "initial_best",
+                "scratch_score_last_quarter")
+SCORES = ("trained_best", "trained_best_public", "trained_mean", "initial_best", "scratch_score_last_quarter")
+
+
+def task_figure(run: dict[str, Any], task: str, figure: str) -> float | None:
+    """A per-task figure of one run: a closing one from ``tasks``, or the valid scratch programs'
+    mean score in the last quarter of training (``scratch_score_last_quarter``)."""
+    if figure == "scratch_score_last_quarter":
+        return run.get("scratch_score_by_task", {}).get(task, {}).get("last_quarter")
+    return run.get("tasks", {}).get(task, {}).get(figure)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -77,7 +87,7 @@ def comparison(ref: dict[str, Any], cand: dict[str, Any]) -> dict[str, Any]:
     tasks: dict[str, Any] = {}
     for t in task_ids:
         lower = next((r["tasks"][t].get("lower_is_better") for r in ref_runs.values() if t in r.get("tasks", {})), None)
-        tasks[t] = {f: compare(ref_runs, cand_runs, lambda r, f=f: r.get("tasks", {}).get(t, {}).get(f),
+        tasks[t] = {f: compare(ref_runs, cand_runs, lambda r, f=f: task_figure(r, t, f),
                                lower if f in SCORES else None) for f in TASK_FIGURES}
         tasks[t]["lower_is_better"] = lower
     return {"seeds": seeds, "runs": runs, "tasks": tasks}

@@ -24,6 +24,10 @@ Per run (pure functions of its files, tested on a synthetic run dir):
 - improve samples against the parent they revised, where both are valid:
   ``improve_pairs_valid`` and ``improve_beats_parent`` (the share of those pairs where the
   revision earned strictly more reward);
+- ``improve_parse``: the improve samples counted by how the parser saw them (``truncated``,
+  ``edit_mismatch``, ``unchanged``, ...; ``valid`` among them), and per task the prompt kind of
+  the sample each closing best-of-K chose (``initial_best_kind``, ``trained_best_kind``; across
+  seeds each kind's share of the winners, issue 28's test-time protocol);
 - the targets of issue #14 per seed: ``valid_gain_ok`` (last >= first + 0.20 and reward last >
   first), ``improve_ok`` (improve valid >= half the scratch valid, last quarter, and
   ``improve_beats_parent`` > 0.5),
@@ -131,6 +135,19 @@ def improve_vs_parent(samples: list[dict[str, Any]], children: list[dict[str, An
             f"improve_reward_delta_mean{suffix}": sum(c["reward"] - p["reward"] for c, p in both) / len(both) if both else None}
 
 
+def improve_parse(samples: list[dict[str, Any]]) -> dict[str, int]:
+    """How the improve samples ended, counted by the parser's status (``ok``, ``truncated``,
+    ``syntax_error``, ``edit_mismatch``, ``unchanged``, ...); ``valid`` counts those among the
+    ``ok`` ones whose submission was valid."""
+    out: dict[str, int] = {}
+    for s in samples:
+        if s.get("kind") == "improve":
+            key = str(s.get("parse") or "unknown")
+            out[key] = out.get(key, 0) + 1
+            out["valid"] = out.get("valid", 0) + bool(s.get("valid"))
+    return out
+
+
 def _better(a: float | None, b: float | None, lower: bool) -> bool:
     """a strictly better than b (None is worst)."""
     if a is None:
@@ -158,6 +175,8 @@ def per_task(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "aide_mean": c["mean_score"] if c else None,
             "initial_valid": b["valid_frac"], "trained_valid": a["valid_frac"],
             "aide_valid": c["valid_frac"] if c else None,
+            # the prompt kind of the sample each best-of-K chose (the paper's test-time protocol)
+            "initial_best_kind": b.get("best_kind"), "trained_best_kind": a.get("best_kind"),
             "trained_beats_initial": _better(a["best_score"], b["best_score"], lower),
             "trained_beats_aide": _better(a["best_score"], c["best_score"], lower) if c else None,
         }
@@ -195,6 +214,7 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     metrics = run_dir / "metrics.jsonl"
     out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q,
                            **improve_vs_parent(samples), **improve_vs_parent(samples, last, "_last_quarter"),
+                           "improve_parse": improve_parse(samples),
                            **zero_adv_by_kind(read_jsonl(metrics) if metrics.is_file() else [])}
     report = run_dir / "report.json"
     tasks = per_task(json.loads(report.read_text())) if report.is_file() else {}
@@ -248,7 +268,17 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             None if not runs or any(r["trained_beats_aide"] is None for r in runs)
             else all(r["trained_beats_aide"] for r in runs)),
         "wall_clock_minutes_max": max(walls) if walls else None,
+        **{f"{who}_best_kind_share": _kind_shares([t.get(f"{who}_best_kind") for r in runs for t in r["tasks"].values()])
+           for who in ("initial", "trained")},
     }
+
+
+def _kind_shares(kinds: list[str | None]) -> dict[str, Any]:
+    """Each prompt kind's share of the best-of-K winners over (seed, task) pairs; ``none``
+    counts the pairs without a valid sample (or from a report that predates ``best_kind``)."""
+    won = [k for k in kinds if k is not None]
+    return {**{k: (won.count(k) / len(won) if won else None) for k in KINDS}, "n": len(won),
+            "none": len(kinds) - len(won)}
 
 
 def launch(seed: int, run_dir: Path, overrides: list[str]) -> None:

@@ -18,7 +18,8 @@ TASK = "rmsle-task"
 def _results(path: Path, overrides: list[str], rows: dict[int, tuple[float, float]]) -> Path:
     """A results file; ``rows`` maps seed -> (valid_last_quarter, trained_best)."""
     runs = [{"seed": s, "valid_last_quarter": v,
-             "tasks": {TASK: {"lower_is_better": True, "trained_best": b, "initial_best": 0.05}}}
+             "tasks": {TASK: {"lower_is_better": True, "trained_best": b, "initial_best": 0.05}},
+             "scratch_score_by_task": {TASK: {"first_quarter": 0.06, "last_quarter": None if b is None else b + 0.01}}}
             for s, (v, b) in rows.items()]
     path.write_text(json.dumps({"overrides": overrides, "runs": runs}))
     return path
@@ -42,6 +43,10 @@ def test_paired_difference_over_common_seeds_by_hand(tmp_path: Path):
     assert best["difference"]["mean"] == pytest.approx(0.001)
     assert best["beyond_noise"] is True and best["candidate_better"] is False
     assert c["tasks"][TASK]["initial_best"]["candidate_better"] is None  # identical in both arms
+    # the valid scratch programs' last-quarter score (here best + 0.01): also +0.001 a seed
+    learned = c["tasks"][TASK]["scratch_score_last_quarter"]
+    assert learned["per_seed"]["3"] == [pytest.approx(0.050), pytest.approx(0.051)]
+    assert learned["difference"]["mean"] == pytest.approx(0.001) and learned["candidate_better"] is False
     assert out["candidate"]["label"] == "x=1" and out["reference"]["label"].startswith("default")
     assert best["missing"] == {"reference": 0, "candidate": 0}
 

@@ -198,3 +198,34 @@ def test_zero_advantage_share_per_kind_is_the_mean_over_learner_updates():
     ]
     assert bench.zero_adv_by_kind(metrics) == {"zero_adv_share_scratch": 0.25, "zero_adv_share_improve": 0.75}
     assert bench.zero_adv_by_kind([]) == {"zero_adv_share_scratch": None, "zero_adv_share_improve": None}
+
+
+def test_improve_samples_are_counted_by_how_they_ended():
+    samples = [
+        {"kind": "improve", "parse": "ok", "valid": True}, {"kind": "improve", "parse": "ok", "valid": False},
+        {"kind": "improve", "parse": "truncated", "valid": False},
+        {"kind": "improve", "parse": "truncated", "valid": False},
+        {"kind": "improve", "parse": "unchanged", "valid": False}, {"kind": "improve", "valid": False},
+        {"kind": "scratch", "parse": "ok", "valid": True},  # not an improve sample: not counted
+    ]
+    assert bench.improve_parse(samples) == {"ok": 2, "valid": 1, "truncated": 2, "unchanged": 1, "unknown": 1}
+    assert bench.improve_parse([{"kind": "scratch", "parse": "ok", "valid": True}]) == {}
+
+
+def test_each_kinds_share_of_the_closing_winners(tmp_path):
+    def with_kinds(seed, kinds):
+        d = _run_dir(tmp_path, SAMPLES, seed=seed)
+        report = json.loads((d / "report.json").read_text())
+        for task, kind in zip((AUC, LOSS), kinds):
+            report["trained"]["per_seed"][0]["tasks"][task]["best_kind"] = kind
+        (d / "report.json").write_text(json.dumps(report))
+        return bench.summarise_run(d)
+
+    runs = [with_kinds(0, ("improve", "scratch")), with_kinds(1, ("scratch", None))]
+    assert runs[0]["tasks"][AUC]["trained_best_kind"] == "improve"
+    s = bench.summarise(runs)
+    # 3 winners over 4 (seed, task) pairs: 1 improve, 2 scratch; one pair had no valid sample
+    assert s["trained_best_kind_share"] == {"scratch": pytest.approx(2 / 3), "improve": pytest.approx(1 / 3),
+                                           "n": 3, "none": 1}
+    # the initial policy's reports carry no best_kind here (a report from before it existed)
+    assert s["initial_best_kind_share"] == {"scratch": None, "improve": None, "n": 0, "none": 4}
