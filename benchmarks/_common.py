@@ -75,6 +75,33 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """One dict per non-empty line of a run's ``samples.jsonl`` / ``metrics.jsonl`` ([] for a
+    missing file); a malformed line raises ``ValueError`` naming the file and line, so a figure
+    is never computed over silently dropped samples."""
+    if not path.is_file():
+        return []
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+    return rows
+
+
+def mean_se(values: list[float | None]) -> dict[str, Any]:
+    """Mean and standard error (sample std / sqrt(n); None below two values) over the defined
+    values, with their count."""
+    v = [float(x) for x in values if x is not None]
+    if not v:
+        return {"mean": None, "se": None, "n": 0}
+    mean = sum(v) / len(v)
+    se = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else None
+    return {"mean": mean, "se": se, "n": len(v)}
+
+
 def fmt_mean_se(x: dict[str, Any], spec: str = ".3f", none: str = "-") -> str:
     """A ``{"mean", "se"}`` summary as ``mean ± se`` (``mean`` alone without an s.e.; ``none``
     without a mean)."""

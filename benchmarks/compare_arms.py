@@ -26,8 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, command_line, fmt_mean_se, git_commit, write_json
-from embedded_rl import mean_se
+from _common import RESULTS, command_line, fmt_mean_se, git_commit, mean_se, write_json
 
 NOISE_SE = 2.0
 RUN_FIGURES = ("valid_last_quarter", "reward_last_quarter", "scratch_valid_last_quarter", "improve_valid_last_quarter",

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import RESULTS, command_line, fmt_mean_se, git_commit, machine_info, write_json
+from _common import RESULTS, command_line, fmt_mean_se, git_commit, machine_info, mean_se, read_jsonl, write_json
 
 METHODS = ("none", "paper")
 SAMPLE_FIGURES = ("duration_ran_s", "duration_mix_s", "duration_s", "reward", "valid_frac")
@@ -167,17 +167,6 @@ def find_runs(runs_dir: Path) -> list[Path]:
         return []
     return sorted(p.parent for p in runs_dir.rglob("samples.jsonl") if (p.parent / "config.yaml").is_file())
 
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """One dict per non-empty line; a malformed line raises ``ValueError`` naming file and line."""
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
-    return rows
 
 
 def _mean(values: list[float]) -> float | None:
@@ -294,13 +283,6 @@ def summarise_run(run_dir: Path, typical: dict[str, float] | None = None) -> dic
 
 
 # ---- across seeds and methods ---------------------------------------------------------------
-def mean_se(values: list[float | None]) -> dict[str, Any]:
-    """Mean and s.e. over the defined values (s.e. None below two), with their count."""
-    v = [float(x) for x in values if x is not None]
-    mean = _mean(v)
-    se = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else None
-    return {"mean": mean, "se": se, "n": len(v)}
-
 
 def across_seeds(rows: list[dict[str, Any]], figures: tuple[str, ...]) -> dict[str, Any]:
     """:func:`mean_se` of each figure over the rows (one per seed)."""

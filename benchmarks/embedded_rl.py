@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import subprocess
 import sys
 import time
@@ -53,21 +52,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
+from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    if not path.is_file():
-        return rows
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
 
 
 def max_updates(run_dir: Path) -> int:
@@ -231,14 +219,6 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     out["wall_clock_minutes"] = float(timing.read_text()) / 60 if timing.is_file() else None
     return out
 
-
-def mean_se(xs: list[float | None]) -> dict[str, float | None]:
-    vals = [float(x) for x in xs if x is not None]
-    if not vals:
-        return {"mean": None, "se": None, "n": 0}
-    m = sum(vals) / len(vals)
-    se = math.sqrt(sum((x - m) ** 2 for x in vals) / (len(vals) - 1) / len(vals)) if len(vals) > 1 else None
-    return {"mean": m, "se": se, "n": len(vals)}
 
 
 CLOSING_KEYS = ("initial_best", "trained_best", "aide_best", "initial_best_public", "trained_best_public",

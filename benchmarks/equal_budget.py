@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
-from embedded_rl import _better, mean_se, read_jsonl, selection  # noqa: E402
+from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl  # noqa: E402
+from embedded_rl import _better, selection  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 METHODS = ("rl", "aide", "initial_bon")

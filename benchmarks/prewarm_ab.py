@@ -30,8 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, REPO, command_line, fmt_mean_se, git_commit, machine_info, write_json
-from embedded_rl import mean_se, read_jsonl
+from _common import RESULTS, REPO, command_line, fmt_mean_se, git_commit, machine_info, mean_se, read_jsonl, write_json
 
 NOISE_SE = 2.0
 

@@ -229,3 +229,14 @@ def test_each_kinds_share_of_the_closing_winners(tmp_path):
                                            "n": 3, "none": 1}
     # the initial policy's reports carry no best_kind here (a report from before it existed)
     assert s["initial_best_kind_share"] == {"scratch": None, "improve": None, "n": 0, "none": 4}
+
+
+def test_a_malformed_line_is_an_error_naming_the_file_and_line(tmp_path):
+    # no figure may be computed over silently dropped samples
+    path = tmp_path / "samples.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": 2\n')
+    with pytest.raises(ValueError, match=r"samples.jsonl:3: not JSON"):
+        bench.read_jsonl(path)
+    path.write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert bench.read_jsonl(path) == [{"a": 1}, {"a": 2}]
+    assert bench.read_jsonl(tmp_path / "missing.jsonl") == []
