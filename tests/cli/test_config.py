@@ -75,7 +75,11 @@ def test_the_edit_revisions_experiment_and_the_papers_improve_prompts_by_default
     cfg = validate(_compose(["+experiment=edit_revisions"]))
     assert cfg.actors.prompts.improve_format == "edit" and cfg.actors.improvement.revisions == 4
     assert cfg.model.bootstrap.improves_per_task == 48 and cfg.model.bootstrap.fix_share == pytest.approx(0.25)
-    assert cfg.learner == default.learner and cfg.tasks == default.tasks  # nothing else changes
+    # the revisions of one parent form the group; nothing else changes
+    assert default.learner.advantage.value == "grpo" and default.learner.improve_group.value == "task"
+    assert cfg.learner.improve_group.value == "prompt"
+    assert dataclasses.replace(cfg.learner, improve_group=default.learner.improve_group) == default.learner
+    assert cfg.tasks == default.tasks
 
 
 def test_admission_may_not_count_more_executions_than_the_sandbox_runs():

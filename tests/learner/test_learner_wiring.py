@@ -129,7 +129,7 @@ def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions
         return msgspec.structs.replace(s, prompt_kind=PromptKind.IMPROVE, parent_id="a:99", prompt_ids=prompt)
 
     cfg = LearnerConfig(**dict(BASE, batch_size=4, micro_batch_size=4), advantage="grpo", critic="none",
-                        duration_weighting="none")
+                        duration_weighting="none", improve_group="prompt")
     scratch = [msgspec.structs.replace(make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7]) for i, r in enumerate((0.5, -10.0))]
     lone = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10 + i]) for i, r in enumerate((0.4, -9.5))]
     grouped = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10]) for i, r in enumerate((0.4, -9.5))]
@@ -141,6 +141,26 @@ def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions
     # GRPO without std: the two revisions get +-(0.4 - -9.5) / 2
     assert m_grouped["split/kind/improve/adv_std"] == pytest.approx(4.95, rel=1e-5)
     assert m_grouped["split/all/zero_adv_share"] == 0.0 and m_lone["split/all/zero_adv_share"] == 0.5
+
+
+@pytest.mark.parametrize("advantage", ["grpo", "rloo"])
+def test_under_the_default_grouping_no_prompt_kind_has_a_zero_advantage_by_construction(make_sample, tiny_model, advantage):
+    # issue 28: with the LearnerConfig default (improve_group=task) a revision used once, the
+    # paper's protocol, still has a baseline; only equal rewards give a zero advantage.
+    from mlerl.protocol import PromptKind
+
+    def improve(s, prompt):
+        return msgspec.structs.replace(s, prompt_kind=PromptKind.IMPROVE, parent_id="a:99", prompt_ids=prompt)
+
+    cfg = LearnerConfig(**dict(BASE, batch_size=4, micro_batch_size=4), advantage=advantage, critic="none",
+                        duration_weighting="none")
+    scratch = [msgspec.structs.replace(make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7]) for i, r in enumerate((0.5, -10.0))]
+    lone = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10 + i]) for i, r in enumerate((0.4, -9.5))]
+    m = Learner(cfg, tiny_model()).update(scratch + lone)
+    assert m["split/kind/scratch/zero_adv_share"] == 0.0 and m["split/kind/improve/zero_adv_share"] == 0.0
+    # equal rewards are the only way to a zero advantage: two failed revisions of different parents
+    failed = [msgspec.structs.replace(s, reward=-10.0) for s in lone]
+    assert Learner(cfg, tiny_model()).update(scratch + failed)["split/kind/improve/zero_adv_share"] == 1.0
 
 
 def test_improve_group_task_gives_lone_revisions_a_baseline_and_leaves_scratch_groups_alone(make_sample, tiny_model):
