@@ -168,7 +168,6 @@ def find_runs(runs_dir: Path) -> list[Path]:
     return sorted(p.parent for p in runs_dir.rglob("samples.jsonl") if (p.parent / "config.yaml").is_file())
 
 
-
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 

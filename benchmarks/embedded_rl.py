@@ -57,7 +57,6 @@ from _common import RESULTS, command_line, git_commit, machine_info, mean_se, re
 REPO = Path(__file__).resolve().parent.parent
 
 
-
 def max_updates(run_dir: Path) -> int:
     """``learner.max_updates`` from the run's ``config.yaml`` (a plain YAML read)."""
     import yaml
@@ -218,7 +217,6 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     timing = run_dir / "wall_clock_s"
     out["wall_clock_minutes"] = float(timing.read_text()) / 60 if timing.is_file() else None
     return out
-
 
 
 CLOSING_KEYS = ("initial_best", "trained_best", "aide_best", "initial_best_public", "trained_best_public",
