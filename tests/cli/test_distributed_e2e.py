@@ -221,12 +221,18 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
     """The README's multi-host recipe on one host: `role=actors` started first (it waits for the
     learner's keys), then `role=learner`; the learner is killed (-9) and resumed while the
     actors run; then the actors are stopped and resumed while the learner runs. Nothing lost
-    or duplicated."""
+    or duplicated.
+
+    The learner holds at most one batch it has not trained on (``max_pending_samples`` = B = 4)
+    and needs 8 updates, so it cannot finish on what it held when the actors were stopped: with
+    the default 4 B it once ran from update 2 to its last (6) on buffered samples before the
+    actors restarted, and the test then waited for a learner that had exited."""
     learner_dir, actors_dir = tmp_path / "learner", tmp_path / "actors"
     samples, weights = (f"tcp://127.0.0.1:{port}" for port in _PORTS.take(2))
     learner_argv = train_argv(learner_dir, "role=learner", "transport.samples_address=" + samples.replace("127.0.0.1", "0.0.0.0"),
                               "transport.weights_address=" + weights.replace("127.0.0.1", "0.0.0.0"),
-                              "learner.max_updates=6", "learner.checkpoint_every=1", "eval_samples=0")
+                              "learner.max_updates=8", "learner.max_pending_samples=4", "learner.checkpoint_every=1",
+                              "eval_samples=0")
     actors_argv = train_argv(actors_dir, "role=actors", "num_actors=1", f"transport.samples_address={samples}",
                              f"transport.weights_address={weights}", f"transport.keys_dir={learner_dir / 'keys'}")
 
@@ -254,6 +260,7 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
                   "an update after the learner's restart", learner)
         actors.send_signal(signal.SIGTERM)  # now the learner is up first: restart the actors
         actors.communicate(timeout=120)
+        assert learner.poll() is None, f"the learner finished before the actors restarted: {_steps(learner_dir)}"
         before = max(s.seq for s in _journal(learner_dir))
         actors = start(train_argv(tmp_path / "ignored2", f"resume={actors_dir}"))
         procs.append(actors)
@@ -266,6 +273,6 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
     finally:
         for p in procs:
             p.kill()
-    assert _steps(learner_dir)[-1] == 6
+    assert _steps(learner_dir)[-1] == 8
     _assert_exactly_once(learner_dir, [actors_dir / "actors"])
     assert processes(str(learner_dir)) == [] and processes(str(actors_dir)) == []
