@@ -7,7 +7,7 @@ import torch
 
 from mlerl.learner import Learner, LearnerConfig
 from mlerl.learner._batch import collate, token_logprobs
-from mlerl.protocol import ConfigError, ExecStatus
+from mlerl.protocol import ConfigError, ExecStatus, PromptKind
 
 
 class _GradRecorder(Learner):
@@ -119,20 +119,28 @@ def test_grpo_std_floor_reaches_the_policy_gradient(make_sample, tiny_model):
     assert max(g.abs().max().item() for g in grads[0].values()) > 100 * max(g.abs().max().item() for g in grads[1].values())
 
 
+def _improve(sample, prompt):
+    """``sample`` as an IMPROVE sample with prompt tokens ``prompt``."""
+    return msgspec.structs.replace(sample, prompt_kind=PromptKind.IMPROVE, parent_id="a:99", prompt_ids=prompt)
+
+
+def _scratch_pair_and_lone_revisions(make_sample):
+    """Two scratch samples of one prompt (rewards 0.5, -10) and two revisions, each with a
+    prompt of its own (rewards 0.4, -9.5): seqs 0-3."""
+    scratch = [msgspec.structs.replace(make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7]) for i, r in enumerate((0.5, -10.0))]
+    lone = [_improve(make_sample(seq=2 + i, reward=r), [8, 9, 10 + i]) for i, r in enumerate((0.4, -9.5))]
+    return scratch, lone
+
+
 def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions_do_not(make_sample, tiny_model):
     # issue 28: under a group baseline (groups = task + prompt tokens) an IMPROVE prompt used
     # once is a group of one (advantage 0); revisions of one parent share their prompt, so they
     # form a group (actors.improvement.revisions). The per-kind zero-advantage share shows which.
-    from mlerl.protocol import PromptKind
-
-    def improve(s, prompt):
-        return msgspec.structs.replace(s, prompt_kind=PromptKind.IMPROVE, parent_id="a:99", prompt_ids=prompt)
 
     cfg = LearnerConfig(**dict(BASE, batch_size=4, micro_batch_size=4), advantage="grpo", critic="none",
                         duration_weighting="none", improve_group="prompt")
-    scratch = [msgspec.structs.replace(make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7]) for i, r in enumerate((0.5, -10.0))]
-    lone = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10 + i]) for i, r in enumerate((0.4, -9.5))]
-    grouped = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10]) for i, r in enumerate((0.4, -9.5))]
+    scratch, lone = _scratch_pair_and_lone_revisions(make_sample)
+    grouped = [_improve(make_sample(seq=2 + i, reward=r), [8, 9, 10]) for i, r in enumerate((0.4, -9.5))]
     m_lone = Learner(cfg, tiny_model()).update(scratch + lone)
     m_grouped = Learner(cfg, tiny_model()).update(scratch + grouped)
     assert m_lone["split/kind/scratch/zero_adv_share"] == 0.0
@@ -147,15 +155,10 @@ def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions
 def test_under_the_default_grouping_no_prompt_kind_has_a_zero_advantage_by_construction(make_sample, tiny_model, advantage):
     # issue 28: with the LearnerConfig default (improve_group=task) a revision used once, the
     # paper's protocol, still has a baseline; only equal rewards give a zero advantage.
-    from mlerl.protocol import PromptKind
-
-    def improve(s, prompt):
-        return msgspec.structs.replace(s, prompt_kind=PromptKind.IMPROVE, parent_id="a:99", prompt_ids=prompt)
 
     cfg = LearnerConfig(**dict(BASE, batch_size=4, micro_batch_size=4), advantage=advantage, critic="none",
                         duration_weighting="none")
-    scratch = [msgspec.structs.replace(make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7]) for i, r in enumerate((0.5, -10.0))]
-    lone = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10 + i]) for i, r in enumerate((0.4, -9.5))]
+    scratch, lone = _scratch_pair_and_lone_revisions(make_sample)
     m = Learner(cfg, tiny_model()).update(scratch + lone)
     assert m["split/kind/scratch/zero_adv_share"] == 0.0 and m["split/kind/improve/zero_adv_share"] == 0.0
     # equal rewards are the only way to a zero advantage: two failed revisions of different parents
@@ -168,13 +171,8 @@ def test_improve_group_task_gives_lone_revisions_a_baseline_and_leaves_scratch_g
     # prompts, so revisions of different parents compete; scratch groups are unchanged.
     from mlerl.learner._learner import advantage_group
     from mlerl.learner._config import ImproveGroup
-    from mlerl.protocol import PromptKind
 
-    def improve(s, prompt):
-        return msgspec.structs.replace(s, prompt_kind=PromptKind.IMPROVE, parent_id="a:99", prompt_ids=prompt)
-
-    scratch = [msgspec.structs.replace(make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7]) for i, r in enumerate((0.5, -10.0))]
-    lone = [improve(make_sample(seq=2 + i, reward=r), [8, 9, 10 + i]) for i, r in enumerate((0.4, -9.5))]
+    scratch, lone = _scratch_pair_and_lone_revisions(make_sample)
     assert advantage_group(lone[0], ImproveGroup.task) == advantage_group(lone[1], ImproveGroup.task)
     assert advantage_group(lone[0], ImproveGroup.prompt) != advantage_group(lone[1], ImproveGroup.prompt)
     assert advantage_group(scratch[0], ImproveGroup.task) == (scratch[0].task_id, (5, 6, 7))
