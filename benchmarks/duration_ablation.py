@@ -264,8 +264,8 @@ def summarise_run(run_dir: Path, typical: dict[str, float] | None = None) -> dic
     method, seed = str(config["learner"]["duration_weighting"]), int(config["seed"])
     updates = int(config["learner"]["max_updates"])
     samples = read_jsonl(run_dir / "samples.jsonl")
-    metrics_path, report_path = run_dir / "metrics.jsonl", run_dir / "report.json"
-    metrics = read_jsonl(metrics_path) if metrics_path.is_file() else []
+    metrics = read_jsonl(run_dir / "metrics.jsonl")  # [] without one
+    report_path = run_dir / "report.json"
     report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
     by_window = windows(samples, updates)
     return {

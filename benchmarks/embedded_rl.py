@@ -198,11 +198,10 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     samples = read_jsonl(run_dir / "samples.jsonl")
     q = quarters(samples, updates)
     last = [s for s in samples if s.get("policy_version", 0) >= 3 * updates / 4]
-    metrics = run_dir / "metrics.jsonl"
     out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q,
                            **improve_vs_parent(samples), **improve_vs_parent(samples, last, "_last_quarter"),
                            "improve_parse": improve_parse(samples),
-                           **zero_adv_by_kind(read_jsonl(metrics) if metrics.is_file() else [])}
+                           **zero_adv_by_kind(read_jsonl(run_dir / "metrics.jsonl"))}
     report = run_dir / "report.json"
     tasks = per_task(json.loads(report.read_text())) if report.is_file() else {}
     out["tasks"] = tasks
