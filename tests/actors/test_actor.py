@@ -135,6 +135,36 @@ async def test_improve_prompts_revise_earlier_solutions(tmp_path, tasks):
     assert "Terminal output of the previous solution:\n```\nloaded data\ntrained model" in revise[0][1].content
 
 
+ONE_MARKER = "Plan.\n```python\nprint('loaded data')\nopen('submission.csv','w')\n```"  # valid
+NO_SUBMISSION = "Plan.\n```python\nprint('loaded data')\nprint('trained model')\n```"  # ran, not valid
+NO_SUBMISSION_B = "Plan.\n```python\nprint('trained model')\nprint('loaded data')\n```"
+
+
+@pytest.mark.parametrize("credit_parent_markers", [True, False])
+async def test_a_failed_revision_is_credited_only_for_markers_beyond_its_parent_when_asked(
+        tmp_path, tasks, credit_parent_markers):
+    # one action at a time: the fake engine then answers ONE_MARKER, NO_SUBMISSION_B,
+    # NO_SUBMISSION, ONE_MARKER, ... and the seeded actor draws the same parents every run
+    sender = FakeSender()
+    actor = make_actor(tmp_path, {"t1": tasks["t1"]}, sender=sender, max_samples=30,
+                       engine=FakeEngine([ONE_MARKER, NO_SUBMISSION, NO_SUBMISSION_B]),
+                       admission=AdmissionConfig(max_in_flight=1, oversample=1.0),
+                       improvement=ImprovementConfig(improve_prob=1.0, credit_parent_markers=credit_parent_markers))
+    await run(actor)
+    by_id = {s.sample_id: s for s in sender.sent}
+    failed = [s for s in sender.sent if s.exec_status is ExecStatus.OK and not s.valid_submission]
+    for s in failed:  # fake reward: -10 + 0.1 per credited marker
+        if s.prompt_kind is PromptKind.IMPROVE and not credit_parent_markers:
+            assert s.reward == pytest.approx(-10.0 + 0.1 * len(set(s.markers) - set(by_id[s.parent_id].markers)))
+        else:
+            assert s.reward == pytest.approx(-10.0 + 0.1 * len(s.markers))
+    # both cases occur: failed revisions of a one-marker parent (their second marker is new) and
+    # of a parent that reached both markers (nothing new)
+    revisions = [s for s in failed if s.prompt_kind is PromptKind.IMPROVE]
+    assert {len(by_id[s.parent_id].markers) for s in revisions} == {1, 2}
+    assert {round(s.reward, 6) for s in revisions} == ({-9.8} if credit_parent_markers else {-9.9, -10.0})
+
+
 async def _updates(versions, gate: asyncio.Event):
     await gate.wait()
     for v in versions:

@@ -1,3 +1,4 @@
+import dataclasses
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -5,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from mlerl.actors import ImprovementConfig, PromptConfig
-from mlerl.actors._improve import ImprovementBuffer, Solution
+from mlerl.actors._improve import ImprovementBuffer, Solution, creditable_markers
 from mlerl.actors import improve_prompt, scratch_prompt
 from mlerl.actors._prompts import SYSTEM, data_snippet
 from mlerl.protocol import ConfigError, ExecStatus, ParseStatus, PromptKind
@@ -147,3 +148,12 @@ def test_a_parent_is_revised_revisions_times_in_a_row_then_another_is_drawn():
     assert 150 < changes < 250  # Binomial(399, 0.5): sd 10
     with pytest.raises(ConfigError, match="revisions"):
         ImprovementConfig(revisions=0)
+
+
+def test_a_revision_is_credited_for_all_its_markers_or_only_for_those_its_parent_missed():
+    parent = dataclasses.replace(sol(0, 0.5), markers=frozenset({"loaded data", "trained model"}))
+    reached = ["loaded data", "trained model", "validated"]
+    assert creditable_markers(reached, parent, True) == reached  # the paper: every marker counts
+    assert creditable_markers(reached, parent, False) == ["validated"]
+    assert creditable_markers(reached[:2], parent, False) == []  # broke a parent that ran on
+    assert creditable_markers(reached, None, False) == reached  # a scratch sample has no parent

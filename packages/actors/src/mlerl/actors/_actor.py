@@ -43,7 +43,7 @@ from mlerl.actors._config import ActorsConfig
 from mlerl.actors._execute import Executed, execute, probe
 from mlerl.actors._gate import VersionGate
 from mlerl.actors._health import InfraHealth
-from mlerl.actors._improve import ImprovementBuffer
+from mlerl.actors._improve import ImprovementBuffer, creditable_markers
 from mlerl.actors._parse import parse_response
 from mlerl.actors._pipeline import Pipeline
 from mlerl.actors._prompts import improve_prompt, scratch_prompt
@@ -310,7 +310,8 @@ class Actor:
     async def _finish(self, aid: int, executed: Executed) -> None:
         action = self.actions.pop(aid)
         task = self.tasks[action.task_id]
-        reward, parts = self.pipeline.reward(executed.markers, executed.status, executed.graded, task)
+        marks = creditable_markers(executed.markers, action.parent, self.config.improvement.credit_parent_markers)
+        reward, parts = self.pipeline.reward(marks, executed.status, executed.graded, task)
         verdict = self.admission.on_finished(aid, self.clock())
         assert reward is not None
         if verdict is Verdict.DROP:

@@ -9,6 +9,12 @@ so the learner's group baseline (groups keyed by task and prompt) compares revis
 parent with each other. With ``revisions: 1`` (the paper) every IMPROVE prompt is unique, a
 group of one, and its advantage under a group baseline is zero by construction.
 
+Partial credit of a revision: by default a failed revision earns ``per_marker`` for each marker
+it reached, as any sample (the paper). With ``credit_parent_markers: false`` it earns it only for
+markers its parent did not reach (:func:`creditable_markers`): a revision that deletes a line a
+parent needed, and so stops after two of the parent's markers, is then no better than one that
+did not run. Issue 28 found RL teaching exactly that deletion under partial credit.
+
 Eligible parents: by default only solutions that parsed and ran to completion (exec OK), since
 the paper found small models poor at self-debugging from failed runs; ``include_failures``
 admits failed runs too. Infra failures and unparsable responses are never eligible (there is
@@ -36,6 +42,8 @@ class Solution:
     parse_status: ParseStatus = ParseStatus.OK
     score: float | None = None
     policy_version: int = 0
+    markers: frozenset[str] = frozenset()
+    """The progress markers its run reached."""
 
 
 @dataclass
@@ -51,11 +59,23 @@ class ImprovementConfig:
     revisions: int = 1
     """IMPROVE prompts in a row that revise the same parent (a group of revisions for the
     learner's group baseline); 1 draws a new parent every time (the paper)."""
+    credit_parent_markers: bool = True
+    """A revision that fails earns partial credit for every marker it reached (the paper).
+    False: only for markers its parent did not reach, so breaking a parent that ran to the end
+    (two markers, then a crash: -9.8) earns no more than a revision that never ran (-10)."""
 
     def __post_init__(self) -> None:
         check(0.0 <= self.improve_prob <= 1.0, "improve_prob", "must be in [0, 1]")
         check(self.recent >= 0 and self.best >= 0, "recent", "recent and best must be >= 0")
         check(self.revisions >= 1, "revisions", "must be >= 1")
+
+
+def creditable_markers(markers: list[str], parent: Solution | None, credit_parent_markers: bool) -> list[str]:
+    """The markers a sample's partial credit counts: all of them, or for a revision with
+    ``credit_parent_markers`` off, those its parent did not reach."""
+    if parent is None or credit_parent_markers:
+        return markers
+    return [m for m in markers if m not in parent.markers]
 
 
 @dataclass

@@ -67,4 +67,4 @@ def solution(sample_id: str, action: Action, out: Executed, reward: float) -> So
     parsed = action.parsed
     assert parsed is not None
     return Solution(sample_id, action.task_id, parsed.plan, parsed.code, out.output, reward,
-                    out.status, parsed.status, out.graded.score, action.version)
+                    out.status, parsed.status, out.graded.score, action.version, frozenset(out.markers))
