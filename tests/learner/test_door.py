@@ -50,6 +50,33 @@ async def _keys(run_dir, proc, log) -> CurveKeys:
     return CurveKeys(run_dir / "keys")
 
 
+async def _version(sub, version, proc, log, timeout=300.0):
+    """The first weight update at ``version`` or later (the learner must stay up meanwhile)."""
+    update = None
+    async with asyncio.timeout(timeout):
+        while update is None or update.version < version:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            update = await _latest(sub, 1.0) or update
+    return update
+
+
+async def _stop(proc, log) -> None:
+    """SIGTERM, the learner's clean stop: it exits 0."""
+    proc.terminate()
+    assert await asyncio.to_thread(proc.wait, 300) == 0, log.read_text()[-3000:]
+
+
+async def _flush(sender, proc, log, timeout=300.0) -> None:
+    """``sender.flush``; on a timeout, fail with what the sender and the learner knew."""
+    try:
+        await sender.flush(timeout=timeout)
+    except TimeoutError:
+        raise AssertionError(
+            f"samples not acked within {timeout} s: acked_seq {sender.acked_seq}, unacked "
+            f"{sender.unacked}, counters {sender.counters}, learner exit code {proc.poll()}\n"
+            + log.read_text()[-3000:]) from None
+
+
 async def _not_delivered(address, actor_id, curve, sample, wait_s) -> bool:
     async with SampleSender(address, actor_id, curve=curve, resend_after_s=0.5) as sender:
         await sender.send(sample)
@@ -88,7 +115,10 @@ async def test_poisoned_and_unauthenticated_samples_never_reach_training(tmp_pat
     }
     stream = [poisons.get(seq) or ok(seq) for seq in range(8)]  # good: 0, 3, 6, 7
 
-    proc = _start(_config(tmp_path, model_dir, 1, ports), log)
+    # max_updates is never reached: the learner stays up until the test stops it (SIGTERM), so
+    # its acks, resent if one is lost, are never raced by its exit
+    config = _config(tmp_path, model_dir, 3, ports)
+    proc = _start(config, log)
     try:
         keys = await _keys(run, proc, log)
         # strangers: no CURVE at all, and a key pair of their own that knows the learner's public key
@@ -103,13 +133,10 @@ async def test_poisoned_and_unauthenticated_samples_never_reach_training(tmp_pat
             async with SampleSender(samples_at, "a0", curve=keys) as sender, WeightSubscriber(weights_at, curve=keys) as sub:
                 for sample in stream:
                     await sender.send(sample)
-                await sender.flush(timeout=300)  # refused samples are acked too: no endless resend
-                update = None
-                async with asyncio.timeout(300):
-                    while update is None or update.version < 1:
-                        update = await sub.latest()
+                await _flush(sender, proc, log)  # refused samples are acked too: no endless resend
+                update = await _version(sub, 1, proc, log)
             assert await _latest(plain, 2.0) is None and await _latest(odd, 0.5) is None
-        assert await asyncio.to_thread(proc.wait, 300) == 0, log.read_text()[-3000:]
+        await _stop(proc, log)
     finally:
         proc.kill()
 
@@ -132,14 +159,15 @@ async def test_poisoned_and_unauthenticated_samples_never_reach_training(tmp_pat
     old = ExperienceBuffer(run / "buffer")
     old.add(msgspec.structs.replace(ok(8), prompt_ids=[600, 1, 2]))
     old.close()
-    proc = _start(_config(tmp_path, model_dir, 2, ports), log)
+    proc = _start(config, log)
     try:
         keys = await _keys(run, proc, log)
-        async with SampleSender(samples_at, "a0", curve=keys) as sender:
+        async with SampleSender(samples_at, "a0", curve=keys) as sender, WeightSubscriber(weights_at, curve=keys) as sub:
             for seq in range(9, 13):
                 await sender.send(ok(seq))
-            await sender.flush(timeout=300)
-        assert await asyncio.to_thread(proc.wait, 300) == 0, log.read_text()[-3000:]
+            await _flush(sender, proc, log)
+            await _version(sub, 2, proc, log)
+        await _stop(proc, log)
     finally:
         proc.kill()
     steps = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
