@@ -24,6 +24,8 @@ Per run (pure functions of its files, tested on a synthetic run dir):
 - improve samples against the parent they revised, where both are valid:
   ``improve_pairs_valid`` and ``improve_beats_parent`` (the share of those pairs where the
   revision earned strictly more reward);
+- ``improve_ran_failed`` / ``improve_broke_parent`` (and ``_last_quarter``): revisions that ran
+  without a valid submission, and those of them that reached fewer markers than their parent;
 - ``improve_parse``: the improve samples counted by how the parser saw them (``truncated``,
   ``edit_mismatch``, ``unchanged``, ...; ``valid`` among them), and per task the prompt kind of
   the sample each closing best-of-K chose (``initial_best_kind``, ``trained_best_kind``; across
@@ -135,6 +137,19 @@ def improve_parse(samples: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
+def improve_broke_parent(samples: list[dict[str, Any]], children: list[dict[str, Any]] | None = None,
+                         suffix: str = "") -> dict[str, Any]:
+    """Revisions (of ``children``, default all ``samples``) that ran but left no valid
+    submission, and how many of them reached fewer distinct markers than their parent (they
+    broke a program that ran further, e.g. by deleting a line it needed)."""
+    by_id = {s.get("sample_id"): s for s in samples if s.get("sample_id") is not None}
+    failed = [(s, by_id.get(s.get("parent_id"))) for s in (samples if children is None else children)
+              if s.get("kind") == "improve" and s.get("status") not in (None, "not_run") and not s.get("valid")]
+    broke = sum(p is not None and len(set(c.get("markers") or [])) < len(set(p.get("markers") or []))
+                for c, p in failed)
+    return {f"improve_ran_failed{suffix}": len(failed), f"improve_broke_parent{suffix}": broke}
+
+
 def _better(a: float | None, b: float | None, lower: bool) -> bool:
     """a strictly better than b (None is worst)."""
     if a is None:
@@ -200,6 +215,7 @@ def summarise_run(run_dir: Path) -> dict[str, Any]:
     last = [s for s in samples if s.get("policy_version", 0) >= 3 * updates / 4]
     out: dict[str, Any] = {"run_dir": str(run_dir), "seed": cfg_seed, "updates": updates, **q,
                            **improve_vs_parent(samples), **improve_vs_parent(samples, last, "_last_quarter"),
+                           **improve_broke_parent(samples), **improve_broke_parent(samples, last, "_last_quarter"),
                            "improve_parse": improve_parse(samples),
                            **zero_adv_by_kind(read_jsonl(run_dir / "metrics.jsonl"))}
     report = run_dir / "report.json"
@@ -227,7 +243,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "scratch_valid_last_quarter", "improve_valid_last_quarter",
             "scratch_exec_s_first_quarter", "scratch_exec_s_last_quarter", "improve_beats_parent",
             "improve_beats_parent_last_quarter", "improve_reward_delta_mean", "improve_reward_delta_mean_last_quarter",
-            "zero_adv_share_scratch", "zero_adv_share_improve")
+            "zero_adv_share_scratch", "zero_adv_share_improve",
+            "improve_ran_failed", "improve_broke_parent", "improve_ran_failed_last_quarter", "improve_broke_parent_last_quarter")
     walls = [r["wall_clock_minutes"] for r in runs if r["wall_clock_minutes"] is not None]
     tasks = sorted({t for r in runs for t in r["scratch_score_by_task"]})
     return {

@@ -95,6 +95,21 @@ def test_improve_vs_parent_counts_valid_pairs_by_reward():
         "improve_reward_delta_mean_last_quarter": pytest.approx(0.01)}
 
 
+def test_a_failed_revision_that_reached_fewer_markers_than_its_parent_broke_it():
+    two, one = ["loaded data", "trained model"], ["loaded data"]
+    rows = [
+        dict(_sample(0, "scratch", True, 0.7), sample_id="p", markers=two, status="ok"),
+        dict(_sample(1, "improve", False, -9.9), parent_id="p", markers=one, status="program_error"),  # broke it
+        dict(_sample(1, "improve", False, -9.8), parent_id="p", markers=two + two, status="ok"),  # as far: not broken
+        dict(_sample(1, "improve", False, -10.0), parent_id="p", status="not_run"),  # never ran: not counted
+        dict(_sample(1, "improve", True, 0.8), parent_id="p", markers=[], status="ok"),  # valid: not counted
+        dict(_sample(2, "improve", False, -10.0), parent_id="gone", markers=[], status="timeout"),  # parent unknown
+    ]
+    assert bench.improve_broke_parent(rows) == {"improve_ran_failed": 3, "improve_broke_parent": 1}
+    assert bench.improve_broke_parent(rows, rows[2:], "_last_quarter") == {
+        "improve_ran_failed_last_quarter": 2, "improve_broke_parent_last_quarter": 0}
+
+
 def test_summarise_run_targets(tmp_path):
     r = bench.summarise_run(_run_dir(tmp_path, SAMPLES))
     assert r["seed"] == 0 and r["updates"] == 8
