@@ -11,7 +11,8 @@ figure (a best of K with no valid sample) leaves the pairs and is counted as ``m
 the table says so. A difference is "beyond
 noise" when |mean| > 2 s.e. of the differences; for a score the verdict also says which arm
 is better under the task's direction. Figures: the run's learning figures (valid fraction and
-reward by quarter, per prompt kind, revisions against parents, zero-advantage share per kind),
+reward by quarter, per prompt kind, revisions against parents, failed revisions that broke
+their parent, zero-advantage share per kind),
 and per task the closing best of K (private, with the public score it was chosen on), mean of
 K and valid fraction of the trained policy, and the valid scratch programs' mean score in the
 last quarter of training.
@@ -31,6 +32,7 @@ from _common import RESULTS, command_line, fmt_mean_se, git_commit, mean_se, wri
 NOISE_SE = 2.0
 RUN_FIGURES = ("valid_last_quarter", "reward_last_quarter", "scratch_valid_last_quarter", "improve_valid_last_quarter",
                "improve_beats_parent_last_quarter", "improve_reward_delta_mean_last_quarter",
+               "improve_ran_failed_last_quarter", "improve_broke_parent_last_quarter",
                "zero_adv_share_scratch", "zero_adv_share_improve", "wall_clock_minutes")
 TASK_FIGURES = ("trained_best", "trained_best_public", "trained_mean", "trained_valid", "initial_best",
                 "scratch_score_last_quarter")
