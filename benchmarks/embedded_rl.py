@@ -103,6 +103,15 @@ def quarters(samples: list[dict[str, Any]], updates: int) -> dict[str, Any]:
     return out
 
 
+def _with_parents(samples: list[dict[str, Any]], children: list[dict[str, Any]] | None
+                  ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each improve sample of ``children`` (default all ``samples``) with the sample of the run
+    it revised (None when its parent is not in ``samples``)."""
+    by_id = {s.get("sample_id"): s for s in samples if s.get("sample_id") is not None}
+    return [(s, by_id.get(s.get("parent_id"))) for s in (samples if children is None else children)
+            if s.get("kind") == "improve"]
+
+
 def improve_vs_parent(samples: list[dict[str, Any]], children: list[dict[str, Any]] | None = None,
                       suffix: str = "") -> dict[str, Any]:
     """Improve samples against the program they revised, where both are valid.
@@ -114,10 +123,7 @@ def improve_vs_parent(samples: list[dict[str, Any]], children: list[dict[str, An
     ``improve_reward_delta_mean``: the mean reward change (revision - parent); both ``None``
     without pairs. Keys carry ``suffix`` (e.g. ``_last_quarter``).
     """
-    by_id = {s.get("sample_id"): s for s in samples if s.get("sample_id") is not None}
-    pairs = [(s, by_id[s["parent_id"]]) for s in (samples if children is None else children)
-             if s.get("kind") == "improve" and s.get("parent_id") in by_id]
-    both = [(c, p) for c, p in pairs if c["valid"] and p["valid"]]
+    both = [(c, p) for c, p in _with_parents(samples, children) if p is not None and c["valid"] and p["valid"]]
     wins = sum(c["reward"] > p["reward"] for c, p in both)
     return {f"improve_pairs_valid{suffix}": len(both),
             f"improve_beats_parent{suffix}": wins / len(both) if both else None,
@@ -142,9 +148,8 @@ def improve_broke_parent(samples: list[dict[str, Any]], children: list[dict[str,
     """Revisions (of ``children``, default all ``samples``) that ran but left no valid
     submission, and how many of them reached fewer distinct markers than their parent (they
     broke a program that ran further, e.g. by deleting a line it needed)."""
-    by_id = {s.get("sample_id"): s for s in samples if s.get("sample_id") is not None}
-    failed = [(s, by_id.get(s.get("parent_id"))) for s in (samples if children is None else children)
-              if s.get("kind") == "improve" and s.get("status") not in (None, "not_run") and not s.get("valid")]
+    failed = [(c, p) for c, p in _with_parents(samples, children)
+              if c.get("status") not in (None, "not_run") and not c.get("valid")]
     broke = sum(p is not None and len(set(c.get("markers") or [])) < len(set(p.get("markers") or []))
                 for c, p in failed)
     return {f"improve_ran_failed{suffix}": len(failed), f"improve_broke_parent{suffix}": broke}
