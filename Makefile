@@ -4,20 +4,39 @@ VENV := .venv
 BIN := $(VENV)/bin
 PKGS := protocol sandbox instrument bench learner actors embedded
 PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
-# CPU machines get the CPU torch wheel; an unpinned torch would pull a multi-GB CUDA build.
-# GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
-TORCH_SPEC ?= torch==2.13.0
+# What the workspace installs (editable, with these extras); scripts/lock.py reads this line.
+EDITABLES := -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev,bench,slurm]'
+# Every version installed, torch's included (README "Locked installs"; `make lock` refreshes it).
+LOCK := requirements/lock.txt
+# The locked torch pin takes the CPU wheel on CPU machines; an unpinned torch would pull a multi-GB
+# CUDA build. GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
+TORCH_SPEC ?= $(shell grep -m1 '^torch==' $(LOCK))
 
-.PHONY: install services sandbox-deps train test test-vllm test-fast wheels clean
+.PHONY: install lock upgrade services sandbox-deps train test test-vllm test-fast wheels clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: $(PYPROJECTS)
+# Exactly the locked versions: the installer, torch, the lock, then the workspace without
+# resolving anything more; `pip check` fails the install if the lock misses a dependency.
+$(VENV)/.installed: $(PYPROJECTS) $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(TORCH_SPEC)
-	$(BIN)/pip install -q -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev,bench,slurm]'
+	$(BIN)/pip install -q -c $(LOCK) pip
+	$(BIN)/pip install -q -c $(LOCK) $(TORCH_SPEC)
+	$(BIN)/pip install -q -r $(LOCK)
+	$(BIN)/pip install -q --no-deps $(EDITABLES)
+	$(BIN)/pip check
 	touch $@
+
+# Resolve the newest versions the pyprojects admit into $(LOCK) and print what changed.
+lock:
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q packaging
+	$(BIN)/python scripts/lock.py refresh -- $(TORCH_SPEC) $(EDITABLES)
+
+# Move forward deliberately: refresh the lock, install it, run the suite; then review
+# `git diff $(LOCK)` (printed above as old -> new) and commit it with the suite's result.
+upgrade: lock
+	$(MAKE) test
 
 # Services the `docker` and `vllm` tests need: a Docker engine + bubblewrap + the local sandbox
 # image, and vLLM's CPU build in its own venv (.venv-vllm). Idempotent; needs root and apt.
@@ -34,6 +53,7 @@ train: install sandbox-deps
 
 # The main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its own torch).
 test: install services
+	$(BIN)/python scripts/lock.py check
 	$(BIN)/python -m pytest -m "not gpu and not vllm" $(ARGS)
 	$(MAKE) test-vllm
 
