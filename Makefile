@@ -32,6 +32,7 @@ lock:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q packaging
 	$(BIN)/python scripts/lock.py refresh -- $(TORCH_SPEC) $(EDITABLES)
+	bash scripts/ci/setup_vllm.sh lock
 
 # Move forward deliberately: refresh the lock, install it, run the suite; then review
 # `git diff $(LOCK)` (printed above as old -> new) and commit it with the suite's result.
@@ -42,7 +43,7 @@ upgrade: lock
 # image, and vLLM's CPU build in its own venv (.venv-vllm). Idempotent; needs root and apt.
 services:
 	@bash scripts/ci/setup_docker.sh || echo "make: Docker setup failed; the docker tests will fail (deselect: ARGS=\"-m 'not docker'\")"
-	@test -x .venv-vllm/bin/python || bash scripts/ci/setup_vllm.sh
+	@test .venv-vllm/.installed -nt requirements/vllm-lock.txt || bash scripts/ci/setup_vllm.sh
 
 # The local sandbox refuses to run unisolated: install bubblewrap where possible, else say how.
 sandbox-deps:
@@ -58,7 +59,7 @@ test: install services
 	$(MAKE) test-vllm
 
 test-vllm:
-	@test -x .venv-vllm/bin/python || bash scripts/ci/setup_vllm.sh
+	@test .venv-vllm/.installed -nt requirements/vllm-lock.txt || bash scripts/ci/setup_vllm.sh
 	.venv-vllm/bin/python -m pytest -m "vllm and not gpu" tests/actors $(ARGS)
 
 test-fast: install

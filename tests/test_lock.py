@@ -93,3 +93,17 @@ def test_the_lock_is_in_sync_with_the_pyprojects_and_this_venv():
     """What `make test` checks first: fails after a pyproject change until `make lock`."""
     assert lock.check() == []
     assert "torch" in lock.Lock.read().pins and "scikit-learn" in lock.Lock.read().pins
+
+
+def test_the_vllm_lock_holds_what_setup_vllm_installs():
+    """.venv-vllm's lock (vLLM pins its own torch and transformers): the locked vLLM build and
+    every requirement setup_vllm.sh lists, each pinned once."""
+    import re
+
+    script = (ROOT / "scripts" / "ci" / "setup_vllm.sh").read_text()
+    spec = re.search(r"^LOCKED_SPEC=(\S+)==(\S+)$", script, re.M)
+    reqs = re.search(r"^REQS=\(([^)]*)\)", script, re.M).group(1).split()
+    pins = lock.Lock.read(ROOT / "requirements" / "vllm-lock.txt").pins
+    assert pins[spec.group(1)] == spec.group(2)
+    assert {lock.canonicalize_name(r) for r in reqs} <= set(pins)
+    assert "torch" in pins and "transformers" in pins and "pip" in pins
