@@ -27,16 +27,19 @@ $(VENV)/.installed: $(PYPROJECTS) $(LOCK)
 	$(BIN)/pip check
 	touch $@
 
-# Resolve the newest versions the pyprojects admit into $(LOCK) and print what changed.
+# Resolve what the pyprojects now ask for into $(LOCK) (and .venv-vllm's lock), keeping every
+# locked version they still admit, and print what changed (old -> new).
 lock:
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q packaging
-	$(BIN)/python scripts/lock.py refresh -- $(TORCH_SPEC) $(EDITABLES)
-	bash scripts/ci/setup_vllm.sh lock
+	$(BIN)/python scripts/lock.py refresh $(LOCK_FLAGS) -- $(TORCH_SPEC) $(EDITABLES)
+	bash scripts/ci/setup_vllm.sh lock $(LOCK_FLAGS)
 
-# Move forward deliberately: refresh the lock, install it, run the suite; then review
-# `git diff $(LOCK)` (printed above as old -> new) and commit it with the suite's result.
-upgrade: lock
+# Move forward deliberately: every package to the newest version admitted, printed as
+# old -> new; then install it and run the suite. Review `git diff requirements/` and commit it
+# with the suite's result.
+upgrade:
+	$(MAKE) lock LOCK_FLAGS=--upgrade
 	$(MAKE) test
 
 # Services the `docker` and `vllm` tests need: a Docker engine + bubblewrap + the local sandbox

@@ -232,8 +232,17 @@ def unwanted_prereleases(pins: dict[str, str], requires: dict[str, list[Requirem
     return {n: v for n, v in pins.items() if Version(v).is_prerelease and (n, v) not in exact}
 
 
-def resolve(pip_args: list[str]) -> dict[str, str]:
-    """pip's resolution of ``pip_args`` from an empty venv, with no unwanted pre-release."""
+def resolve(pip_args: list[str], keep: Lock | None = None) -> dict[str, str]:
+    """pip's resolution of ``pip_args`` from an empty venv, with no unwanted pre-release;
+    ``keep``: an earlier lock whose versions stay wherever the pyprojects still admit them
+    (only what changed is resolved anew, as pip-compile does without --upgrade)."""
+    if keep is not None:
+        held = [f"{n}=={v}" for n, v in sorted(keep.pins.items()) if n not in TOOLS]
+        try:
+            return resolve([*pip_args, *_constraint_args(held)])
+        except subprocess.CalledProcessError:
+            print("lock: the earlier pins no longer resolve together: resolving everything anew",
+                  file=sys.stderr)
     constraints: list[str] = []
     for _ in range(10):
         pins, requires = _resolve(pip_args, constraints)
@@ -245,6 +254,12 @@ def resolve(pip_args: list[str]) -> dict[str, str]:
     raise RuntimeError(f"could not avoid pre-releases: {pre}")
 
 
+def _constraint_args(lines: list[str]) -> list[str]:
+    path = Path(tempfile.mkstemp(prefix="lock-keep-", suffix=".txt")[1])
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return ["-c", str(path)]
+
+
 def changes(old: Lock, new: Lock) -> list[str]:
     lines = []
     for name in sorted(set(old.pins) | set(new.pins)):
@@ -254,13 +269,14 @@ def changes(old: Lock, new: Lock) -> list[str]:
     return lines
 
 
-def refresh(pip_args: list[str], path: Path = LOCK, installer: str = "`make install`") -> None:
-    pins = resolve(pip_args)
+def refresh(pip_args: list[str], path: Path = LOCK, installer: str = "`make install`",
+            upgrade: bool = False) -> None:
+    old = Lock.read(path) if path.exists() else Lock()
+    pins = resolve(pip_args, None if upgrade else old)
     pins["pip"] = _pip_version()
     if "torch" in pins:  # the pin, not the build: see the header
         pins["torch"] = Version(pins["torch"]).public
     new = Lock(pins)
-    old = Lock.read(path) if path.exists() else Lock()
     path.parent.mkdir(exist_ok=True)
     import platform
     path.write_text(new.render(installer, platform.python_version().rsplit(".", 1)[0],
@@ -280,12 +296,15 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("refresh", help="resolve anew and write the lock; print what changed")
     r.add_argument("--lock", type=Path, default=LOCK, help="the lock file to write (default: %(default)s)")
+    r.add_argument("--upgrade", action="store_true",
+                   help="move every package to the newest version admitted (default: keep the lock's "
+                        "versions where the pyprojects still admit them)")
     r.add_argument("--installer", default="`make install`", help="what installs it, for the header")
     r.add_argument("pip_args", nargs=argparse.REMAINDER, help="after --: pip install arguments")
     sub.add_parser("check", help="the lock vs the pyprojects vs this venv")
     args = ap.parse_args(argv)
     if args.cmd == "refresh":
-        refresh([a for a in args.pip_args if a != "--"], args.lock.resolve(), args.installer)
+        refresh([a for a in args.pip_args if a != "--"], args.lock.resolve(), args.installer, args.upgrade)
         return 0
     found = check()
     for line in found:

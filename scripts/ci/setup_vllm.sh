@@ -20,7 +20,8 @@ REQS=(pytest pytest-asyncio pytest-timeout hypothesis msgspec pyzmq omegaconf py
       safetensors tokenizers)
 
 if [[ "${1:-}" == lock ]]; then
-  exec .venv/bin/python scripts/lock.py refresh --lock "$LOCK" \
+  shift  # what follows (--upgrade) goes to scripts/lock.py refresh
+  exec .venv/bin/python scripts/lock.py refresh "$@" --lock "$LOCK" \
     --installer "scripts/ci/setup_vllm.sh (.venv-vllm)" -- "$LOCKED_SPEC" "${REQS[@]}"
 fi
 
