@@ -5,6 +5,8 @@ so the READMEs cannot fall behind the scripts."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,3 +43,16 @@ def test_each_readme_lists_exactly_its_scripts(directory):
 def test_the_top_readme_names_each_directory():
     text = (BENCHMARKS / "README.md").read_text(encoding="utf-8")
     assert all(f"`{d}/`" in text for d in DIRS)
+
+
+SCRIPTS = sorted(str(p.relative_to(BENCHMARKS)) for d in DIRS for p in (BENCHMARKS / d).glob("[a-z]*.py"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_starts_from_its_directory(script):
+    """Each script finds what it imports (the shared _common.py one level up, its neighbours)
+    when run as the READMEs say: `python benchmarks/<dir>/<script>.py`, from the repository root."""
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--help"],
+                          capture_output=True, text=True, timeout=300, cwd=BENCHMARKS.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage" in done.stdout.lower()
