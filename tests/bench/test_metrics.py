@@ -152,7 +152,7 @@ def test_average_ranks_match_scipy(seed, n):
     assert np.array_equal(m.average_ranks(x), rankdata(x))
 
 
-# Mutation survivors (benchmarks/mutation.py): hand-derived edges the comparisons above missed.
+# Mutation survivors (benchmarks/tools/mutation.py): hand-derived edges the comparisons above missed.
 
 def test_word_jaccard_union_of_unequal_sets():
     # {"a","b","c"} vs {"a","d"}: 1 shared of 3 + 2 - 1 = 4 distinct words
