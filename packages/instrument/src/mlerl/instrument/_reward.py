@@ -62,6 +62,11 @@ class RewardKind(str, enum.Enum):
     """-10 + 0.1 per marker on failure, the grader's raw signed score on success (unbounded)."""
     MLAGENT = "mlagent"
     """0 / 0.5 / sigmoid-normalised score (ML-Agent, arXiv 2505.23723)."""
+    # Aliases, so a config may say `instrument.reward.kind=paper` under every OmegaConf:
+    # OmegaConf 2.3 looks an enum up by member name only (2.4 also by value).
+    normalized = "normalized"
+    paper = "paper"
+    mlagent = "mlagent"
 
 
 @dataclass
