@@ -39,7 +39,11 @@ class SlurmJob:
     run_dir: str
     learner_nodes: int = 1
     gpus_per_node: int = 8
-    """Learner ranks per learner node (torchrun ``--nproc_per_node``); also ``--gpus-per-node``."""
+    """GPUs each node asks for (``#SBATCH --gpus-per-node``); 0 on a CPU cluster, which has no
+    GPU resource to ask for (Slurm refuses the job otherwise)."""
+    ranks_per_node: int = 0
+    """Learner ranks per learner node (torchrun ``--nproc_per_node``); 0: one per GPU (one on a
+    CPU cluster)."""
     actor_nodes: int = 1
     actors_per_node: int = 4
     samples_port: int = 5555
@@ -55,9 +59,14 @@ class SlurmJob:
     """Hydra overrides every node's config gets (e.g. ``+experiment=paper_scale``)."""
 
     def __post_init__(self) -> None:
-        for name in ("learner_nodes", "gpus_per_node", "actor_nodes", "actors_per_node"):
+        for name in ("learner_nodes", "actor_nodes", "actors_per_node"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be >= 1")
+        for name in ("gpus_per_node", "ranks_per_node"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be >= 0")
+        if self.ranks_per_node == 0:
+            self.ranks_per_node = max(self.gpus_per_node, 1)
 
 
 def _q(args: list[str]) -> str:
@@ -66,16 +75,17 @@ def _q(args: list[str]) -> str:
 
 def script(job: SlurmJob) -> str:
     """The sbatch script (bash) for ``job``."""
-    L, A, G = job.learner_nodes, job.actor_nodes, job.gpus_per_node
+    L, A, G = job.learner_nodes, job.actor_nodes, job.ranks_per_node
     nodes = L + A
     header = [
         "#!/bin/bash",
         f"#SBATCH --job-name={job.job_name}",
         f"#SBATCH --nodes={nodes}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={G}",
         f"#SBATCH --output={job.run_dir}/slurm-%j.out",
     ]
+    if job.gpus_per_node:
+        header.insert(4, f"#SBATCH --gpus-per-node={job.gpus_per_node}")
     header += [f"#SBATCH --{k}={v}" for k, v in (("partition", job.partition), ("account", job.account),
                                                  ("time", job.time)) if v]
     port = {"s": job.samples_port, "w": job.weights_port}
@@ -134,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog="Hydra overrides for every node follow `--`.")
     parser.add_argument("--run-dir", required=True, help="run directory on a shared filesystem")
     parser.add_argument("--learner-nodes", type=int, default=1)
-    parser.add_argument("--gpus-per-node", type=int, default=8, help="learner ranks per learner node")
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (0: a CPU cluster)")
+    parser.add_argument("--ranks-per-node", type=int, default=0,
+                        help="learner ranks per learner node (default: one per GPU, one without GPUs)")
     parser.add_argument("--actor-nodes", type=int, default=1)
     parser.add_argument("--actors-per-node", type=int, default=4)
     parser.add_argument("--samples-port", type=int, default=5555)
@@ -152,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         job = SlurmJob(
             run_dir=str(Path(args.run_dir).expanduser().resolve()), learner_nodes=args.learner_nodes,
-            gpus_per_node=args.gpus_per_node, actor_nodes=args.actor_nodes,
+            gpus_per_node=args.gpus_per_node, ranks_per_node=args.ranks_per_node, actor_nodes=args.actor_nodes,
             actors_per_node=args.actors_per_node, samples_port=args.samples_port,
             weights_port=args.weights_port, rdzv_port=args.rdzv_port,
             learner_restarts=args.learner_restarts, partition=args.partition, account=args.account,
