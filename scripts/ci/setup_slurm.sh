@@ -80,6 +80,7 @@ command -v slurmctld >/dev/null || need+=(slurmctld)
 command -v slurmd >/dev/null || need+=(slurmd)
 command -v sbatch >/dev/null || need+=(slurm-client)
 command -v munged >/dev/null || need+=(munge)
+command -v ip >/dev/null || need+=(iproute2)
 if ((${#need[@]})); then
   echo "setup_slurm: installing ${need[*]}"
   apt-get update -qq

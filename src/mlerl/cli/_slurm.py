@@ -110,6 +110,8 @@ def script(job: SlurmJob) -> str:
         f'ACTOR_NODES=$(IFS=,; echo "${{NODES[*]:{L}:{A}}}")',
         'export HEAD="${NODES[0]}"',
         "",
+        "# every srun names its task count: one inherited from the job's SLURM_NTASKS (one per node)",
+        "# asks for more tasks than a step's nodes hold, and Slurm refuses the step",
         "# 1. tasks, policy, keys and RUN_DIR/config.yaml, on the head node; nothing starts",
         'srun --nodes=1 --ntasks=1 --nodelist="$HEAD" "$PY" -m mlerl.cli train role=learner prepare_only=true \\',
         f'  hydra.run.dir="$RUN_DIR" learner_procs={L * G} learner_restarts={job.learner_restarts} \\',
@@ -117,7 +119,7 @@ def script(job: SlurmJob) -> str:
         '  "${OVERRIDES[@]}"',
         "",
         f"# 2. the learner: {L} node(s) x {G} rank(s), torchrun's c10d rendezvous on the head node",
-        f'srun --nodes={L} --ntasks-per-node=1 --nodelist="$LEARNER_NODES" \\',
+        f'srun --nodes={L} --ntasks={L} --ntasks-per-node=1 --nodelist="$LEARNER_NODES" \\',
         f'  "$PY" -m torch.distributed.run --nnodes={L} --nproc_per_node={G} \\',
         f'  --rdzv_backend=c10d --rdzv_endpoint="$HEAD:{job.rdzv_port}" --rdzv_id="$SLURM_JOB_ID" \\',
         f'  --max-restarts={job.learner_restarts} -m mlerl.learner --config "$RUN_DIR/config.yaml" &',
@@ -125,7 +127,7 @@ def script(job: SlurmJob) -> str:
         "",
         f"# 3. the actors: {A} node(s) x {job.actors_per_node} (ids <node>-<i>), keys from RUN_DIR/keys",
         f"ACTOR_CMD={shlex.quote(actor)}",
-        f'srun --nodes={A} --ntasks-per-node=1 --nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" actors "${{OVERRIDES[@]}}" &',
+        f'srun --nodes={A} --ntasks={A} --ntasks-per-node=1 --nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" actors "${{OVERRIDES[@]}}" &',
         "ACTORS=$!",
         "",
         "# 4. the learner's end (learner.max_updates) ends the job",
@@ -133,6 +135,10 @@ def script(job: SlurmJob) -> str:
         'wait "$LEARNER" || code=$?',
         'kill -TERM "$ACTORS" 2>/dev/null || true',
         'wait "$ACTORS" || true',
+        'if [ "$code" != 0 ]; then',
+        '  echo "mlerl slurm: the learner step ended with exit code $code (see $RUN_DIR/logs/learner.log);" \\',
+        '    "sbatch this script again to resume from the last checkpoint" >&2',
+        "fi",
         'exit "$code"',
         "",
     ]
@@ -173,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     text = script(job)
+    # Slurm opens the job's output file (RUN_DIR/slurm-<id>.out) before the script runs: in a
+    # directory that does not exist yet the job fails at launch (JobLaunchFailure), with nothing
+    # written anywhere the user looks
+    Path(job.run_dir).mkdir(parents=True, exist_ok=True)
     if args.out is None:
         sys.stdout.write(text)
     else:
