@@ -134,6 +134,8 @@ SlurmctldHost=mlerl-ctl($NET.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+# a requeued job waits out the credential lifetime before it starts again: 30 s, not 120
+AuthInfo=cred_expire=30
 CredType=cred/munge
 StateSaveLocation=$ROOT/ctld
 SlurmdSpoolDir=$ROOT/spool-%n

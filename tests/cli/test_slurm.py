@@ -83,8 +83,8 @@ def test_cpu_cluster_asks_for_no_gpus_and_runs_one_rank_per_node():
     assert "--nproc_per_node=1 " in text and "learner_procs=2 " in text
     # each step names its task count: the job's SLURM_NTASKS (3) is inherited by srun otherwise
     # and a real slurmctld refuses the 1-node step ("More processors requested than permitted")
-    assert [line.split()[2] for line in text.splitlines() if line.startswith("srun ")] == [
-        "--ntasks=1", "--ntasks=2", "--ntasks=1"]
+    assert [next(a for a in line.split() if a.startswith("--ntasks="))
+            for line in text.splitlines() if line.startswith("srun ")] == ["--ntasks=1", "--ntasks=2", "--ntasks=1"]
     text = script(SlurmJob(run_dir="/r", learner_nodes=2, gpus_per_node=0, ranks_per_node=3))
     assert "--nproc_per_node=3 " in text and "learner_procs=6 " in text
     assert "#SBATCH --gpus-per-node=4\n" in script(SlurmJob(run_dir="/r", gpus_per_node=4))

@@ -113,15 +113,16 @@ def _wait_steps(run_dir: Path, job_id: str, n: int, timeout: float = 900) -> Non
         if any(s >= n for s in _steps(run_dir)):
             return True
         info = _job(job_id)
-        assert info.get("JobState") not in ENDED, (info, _out(run_dir, job_id))
+        assert info.get("JobState") not in ENDED, (info, _out(run_dir, job_id)[-4000:])
         return False
 
     _wait_for(reached, timeout, f"update {n} of job {job_id}")
 
 
 def _out(run_dir: Path, job_id: str) -> str:
+    """The job's output: the script's, the learner's log, srun's."""
     path = run_dir / f"slurm-{job_id}.out"
-    return path.read_text()[-4000:] if path.exists() else "(no job output)"
+    return path.read_text() if path.exists() else "(no job output)"
 
 
 def _nothing_left(run_dir: Path, processes) -> None:
@@ -157,11 +158,13 @@ def test_job_trains_on_three_nodes_and_resumes_after_scancel(cluster, overrides,
     start = time.monotonic()
     info = _wait_job(second, 900)
     TIMES["resubmit after scancel -> completed"] = round(time.monotonic() - start, 1)
-    assert info["JobState"] == "COMPLETED", (info, _out(run_dir, second))
+    assert info["JobState"] == "COMPLETED", (info, _out(run_dir, second)[-4000:])
     assert info["NodeList"] == "mlerl-n[1-3]"
     steps = _steps(run_dir)
     assert steps[-1] == 3 and before < 3, steps
-    assert "resumed from" in (run_dir / "logs" / "learner.log").read_text()
+    assert "resumed from" in _out(run_dir, second)  # the learner logs to the job's output
+    # the learner's end stopped the actors with SIGTERM, not Slurm's SIGKILL of a cancelled step
+    assert "Killed" not in _out(run_dir, second) and "forcing job termination" not in _out(run_dir, second)
     actors = [run_dir / "hosts" / n / "actors" for n in ("mlerl-n2", "mlerl-n3")]
     assert sorted(d.name for a in actors for d in a.iterdir()) == ["mlerl-n2-0", "mlerl-n3-0"]
     _assert_exactly_once(run_dir, actors)
@@ -183,17 +186,18 @@ def _node_up(node: str) -> bool:
     return state.startswith(("idle", "mix", "alloc"))
 
 
-def test_actor_node_dies_the_run_goes_on_the_learner_node_dies_the_job_ends(cluster, overrides, tmp_path,
-                                                                            processes):
+def test_actor_node_dies_the_run_goes_on_the_learner_node_dies_slurm_requeues(cluster, overrides, tmp_path,
+                                                                             processes):
     """kill -9 of every mlerl process on an actor node: the other node's actor carries on and the
     learner keeps training. Then the learner's node dies whole (its slurmd, the batch script,
-    torchrun, the learner: kill -9 of every process in its namespace): Slurm ends the job
-    NODE_FAIL, no process is left on the other nodes, and once the node is back the same script
-    resumes the run to its end."""
+    torchrun, the learner: kill -9 of every process in its namespace): Slurm marks the node DOWN,
+    ends the job's steps on the other nodes (no process left) and requeues the job (the script
+    asks for --requeue); once the node is back the same job runs the script again, which resumes
+    the run from its checkpoint and journal to its end."""
     run_dir = tmp_path / "run"
     path = _write(tmp_path, run_dir, overrides, "learner.max_updates=5")
-    first = _submit(path)
-    _wait_steps(run_dir, first, 1)
+    job = _submit(path)
+    _wait_steps(run_dir, job, 1)
     dead = _pids("mlerl-n3", str(run_dir))
     assert dead, _node_processes("mlerl-n3")
     _kill(dead)
@@ -204,7 +208,7 @@ def test_actor_node_dies_the_run_goes_on_the_learner_node_dies_the_job_ends(clus
               max(s.seq for s in _journal(run_dir) if s.actor_id == "mlerl-n2-0") > seq, 900,
               "an update and a sample from mlerl-n2 after mlerl-n3's actors died")
     TIMES["actor node's processes killed -> next update"] = round(time.monotonic() - killed_at, 1)
-    assert _job(first)["JobState"] == "RUNNING"
+    assert _job(job)["JobState"] == "RUNNING"
     assert _pids("mlerl-n3", str(run_dir)) == []  # not restarted on that node: its step task ended
     assert _pids("mlerl-n2", str(run_dir))
     assert max(_steps(run_dir)) < 5, "the run ended before its learner node could be killed"
@@ -212,23 +216,25 @@ def test_actor_node_dies_the_run_goes_on_the_learner_node_dies_the_job_ends(clus
     _kill([int(p) for p in _sh("ip", "netns", "pids", "mlerl-n1").split()])
     start = time.monotonic()
     try:
-        info = _wait_job(first, 300)
-        TIMES["learner node killed -> job ended"] = round(time.monotonic() - start, 1)
+        _wait_for(lambda: _job(job)["JobState"] != "RUNNING", 300, "Slurm to see mlerl-n1 die")
+        info = _job(job)
+        TIMES["learner node killed -> job requeued"] = round(time.monotonic() - start, 1)
         _wait_for(lambda: not any(_node_processes(n) for n in NODES[1:]), 120, "the other nodes to be empty")
         TIMES["learner node killed -> no process on any node"] = round(time.monotonic() - start, 1)
-        assert info["JobState"] == "NODE_FAIL", info
+        assert info["JobState"] in ("PENDING", "REQUEUED") and info["Restarts"] == "1", info
         assert processes(str(run_dir)) == []
+        assert "requeue job JobId=%s due to failure of node mlerl-n1" % job in Path(
+            "/var/lib/mlerl-slurm/log/slurmctld.log").read_text()
     finally:
         subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=300, check=True)
     _wait_for(lambda: _node_up("mlerl-n1"), 120, "mlerl-n1 back in service")
     before = max(_steps(run_dir))
-
-    second = _submit(path)
-    info = _wait_job(second, 900)
-    assert info["JobState"] == "COMPLETED", (info, _out(run_dir, second))
+    info = _wait_job(job, 900)
+    TIMES["learner node killed -> requeued job completed"] = round(time.monotonic() - start, 1)
+    assert info["JobState"] == "COMPLETED", (info, _out(run_dir, job)[-4000:])
     steps = _steps(run_dir)
     assert steps[-1] == 5 and before < 5, steps
-    assert "resumed from" in (run_dir / "logs" / "learner.log").read_text()
+    assert "resumed from" in _out(run_dir, job)  # the requeued run's output replaces the first's
     actors = [run_dir / "hosts" / n / "actors" for n in ("mlerl-n2", "mlerl-n3")]
     _assert_exactly_once(run_dir, actors)
     _nothing_left(run_dir, processes)
@@ -258,12 +264,11 @@ def test_learner_over_two_nodes_and_a_rank_killed(cluster, overrides, tmp_path, 
     start = time.monotonic()
     info = _wait_job(job, 900)
     TIMES["learner rank killed on the second learner node -> job ended"] = round(time.monotonic() - start, 1)
-    out = _out(run_dir, job)
-    log = (run_dir / "logs" / "learner.log").read_text() if (run_dir / "logs" / "learner.log").exists() else ""
+    out = (run_dir / f"slurm-{job}.out").read_text()
     (tmp_path / "outcome.json").write_text(json.dumps({"job": info, "out": out}))
-    assert info["JobState"] == "COMPLETED", (info, out, log[-3000:])
+    assert info["JobState"] == "COMPLETED", (info, out[-4000:])
     assert _steps(run_dir)[-1] == 3
-    assert "resumed from" in log
+    assert "resumed from" in out
     _assert_exactly_once(run_dir, [run_dir / "hosts" / "mlerl-n3" / "actors"])
     _nothing_left(run_dir, processes)
 

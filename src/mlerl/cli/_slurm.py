@@ -83,6 +83,9 @@ def script(job: SlurmJob) -> str:
         f"#SBATCH --nodes={nodes}",
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --output={job.run_dir}/slurm-%j.out",
+        # a node failure puts the job back in the queue (whatever the cluster's JobRequeue says):
+        # the script resumes the run, so running it again is always right
+        "#SBATCH --requeue",
     ]
     if job.gpus_per_node:
         header.insert(4, f"#SBATCH --gpus-per-node={job.gpus_per_node}")
@@ -127,16 +130,23 @@ def script(job: SlurmJob) -> str:
         "",
         f"# 3. the actors: {A} node(s) x {job.actors_per_node} (ids <node>-<i>), keys from RUN_DIR/keys",
         f"ACTOR_CMD={shlex.quote(actor)}",
-        f'srun --nodes={A} --ntasks={A} --ntasks-per-node=1 --nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" actors "${{OVERRIDES[@]}}" &',
+        f'srun --job-name=actors --nodes={A} --ntasks={A} --ntasks-per-node=1 --nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" actors "${{OVERRIDES[@]}}" &',
         "ACTORS=$!",
         "",
         "# 4. the learner's end (learner.max_updates) ends the job",
         "code=0",
         'wait "$LEARNER" || code=$?',
+        "# SIGTERM to the actors' tasks only: each `mlerl train role=actors` stops its actors and exits.",
+        "# (SIGTERM to srun would cancel the step: SIGKILL after Slurm's KillWait, mid-sample.)",
+        "# Those that have not ended within 60 s are cancelled.",
+        'STEP=$(squeue -h -s -j "$SLURM_JOB_ID" -o "%i %j" 2>/dev/null | awk \'$2 == "actors" {print $1}\') || true',
+        "# (scancel --signal may report an error for a step whose tasks it did signal: not checked.)",
+        'if [ -n "$STEP" ]; then scancel --signal=TERM "$STEP" 2>/dev/null || true; fi',
+        'for _ in $(seq 60); do kill -0 "$ACTORS" 2>/dev/null || break; sleep 1; done',
         'kill -TERM "$ACTORS" 2>/dev/null || true',
         'wait "$ACTORS" || true',
         'if [ "$code" != 0 ]; then',
-        '  echo "mlerl slurm: the learner step ended with exit code $code (see $RUN_DIR/logs/learner.log);" \\',
+        '  echo "mlerl slurm: the learner step ended with exit code $code (its log is above);" \\',
         '    "sbatch this script again to resume from the last checkpoint" >&2',
         "fi",
         'exit "$code"',
