@@ -20,7 +20,10 @@ Steps of the generated script (``RUN_DIR`` on a filesystem every node sees):
 4. when the learner step ends (``learner.max_updates``), the actor step is stopped.
 
 Resubmitting the same script resumes: step 1 keeps the existing keys and config, the learner
-restores its last checkpoint and journal, the actors their sequence numbers and outboxes.
+restores its last checkpoint and journal, the actors their sequence numbers and outboxes. So the
+job asks to be requeued when a node fails (``--requeue``): Slurm runs the script again.
+A CPU cluster has no GPUs to ask for: ``--gpus-per-node 0`` (one learner rank per node unless
+``--ranks-per-node``). tests/cli/test_slurm_cluster.py runs this on a real Slurm cluster.
 Sweeps of single-node jobs go through Hydra's submitit launcher instead
 (``mlerl train -m hydra/launcher=submitit_slurm ...``, README "Slurm").
 """
