@@ -134,45 +134,6 @@ def _pids(node: str, marker: str) -> list[int]:
     return [int(line.split(":", 1)[0]) for line in _node_processes(node) if marker in line]
 
 
-def test_job_trains_on_three_nodes_and_resumes_after_scancel(cluster, overrides, tmp_path, processes):
-    """One learner node, two actor nodes through sbatch: scancel after the first update ends every
-    step on every node; sbatch of the same script resumes from the checkpoint and the journal and
-    reaches learner.max_updates; every sample trained at most once, none lost."""
-    run_dir = tmp_path / "run"
-    path = _write(tmp_path, run_dir, overrides, "learner.max_updates=3")
-    first = _submit(path)
-    _wait_steps(run_dir, first, 1)
-    assert _job(first)["JobState"] == "RUNNING"
-    start = time.monotonic()
-    _sh("scancel", first)
-    info = _wait_job(first, 120)
-    _wait_for(lambda: not any(_node_processes(n) for n in NODES), 60, "every node to be empty")
-    TIMES["scancel -> job ended, no process on any node"] = round(time.monotonic() - start, 1)
-    assert info["JobState"] == "CANCELLED", info
-    _nothing_left(run_dir, processes)
-    # the actors ran on their own nodes, with ids named after them, reached through the head's name
-    assert sorted(p.name for p in (run_dir / "hosts").iterdir()) == ["mlerl-n2", "mlerl-n3"]
-    before = max(_steps(run_dir))
-
-    second = _submit(path)
-    start = time.monotonic()
-    info = _wait_job(second, 900)
-    TIMES["resubmit after scancel -> completed"] = round(time.monotonic() - start, 1)
-    assert info["JobState"] == "COMPLETED", (info, _out(run_dir, second)[-4000:])
-    assert info["NodeList"] == "mlerl-n[1-3]"
-    steps = _steps(run_dir)
-    assert steps[-1] == 3 and before < 3, steps
-    assert "resumed from" in _out(run_dir, second)  # the learner logs to the job's output
-    # the learner's end stopped the actors with SIGTERM, not Slurm's SIGKILL of a cancelled step
-    assert "Killed" not in _out(run_dir, second) and "forcing job termination" not in _out(run_dir, second)
-    actors = [run_dir / "hosts" / n / "actors" for n in ("mlerl-n2", "mlerl-n3")]
-    assert sorted(d.name for a in actors for d in a.iterdir()) == ["mlerl-n2-0", "mlerl-n3-0"]
-    _assert_exactly_once(run_dir, actors)
-    # both actor nodes' samples reached the learner on the head node
-    assert {s.actor_id for s in _journal(run_dir)} == {"mlerl-n2-0", "mlerl-n3-0"}
-    _nothing_left(run_dir, processes)
-
-
 def _kill(pids: list[int]) -> None:
     for pid in pids:
         try:
@@ -186,18 +147,38 @@ def _node_up(node: str) -> bool:
     return state.startswith(("idle", "mix", "alloc"))
 
 
-def test_actor_node_dies_the_run_goes_on_the_learner_node_dies_slurm_requeues(cluster, overrides, tmp_path,
-                                                                             processes):
-    """kill -9 of every mlerl process on an actor node: the other node's actor carries on and the
-    learner keeps training. Then the learner's node dies whole (its slurmd, the batch script,
-    torchrun, the learner: kill -9 of every process in its namespace): Slurm marks the node DOWN,
-    ends the job's steps on the other nodes (no process left) and requeues the job (the script
-    asks for --requeue); once the node is back the same job runs the script again, which resumes
-    the run from its checkpoint and journal to its end."""
+def test_job_on_three_nodes_through_scancel_and_dead_nodes(cluster, overrides, tmp_path, processes):
+    """One learner node, two actor nodes, through sbatch, one run taken through each fault:
+    1. scancel after the first update: every step on every node ends;
+    2. sbatch of the same script: the run resumes from its checkpoint and journal;
+    3. kill -9 of every mlerl process on an actor node: the other node's actor carries on and the
+       learner keeps training;
+    4. the learner's node dies whole (its slurmd, the batch script, torchrun, the learner: kill -9
+       of every process in its namespace): Slurm marks it DOWN, ends the steps on the other nodes
+       and requeues the job (the script asks for --requeue); once the node is back the same job
+       runs the script again, which resumes the run to learner.max_updates.
+    Every sample is trained at most once and none is lost; nothing is left on any node."""
     run_dir = tmp_path / "run"
-    path = _write(tmp_path, run_dir, overrides, "learner.max_updates=5")
+    path = _write(tmp_path, run_dir, overrides, "learner.max_updates=6")
+    first = _submit(path)
+    _wait_steps(run_dir, first, 1)
+    assert _job(first)["JobState"] == "RUNNING"
+    start = time.monotonic()
+    _sh("scancel", first)
+    info = _wait_job(first, 120)
+    _wait_for(lambda: not any(_node_processes(n) for n in NODES), 60, "every node to be empty")
+    TIMES["scancel -> job ended, no process on any node"] = round(time.monotonic() - start, 1)
+    assert info["JobState"] == "CANCELLED", info
+    _nothing_left(run_dir, processes)
+    # the actors ran on their own nodes, with ids named after them, reached through the head's name
+    assert sorted(p.name for p in (run_dir / "hosts").iterdir()) == ["mlerl-n2", "mlerl-n3"]
+
     job = _submit(path)
-    _wait_steps(run_dir, job, 1)
+    start = time.monotonic()
+    _wait_for(lambda: "resumed from" in _out(run_dir, job), 600, "the resubmitted job to resume")
+    _wait_steps(run_dir, job, max(_steps(run_dir)) + 1)
+    TIMES["resubmitted after scancel -> first update"] = round(time.monotonic() - start, 1)
+
     dead = _pids("mlerl-n3", str(run_dir))
     assert dead, _node_processes("mlerl-n3")
     _kill(dead)
@@ -211,12 +192,14 @@ def test_actor_node_dies_the_run_goes_on_the_learner_node_dies_slurm_requeues(cl
     assert _job(job)["JobState"] == "RUNNING"
     assert _pids("mlerl-n3", str(run_dir)) == []  # not restarted on that node: its step task ended
     assert _pids("mlerl-n2", str(run_dir))
-    assert max(_steps(run_dir)) < 5, "the run ended before its learner node could be killed"
+    assert max(_steps(run_dir)) < 6, "the run ended before its learner node could be killed"
 
     _kill([int(p) for p in _sh("ip", "netns", "pids", "mlerl-n1").split()])
     start = time.monotonic()
     try:
-        _wait_for(lambda: _job(job)["JobState"] != "RUNNING", 300, "Slurm to see mlerl-n1 die")
+        # RUNNING, then COMPLETING while Slurm ends the other nodes' steps, then PENDING again
+        _wait_for(lambda: _job(job)["JobState"] in {"PENDING", "REQUEUED", *ENDED}, 300,
+                  "Slurm to see mlerl-n1 die")
         info = _job(job)
         TIMES["learner node killed -> job requeued"] = round(time.monotonic() - start, 1)
         _wait_for(lambda: not any(_node_processes(n) for n in NODES[1:]), 120, "the other nodes to be empty")
@@ -231,12 +214,18 @@ def test_actor_node_dies_the_run_goes_on_the_learner_node_dies_slurm_requeues(cl
     before = max(_steps(run_dir))
     info = _wait_job(job, 900)
     TIMES["learner node killed -> requeued job completed"] = round(time.monotonic() - start, 1)
-    assert info["JobState"] == "COMPLETED", (info, _out(run_dir, job)[-4000:])
+    out = _out(run_dir, job)  # the requeued run's output replaces the first's
+    assert info["JobState"] == "COMPLETED", (info, out[-4000:])
+    assert info["NodeList"] == "mlerl-n[1-3]"
     steps = _steps(run_dir)
-    assert steps[-1] == 5 and before < 5, steps
-    assert "resumed from" in _out(run_dir, job)  # the requeued run's output replaces the first's
+    assert steps[-1] == 6 and before < 6, steps
+    assert "resumed from" in out
+    # the learner's end stopped the actors with SIGTERM, not Slurm's SIGKILL of a cancelled step
+    assert "Killed" not in out and "forcing job termination" not in out, out[-4000:]
     actors = [run_dir / "hosts" / n / "actors" for n in ("mlerl-n2", "mlerl-n3")]
+    assert sorted(d.name for a in actors for d in a.iterdir()) == ["mlerl-n2-0", "mlerl-n3-0"]
     _assert_exactly_once(run_dir, actors)
+    assert {s.actor_id for s in _journal(run_dir)} == {"mlerl-n2-0", "mlerl-n3-0"}
     _nothing_left(run_dir, processes)
 
 
