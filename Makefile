@@ -42,10 +42,12 @@ upgrade:
 	$(MAKE) lock LOCK_FLAGS=--upgrade
 	$(MAKE) test
 
-# Services the `docker` and `vllm` tests need: a Docker engine + bubblewrap + the local sandbox
-# image, and vLLM's CPU build in its own venv (.venv-vllm). Idempotent; needs root and apt.
+# Services the `docker`, `slurm` and `vllm` tests need: a Docker engine + bubblewrap + the local
+# sandbox image, a Slurm cluster of 3 nodes on this machine (stopped again after the tests), and
+# vLLM's CPU build in its own venv (.venv-vllm). Idempotent; needs root and apt.
 services:
 	@bash scripts/ci/setup_docker.sh || echo "make: Docker setup failed; the docker tests will fail (deselect: ARGS=\"-m 'not docker'\")"
+	@bash scripts/ci/setup_slurm.sh || echo "make: Slurm setup failed; the slurm tests will fail (deselect: ARGS=\"-m 'not slurm'\")"
 	@test .venv-vllm/.installed -nt requirements/vllm-lock.txt || bash scripts/ci/setup_vllm.sh
 
 # The local sandbox refuses to run unisolated: install bubblewrap where possible, else say how.
@@ -55,10 +57,11 @@ sandbox-deps:
 train: install sandbox-deps
 	$(BIN)/mlerl train $(ARGS)
 
-# The main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its own torch).
+# The main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its own torch). The
+# Slurm cluster is stopped after the main suite, pass or fail (the stop checks nothing is left).
 test: install services
 	$(BIN)/python scripts/lock.py check
-	$(BIN)/python -m pytest -m "not gpu and not vllm" $(ARGS)
+	$(BIN)/python -m pytest -m "not gpu and not vllm" $(ARGS); code=$$?; bash scripts/ci/setup_slurm.sh stop || code=1; exit $$code
 	$(MAKE) test-vllm
 
 test-vllm:
@@ -66,7 +69,7 @@ test-vllm:
 	.venv-vllm/bin/python -m pytest -m "vllm and not gpu" tests/actors $(ARGS)
 
 test-fast: install
-	$(BIN)/python -m pytest -m "not gpu and not docker and not vllm and not slow" $(ARGS)
+	$(BIN)/python -m pytest -m "not gpu and not docker and not vllm and not slurm and not slow" $(ARGS)
 
 wheels:
 	bash scripts/check_wheels.sh

@@ -70,6 +70,24 @@ def test_script_is_valid_bash_with_the_allocation_asked_for(tmp_path):
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
     with pytest.raises(ValueError, match="actor_nodes"):
         SlurmJob(run_dir="/r", actor_nodes=0)
+    with pytest.raises(ValueError, match="gpus_per_node"):
+        SlurmJob(run_dir="/r", gpus_per_node=-1)
+
+
+def test_cpu_cluster_asks_for_no_gpus_and_runs_one_rank_per_node():
+    """A cluster without GPUs has no gres to give: Slurm refuses a job that asks for any
+    (`Invalid generic resource (gres) specification`, seen on the real cluster of
+    scripts/ci/setup_slurm.sh). --gpus-per-node 0 drops the request; ranks default to one."""
+    text = script(SlurmJob(run_dir="/r", learner_nodes=2, gpus_per_node=0))
+    assert "--gpus-per-node" not in text
+    assert "--nproc_per_node=1 " in text and "learner_procs=2 " in text
+    # each step names its task count: the job's SLURM_NTASKS (3) is inherited by srun otherwise
+    # and a real slurmctld refuses the 1-node step ("More processors requested than permitted")
+    assert [next(a for a in line.split() if a.startswith("--ntasks="))
+            for line in text.splitlines() if line.startswith("srun ")] == ["--ntasks=1", "--ntasks=2", "--ntasks=1"]
+    text = script(SlurmJob(run_dir="/r", learner_nodes=2, gpus_per_node=0, ranks_per_node=3))
+    assert "--nproc_per_node=3 " in text and "learner_procs=6 " in text
+    assert "#SBATCH --gpus-per-node=4\n" in script(SlurmJob(run_dir="/r", gpus_per_node=4))
 
 
 def test_each_node_runs_the_expected_command(tmp_path):

@@ -20,7 +20,10 @@ Steps of the generated script (``RUN_DIR`` on a filesystem every node sees):
 4. when the learner step ends (``learner.max_updates``), the actor step is stopped.
 
 Resubmitting the same script resumes: step 1 keeps the existing keys and config, the learner
-restores its last checkpoint and journal, the actors their sequence numbers and outboxes.
+restores its last checkpoint and journal, the actors their sequence numbers and outboxes. So the
+job asks to be requeued when a node fails (``--requeue``): Slurm runs the script again.
+A CPU cluster has no GPUs to ask for: ``--gpus-per-node 0`` (one learner rank per node unless
+``--ranks-per-node``). tests/cli/test_slurm_cluster.py runs this on a real Slurm cluster.
 Sweeps of single-node jobs go through Hydra's submitit launcher instead
 (``mlerl train -m hydra/launcher=submitit_slurm ...``, README "Slurm").
 """
@@ -39,7 +42,11 @@ class SlurmJob:
     run_dir: str
     learner_nodes: int = 1
     gpus_per_node: int = 8
-    """Learner ranks per learner node (torchrun ``--nproc_per_node``); also ``--gpus-per-node``."""
+    """GPUs each node asks for (``#SBATCH --gpus-per-node``); 0 on a CPU cluster, which has no
+    GPU resource to ask for (Slurm refuses the job otherwise)."""
+    ranks_per_node: int = 0
+    """Learner ranks per learner node (torchrun ``--nproc_per_node``); 0: one per GPU (one on a
+    CPU cluster)."""
     actor_nodes: int = 1
     actors_per_node: int = 4
     samples_port: int = 5555
@@ -55,9 +62,14 @@ class SlurmJob:
     """Hydra overrides every node's config gets (e.g. ``+experiment=paper_scale``)."""
 
     def __post_init__(self) -> None:
-        for name in ("learner_nodes", "gpus_per_node", "actor_nodes", "actors_per_node"):
+        for name in ("learner_nodes", "actor_nodes", "actors_per_node"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be >= 1")
+        for name in ("gpus_per_node", "ranks_per_node"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be >= 0")
+        if self.ranks_per_node == 0:
+            self.ranks_per_node = max(self.gpus_per_node, 1)
 
 
 def _q(args: list[str]) -> str:
@@ -66,16 +78,20 @@ def _q(args: list[str]) -> str:
 
 def script(job: SlurmJob) -> str:
     """The sbatch script (bash) for ``job``."""
-    L, A, G = job.learner_nodes, job.actor_nodes, job.gpus_per_node
+    L, A, G = job.learner_nodes, job.actor_nodes, job.ranks_per_node
     nodes = L + A
     header = [
         "#!/bin/bash",
         f"#SBATCH --job-name={job.job_name}",
         f"#SBATCH --nodes={nodes}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={G}",
         f"#SBATCH --output={job.run_dir}/slurm-%j.out",
+        # a node failure puts the job back in the queue (whatever the cluster's JobRequeue says):
+        # the script resumes the run, so running it again is always right
+        "#SBATCH --requeue",
     ]
+    if job.gpus_per_node:
+        header.insert(4, f"#SBATCH --gpus-per-node={job.gpus_per_node}")
     header += [f"#SBATCH --{k}={v}" for k, v in (("partition", job.partition), ("account", job.account),
                                                  ("time", job.time)) if v]
     port = {"s": job.samples_port, "w": job.weights_port}
@@ -100,6 +116,8 @@ def script(job: SlurmJob) -> str:
         f'ACTOR_NODES=$(IFS=,; echo "${{NODES[*]:{L}:{A}}}")',
         'export HEAD="${NODES[0]}"',
         "",
+        "# every srun names its task count: one inherited from the job's SLURM_NTASKS (one per node)",
+        "# asks for more tasks than a step's nodes hold, and Slurm refuses the step",
         "# 1. tasks, policy, keys and RUN_DIR/config.yaml, on the head node; nothing starts",
         'srun --nodes=1 --ntasks=1 --nodelist="$HEAD" "$PY" -m mlerl.cli train role=learner prepare_only=true \\',
         f'  hydra.run.dir="$RUN_DIR" learner_procs={L * G} learner_restarts={job.learner_restarts} \\',
@@ -107,7 +125,7 @@ def script(job: SlurmJob) -> str:
         '  "${OVERRIDES[@]}"',
         "",
         f"# 2. the learner: {L} node(s) x {G} rank(s), torchrun's c10d rendezvous on the head node",
-        f'srun --nodes={L} --ntasks-per-node=1 --nodelist="$LEARNER_NODES" \\',
+        f'srun --nodes={L} --ntasks={L} --ntasks-per-node=1 --nodelist="$LEARNER_NODES" \\',
         f'  "$PY" -m torch.distributed.run --nnodes={L} --nproc_per_node={G} \\',
         f'  --rdzv_backend=c10d --rdzv_endpoint="$HEAD:{job.rdzv_port}" --rdzv_id="$SLURM_JOB_ID" \\',
         f'  --max-restarts={job.learner_restarts} -m mlerl.learner --config "$RUN_DIR/config.yaml" &',
@@ -115,14 +133,25 @@ def script(job: SlurmJob) -> str:
         "",
         f"# 3. the actors: {A} node(s) x {job.actors_per_node} (ids <node>-<i>), keys from RUN_DIR/keys",
         f"ACTOR_CMD={shlex.quote(actor)}",
-        f'srun --nodes={A} --ntasks-per-node=1 --nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" actors "${{OVERRIDES[@]}}" &',
+        f'srun --job-name=actors --nodes={A} --ntasks={A} --ntasks-per-node=1 --nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" actors "${{OVERRIDES[@]}}" &',
         "ACTORS=$!",
         "",
         "# 4. the learner's end (learner.max_updates) ends the job",
         "code=0",
         'wait "$LEARNER" || code=$?',
+        "# SIGTERM to the actors' tasks only: each `mlerl train role=actors` stops its actors and exits.",
+        "# (SIGTERM to srun would cancel the step: SIGKILL after Slurm's KillWait, mid-sample.)",
+        "# Those that have not ended within 60 s are cancelled.",
+        'STEP=$(squeue -h -s -j "$SLURM_JOB_ID" -o "%i %j" 2>/dev/null | awk \'$2 == "actors" {print $1}\') || true',
+        "# (scancel --signal may report an error for a step whose tasks it did signal: not checked.)",
+        'if [ -n "$STEP" ]; then scancel --signal=TERM "$STEP" 2>/dev/null || true; fi',
+        'for _ in $(seq 60); do kill -0 "$ACTORS" 2>/dev/null || break; sleep 1; done',
         'kill -TERM "$ACTORS" 2>/dev/null || true',
         'wait "$ACTORS" || true',
+        'if [ "$code" != 0 ]; then',
+        '  echo "mlerl slurm: the learner step ended with exit code $code (its log is above);" \\',
+        '    "sbatch this script again to resume from the last checkpoint" >&2',
+        "fi",
         'exit "$code"',
         "",
     ]
@@ -134,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog="Hydra overrides for every node follow `--`.")
     parser.add_argument("--run-dir", required=True, help="run directory on a shared filesystem")
     parser.add_argument("--learner-nodes", type=int, default=1)
-    parser.add_argument("--gpus-per-node", type=int, default=8, help="learner ranks per learner node")
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (0: a CPU cluster)")
+    parser.add_argument("--ranks-per-node", type=int, default=0,
+                        help="learner ranks per learner node (default: one per GPU, one without GPUs)")
     parser.add_argument("--actor-nodes", type=int, default=1)
     parser.add_argument("--actors-per-node", type=int, default=4)
     parser.add_argument("--samples-port", type=int, default=5555)
@@ -152,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         job = SlurmJob(
             run_dir=str(Path(args.run_dir).expanduser().resolve()), learner_nodes=args.learner_nodes,
-            gpus_per_node=args.gpus_per_node, actor_nodes=args.actor_nodes,
+            gpus_per_node=args.gpus_per_node, ranks_per_node=args.ranks_per_node, actor_nodes=args.actor_nodes,
             actors_per_node=args.actors_per_node, samples_port=args.samples_port,
             weights_port=args.weights_port, rdzv_port=args.rdzv_port,
             learner_restarts=args.learner_restarts, partition=args.partition, account=args.account,
@@ -161,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     text = script(job)
+    # Slurm opens the job's output file (RUN_DIR/slurm-<id>.out) before the script runs: in a
+    # directory that does not exist yet the job fails at launch (JobLaunchFailure), with nothing
+    # written anywhere the user looks
+    Path(job.run_dir).mkdir(parents=True, exist_ok=True)
     if args.out is None:
         sys.stdout.write(text)
     else:
