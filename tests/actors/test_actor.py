@@ -61,6 +61,7 @@ async def test_sends_complete_samples_with_gapless_seqs(tmp_path, tasks):
         assert s.markers == ["loaded data", "trained model"]
         assert s.t_sampled <= s.t_exec_started <= s.t_exec_finished <= s.t_graded
         assert "loaded data" in s.output_tail and "print('loaded data')" in s.code
+        assert s.plan == "Fit a model."  # the response's text before its program
     for s in by_status[ParseStatus.NO_CODE] + by_status[ParseStatus.SYNTAX_ERROR]:
         assert s.exec_status is ExecStatus.NOT_RUN and s.reward == -10.0 and s.duration_s == 0.0
         assert s.t_exec_started is None and s.t_graded is None

@@ -15,12 +15,18 @@ Writes into the run directory:
 - ``plots/rl_vs_aide.png``: best score so far against executions and against wall-clock
   seconds, per task: trained and initial best-of-K, and AIDE (the paper's Figure 1 in
   miniature; the best-of-K samples run several at a time, AIDE's steps one after the other).
+
+The same closing tables (each table of ``report.md``, as a ``wandb.Table`` under
+``report/<its heading>``) and every plot (``report/<file stem>`` images) go to the run's W&B
+run (``logging.wandb_mode``: offline by default), which the learner's process started: the
+report continues it through ``<run dir>/wandb/mlerl-run-id``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +41,7 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
     trained_model = run_dir / "policy"
     if not (trained_model / "config.json").is_file():
         progress.say(f"no trained policy in {trained_model}; skipping the comparison")
+        _to_wandb(train, run_dir, "", plots)
         return run_dir
     kwargs: dict[str, Any] = dict(k=train.eval_samples, seeds=[train.seed], base=train.actors,
                                   data_dir=train.tasks.data_dir, tasks_dir=train.tasks.tasks_dir,
@@ -55,9 +62,47 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
     if unisolated.is_file():
         text = f"**{unisolated.read_text().strip()}**\n\n{text}"
     (run_dir / "report.md").write_text(text)
+    _to_wandb(train, run_dir, text, [Path(p) for p in report["plots"]])
     for line in text.splitlines():
         progress.say(line)
     return run_dir / "report.md"
+
+
+def _to_wandb(train: TrainConfig, run_dir: Path, markdown: str, plots: list[Path]) -> None:
+    """The report's tables and the plots into the run's W&B run (none when it is disabled)."""
+    if train.logging.wandb_mode == "disabled":
+        return
+    from mlerl.protocol import make_sink
+
+    sink = make_sink(train.logging, run_dir, name=run_dir.name)
+    try:
+        for title, columns, rows in markdown_tables(markdown):
+            sink.log_table(slug(title), columns, rows, 0, stream="report")
+        sink.log_images({slug(p.stem): p for p in plots if p.is_file()}, 0, stream="report")
+    finally:
+        sink.close()
+
+
+def slug(title: str) -> str:
+    """A W&B key from a heading: lower case, runs of other characters as one ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")[:60] or "table"
+
+
+def markdown_tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Each pipe table of ``text`` as (the heading above it, its columns, its rows of cells)."""
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+    heading, block = "", []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+            continue
+        if block:
+            rows = [r for r in block[1:] if not all(set(c) <= set("-: ") for c in r)]
+            tables.append((heading, block[0], rows))
+            block = []
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+    return tables
 
 
 def _plots(run_dir: Path, progress: Progress) -> list[Path]:

@@ -13,7 +13,8 @@ contents; they are grouped as in ``__all__``:
   learner's content checks on samples (``check_sample``, ``SampleLimits``),
 - the weight-file contract every engine loads (``encode_weights``, ``announce``,
   ``read_update_bytes``, ``load_into``, ``tied_names``, ``WeightUpdateError``),
-- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console; ``MetricsSink``, their protocol),
+- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console; ``MetricsSink``, their protocol,
+  and ``MediaSink``, one that also keeps tables and images),
 - process lifetime (``die_with_parent``: a child ends with its parent, SIGKILL included),
 - the run contract (``RunContract`` with ``RunModel`` and ``RunTasks``; ``load_run``): the facts
   every process of a run reads (policy, seed, tasks, transport), typed and loaded once,
@@ -39,7 +40,7 @@ from mlerl.protocol._messages import (
     encode,
 )
 from mlerl.protocol._lifetime import die_with_parent
-from mlerl.protocol._metrics import MetricsConfig, MetricsSink, make_sink
+from mlerl.protocol._metrics import MediaSink, MetricsConfig, MetricsSink, make_sink
 from mlerl.protocol._receiver import SampleReceiver
 from mlerl.protocol._run import RunContract, RunModel, RunTasks, load_run
 from mlerl.protocol._sender import SampleSender
@@ -87,6 +88,7 @@ __all__ = [
     "tied_names",
     "WeightUpdateError",
     # metrics
+    "MediaSink",
     "MetricsConfig",
     "make_sink",
     "MetricsSink",

@@ -125,6 +125,9 @@ class Sample(_Message, tag="sample", kw_only=True):
     valid_submission: bool = False
     reward: float
     reward_parts: dict[str, float] = {}
+    plan: str = ""
+    """The response's text before its program (the plan the prompts ask for); "" from senders
+    that predate the field."""
     code: str = ""
     """The program as generated (before instrumentation)."""
     output_tail: str = ""
