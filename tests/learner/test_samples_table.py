@@ -7,7 +7,7 @@ import json
 
 import msgspec
 
-from mlerl.learner._run import SAMPLES_TABLE_COLUMNS, SampleLog, cut, log_samples_table, table_row
+from mlerl.learner._process import SAMPLES_TABLE_COLUMNS, SampleLog, cut, log_samples_table, table_row
 from mlerl.protocol import ExecStatus, MetricsConfig, PromptKind, make_sink
 
 

@@ -35,7 +35,7 @@ from mlerl.instrument._reward import (
     normalised_score,
     reward_range,
 )
-from mlerl.instrument._run import clean_output, prepare_run
+from mlerl.instrument._channel import clean_output, prepare_run
 from mlerl.instrument._scanner import MarkerScanner, scan_text
 
 __version__ = "0.1.0"

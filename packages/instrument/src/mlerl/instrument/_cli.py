@@ -27,7 +27,7 @@ from mlerl.protocol import ChatMessage, Completion, ExecStatus, SamplingParams
 from mlerl.instrument._ast_instrument import instrument_ast
 from mlerl.instrument._lm import LMInstrumenter
 from mlerl.instrument._reward import RewardConfig, RewardKind, compute_reward
-from mlerl.instrument._run import MarkerMode, prepare_run
+from mlerl.instrument._channel import MarkerMode, prepare_run
 from mlerl.instrument._scanner import scan_text
 
 

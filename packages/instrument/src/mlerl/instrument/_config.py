@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass, field
 
 from mlerl.instrument._reward import RewardConfig
-from mlerl.instrument._run import MarkerMode
+from mlerl.instrument._channel import MarkerMode
 
 
 class InstrumentMode(str, enum.Enum):

@@ -28,7 +28,7 @@ from mlerl.protocol import ChatMessage, Completion, InferenceEngine, SamplingPar
 from mlerl.instrument._ast_instrument import instrument_ast
 from mlerl.instrument._markers import marker_of
 from mlerl.instrument._position import misplaced_markers, verification_context
-from mlerl.instrument._run import _alone
+from mlerl.instrument._channel import _alone
 from mlerl.instrument._verify import Rejected, count_markers, finalize, parse
 
 INSTRUMENT_PROMPT = """\

@@ -18,7 +18,7 @@ from mlerl.protocol import ConfigError, MetricsConfig, die_with_parent, load_run
 
 from mlerl.learner._config import LearnerConfig
 from mlerl.learner._faults import RankFailed, die
-from mlerl.learner._run import run
+from mlerl.learner._process import run
 
 
 def main(argv: list[str] | None = None) -> int:

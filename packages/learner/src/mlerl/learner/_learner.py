@@ -34,7 +34,7 @@ from mlerl.learner._config import AdvantageEstimator, ImproveGroup, LearnerConfi
 from mlerl.learner._diagnostics import gather_rows, per_sample_stats, split_metrics
 from mlerl.learner._losses import aggregate, kl_penalty, ppo_policy_loss, value_loss
 from mlerl.learner._models import enable_checkpointing, is_distributed, make_critic, make_reference, shard
-from mlerl.learner._weights import duration_weights, update_running_mean, weight_stats
+from mlerl.learner._duration_weights import duration_weights, update_running_mean, weight_stats
 
 Tensor = torch.Tensor
 

@@ -42,7 +42,7 @@ from mlerl.protocol._messages import (
 from mlerl.protocol._lifetime import die_with_parent
 from mlerl.protocol._metrics import MediaSink, MetricsConfig, MetricsSink, make_sink
 from mlerl.protocol._receiver import SampleReceiver
-from mlerl.protocol._run import RunContract, RunModel, RunTasks, load_run
+from mlerl.protocol._run_contract import RunContract, RunModel, RunTasks, load_run
 from mlerl.protocol._sender import SampleSender
 from mlerl.protocol._transport_config import RunTransportConfig, TransportConfig
 from mlerl.protocol._validate import SampleLimits, check_sample
@@ -54,7 +54,7 @@ from mlerl.protocol._weightfile import (
     read_update_bytes,
     tied_names,
 )
-from mlerl.protocol._weights import WeightBroadcaster, WeightSubscriber
+from mlerl.protocol._weight_broadcast import WeightBroadcaster, WeightSubscriber
 
 __version__ = "0.1.0"
 
