@@ -1,5 +1,5 @@
 """The closing report: the AIDE section, the RL-vs-AIDE plot and the three evaluations it runs
-(evaluate_policy is replaced by a stub: the real path is tests/actors/test_aide_real.py and the
+(evaluate_over_seeds is replaced by a stub: the real path is tests/actors/test_aide_real.py and the
 end-to-end train test)."""
 
 from __future__ import annotations
@@ -67,12 +67,12 @@ def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch, w
     (run_dir / "policy" / "config.json").write_text("{}")
     calls = []
 
-    def fake_evaluate_policy(model, task_ids, *, method="best_of_k", **kwargs):
+    def fake_evaluate_over_seeds(model, task_ids, *, method="best_of_k", **kwargs):
         calls.append((Path(model).name, method, kwargs["k"], kwargs["seeds"]))
         return {"initial": _result(0.8, 0.3), "policy": _result(0.9, 0.25)}[Path(model).name] if method != "aide" \
             else _result(0.95, 0.2, "aide")
 
-    monkeypatch.setattr(_report, "evaluate_policy", fake_evaluate_policy)
+    monkeypatch.setattr(_report, "evaluate_over_seeds", fake_evaluate_over_seeds)
     train = TrainConfig(eval_samples=2, seed=5)
     train.tasks.ids = [AUC, LOSS]
     _report.write_report(train, run_dir, tmp_path / "initial", Progress(run_dir, enabled=False))

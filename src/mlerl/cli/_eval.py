@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 
-def evaluate_policy(
+def evaluate_over_seeds(
     model_path: str,
     task_ids: list[str],
     *,
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--public-fraction must lie in (0, 1]")
         fraction = args.public_fraction
     tasks = [t for t in args.tasks.split(",") if t] or run_tasks.ids
-    result = evaluate_policy(args.model, tasks, k=args.k,
+    result = evaluate_over_seeds(args.model, tasks, k=args.k,
                              seeds=list(range(args.first_seed, args.first_seed + args.seeds)), base=base,
                              data_dir=args.data_dir or run_tasks.data_dir, tasks_dir=run_tasks.tasks_dir,
                              sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k",

@@ -32,7 +32,7 @@ from typing import Any
 
 from mlerl.cli._config import TrainConfig
 from mlerl.cli._curves import load_pyplot
-from mlerl.cli._eval import evaluate_policy
+from mlerl.cli._eval import evaluate_over_seeds
 from mlerl.cli._progress import Progress
 
 
@@ -47,11 +47,11 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
                                   data_dir=train.tasks.data_dir, tasks_dir=train.tasks.tasks_dir,
                                   sandbox_config=train.sandbox, public_fraction=train.tasks.public_fraction)
     progress.say(f"evaluating the initial policy: best of {train.eval_samples} per task")
-    before = evaluate_policy(str(initial_model), list(train.tasks.ids), **kwargs)
+    before = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), **kwargs)
     progress.say(f"evaluating the trained policy: best of {train.eval_samples} per task")
-    after = evaluate_policy(str(trained_model), list(train.tasks.ids), **kwargs)
+    after = evaluate_over_seeds(str(trained_model), list(train.tasks.ids), **kwargs)
     progress.say(f"AIDE with the initial policy: {train.eval_samples} executions per task")
-    aide = evaluate_policy(str(initial_model), list(train.tasks.ids), method="aide", **kwargs)
+    aide = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), method="aide", **kwargs)
     report = {"k": train.eval_samples, "seed": train.seed, "initial": before, "trained": after,
               "aide": aide}
     figure = plot_rl_vs_aide(report, list(train.tasks.ids), run_dir / "plots" / "rl_vs_aide.png")

@@ -1,6 +1,6 @@
 """Measure a policy directory: sample programs for tasks, run them, validate and grade them.
 
-Two measurements: :func:`evaluate_policy` (from-scratch answers per task) and
+Two measurements: :func:`evaluate_drafts` (from-scratch answers per task) and
 :func:`evaluate_improvement` (improve answers to real, correct parent programs, beside as many
 from-scratch ones: can the policy revise a solution?).
 
@@ -150,7 +150,7 @@ async def _terminal_outputs(items, timeout_s: float, workers: int, tail_chars: i
         await sandbox.close()
 
 
-def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | Path, *,
+def evaluate_drafts(model_dir: str | Path, task_ids: list[str], data_dir: str | Path, *,
                     samples: int = 32, temperature: float = 0.8, max_new_tokens: int = 768,
                     timeout_s: float = 120.0, workers: int = 2, seed: int = 0) -> list[TaskEval]:
     """Sample `samples` C.1 answers per task, run them, and count what parses / runs / is valid.
