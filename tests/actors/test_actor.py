@@ -8,7 +8,7 @@ from mlerl.actors._actor import Actor
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ExecStatus, ParseStatus, PromptKind, WeightUpdate
 
-from mlerl.actors._fakes import NO_CODE, OK_RESPONSE, SYNTAX, FakeEngine, FakeSandbox, FakeSender, FakeTask, fake_pipeline
+from mlerl.actors._fakes import NO_CODE, OK_RESPONSE, SYNTAX, FakeEngine, FakeSandbox, FakeSender, FakeTask, FakePipeline
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def make_actor(tmp_path, tasks, *, engine=None, sandbox=None, sender=None, weigh
     config = ActorsConfig(heartbeat_s=0.05, **cfg)
     return Actor(
         "a0", config, engine=engine or FakeEngine([OK_RESPONSE]), sandbox=sandbox or FakeSandbox(),
-        sender=sender or FakeSender(), tasks=tasks, pipeline=fake_pipeline(),
+        sender=sender or FakeSender(), tasks=tasks, pipeline=FakePipeline(),
         state=ActorState(tmp_path / "state"), weights=weights,
     )
 
@@ -228,4 +228,4 @@ async def test_restart_resends_outbox_and_continues_seqs(tmp_path, tasks):
 def test_no_task_is_rejected(tmp_path):
     with pytest.raises(KeyError, match="no task"):
         Actor("a0", ActorsConfig(), engine=FakeEngine([OK_RESPONSE]), sandbox=FakeSandbox(),
-              sender=FakeSender(), tasks={}, pipeline=fake_pipeline(), state=ActorState(tmp_path / "s"))
+              sender=FakeSender(), tasks={}, pipeline=FakePipeline(), state=ActorState(tmp_path / "s"))

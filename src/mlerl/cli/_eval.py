@@ -83,14 +83,14 @@ def evaluate_over_seeds(
 async def _one_seed(config: Any, model_path: str, seed: int, tasks: dict[str, Any], k: int, backend: str,
                     sandbox_config: Any = None, method: str = "best_of_k") -> dict[str, Any]:
     from mlerl.actors import evaluate, evaluate_aide
-    from mlerl.actors import make_engine, real_pipeline
+    from mlerl.actors import make_engine, RealPipeline
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     engine = make_engine(config, model_path, seed)
     slots = config.admission.max_in_flight
     sandbox_config = dataclasses.replace(sandbox_config or SandboxConfig(backend=backend), max_concurrency=slots)
     sandbox = make_sandbox(sandbox_config)
-    pipeline = real_pipeline(config)
+    pipeline = RealPipeline(config)
     try:
         run = evaluate_aide if method == "aide" else evaluate
         return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed)

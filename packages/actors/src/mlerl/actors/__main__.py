@@ -22,7 +22,7 @@ from mlerl.actors._actor import Actor
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._engines import make_engine, make_frozen_engine
 from mlerl.actors._health import EXIT_INFRA_DOWN
-from mlerl.actors._pipeline import real_pipeline
+from mlerl.actors._pipeline import RealPipeline
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ConfigError, CurveError, load_run, load_section
 from mlerl.sandbox import SandboxUnavailable
@@ -69,7 +69,7 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
         from mlerl.instrument import LMInstrumenter
 
         instrumenter = LMInstrumenter(frozen)
-    pipeline = real_pipeline(config, instrument, instrumenter)
+    pipeline = RealPipeline(config, instrument, instrumenter)
     engine = make_engine(config, model_path, seed)
     sandbox = make_sandbox(sandbox_config)
     try:
