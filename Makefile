@@ -8,7 +8,7 @@ PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
 # GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install services sandbox-deps train test test-vllm test-fast wheels clean
+.PHONY: install services sandbox-deps train lint test test-vllm test-fast wheels clean
 
 install: $(VENV)/.installed
 
@@ -32,8 +32,15 @@ sandbox-deps:
 train: install sandbox-deps
 	$(BIN)/mlerl train $(ARGS)
 
-# The main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its own torch).
-test: install services
+# Lint and type checks (config: pyproject.toml [tool.ruff], [tool.mypy]).
+lint: install
+	$(BIN)/ruff check packages src
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Lint first, then the main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its
+# own torch).
+test: lint services
 	$(BIN)/python -m pytest -m "not gpu and not vllm" $(ARGS)
 	$(MAKE) test-vllm
 
