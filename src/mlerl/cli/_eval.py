@@ -82,8 +82,7 @@ def evaluate_over_seeds(
 
 async def _one_seed(config: Any, model_path: str, seed: int, tasks: dict[str, Any], k: int, backend: str,
                     sandbox_config: Any = None, method: str = "best_of_k") -> dict[str, Any]:
-    from mlerl.actors import evaluate, evaluate_aide
-    from mlerl.actors import make_engine, RealPipeline
+    from mlerl.actors import RealPipeline, evaluate, evaluate_aide, make_engine
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     engine = make_engine(config, model_path, seed)

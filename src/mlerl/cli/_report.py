@@ -107,7 +107,6 @@ def markdown_tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
 
 def _plots(run_dir: Path, progress: Progress) -> list[Path]:
     from mlerl.bench import compare_runs
-
     from mlerl.cli._curves import plot_learning_curves
 
     load_pyplot()  # first, so no plot below (the bench's included) prints matplotlib's notice

@@ -26,7 +26,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mlerl.actors._parse import parse_response
-from mlerl.actors._prompts import EDIT_FORMAT, FORMAT, SYSTEM, PromptConfig, clip_head, clip_tail, improve_prompt, scratch_prompt
+from mlerl.actors._prompts import (
+    EDIT_FORMAT,
+    FORMAT,
+    SYSTEM,
+    PromptConfig,
+    clip_head,
+    clip_tail,
+    improve_prompt,
+    scratch_prompt,
+)
 from mlerl.protocol import ChatMessage, InferenceEngine, ParseStatus, SamplingParams, check
 
 if TYPE_CHECKING:

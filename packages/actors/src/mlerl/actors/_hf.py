@@ -29,8 +29,8 @@ from pathlib import Path
 
 import torch
 
-from mlerl.actors._sampling import process_logits, sample_rows
 from mlerl.actors._prompts import chat_prompt_ids
+from mlerl.actors._sampling import process_logits, sample_rows
 from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate, load_into
 
 

@@ -101,10 +101,9 @@ class RealPipeline:
 
     def __init__(self, config: ActorsConfig | None = None, instrument: InstrumentConfig | None = None,
                  lm_instrumenter: LMInstrumenter | None = None) -> None:
+        from mlerl.actors._config import ActorsConfig
         from mlerl.bench import GraderPool
         from mlerl.instrument import InstrumentConfig
-
-        from mlerl.actors._config import ActorsConfig
 
         config = config or ActorsConfig()
         instrument = instrument or InstrumentConfig()

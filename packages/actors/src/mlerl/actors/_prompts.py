@@ -14,9 +14,9 @@ description (bounded), since our tasks are not fixed per run; every free-text pa
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 from mlerl.protocol import ChatMessage, check

@@ -16,7 +16,7 @@ import weakref
 from pathlib import Path
 
 from mlerl.bench._grade import GradeReport, _report
-from mlerl.bench._grader_worker import _Failed, _Timeout, _Worker, _parse_reply, _request_line
+from mlerl.bench._grader_worker import _Failed, _parse_reply, _request_line, _Timeout, _Worker
 from mlerl.bench._subprocess import DEFAULT_MEMORY_BYTES
 from mlerl.bench._task import TaskSpec
 

@@ -21,10 +21,15 @@ tokenizer and program templates are private modules.
 
 from mlerl.embedded._config import BootstrapConfig, read_manifest
 from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus
-from mlerl.embedded._evaluate import TaskEval, evaluate_improvement, evaluate_drafts, run_program
+from mlerl.embedded._evaluate import TaskEval, evaluate_drafts, evaluate_improvement, run_program
 from mlerl.embedded._model import build_policy
 from mlerl.embedded._programs import Program, generate_program
-from mlerl.embedded._random import ARCHITECTURES, architecture_config, build_random_model, padded_tokenizer
+from mlerl.embedded._random import (
+    ARCHITECTURES,
+    architecture_config,
+    build_random_model,
+    padded_tokenizer,
+)
 from mlerl.embedded._tasks import TaskView, default_task_ids, task_views
 
 __version__ = "0.1.0"

@@ -21,19 +21,21 @@ Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from mlerl.embedded._families import families_for, make_model
 from mlerl.embedded._mistakes import inject, with_mistake
 from mlerl.embedded._programs import MISTAKES, Program, generate_program, sample_choices
 from mlerl.embedded._prompts import (
-    draft_messages, format_answer, improve_messages, instrument_messages,
+    draft_messages,
+    format_answer,
+    improve_messages,
+    instrument_messages,
 )
 from mlerl.embedded._tasks import TaskView
 

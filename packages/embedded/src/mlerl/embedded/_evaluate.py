@@ -157,9 +157,10 @@ def evaluate_drafts(model_dir: str | Path, task_ids: list[str], data_dir: str | 
 
     Prompts are built with the `PromptConfig` the policy was bootstrapped with (its manifest),
     so a policy trained on short data snippets is not evaluated on long ones."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from mlerl.actors import PromptConfig
     from mlerl.bench import Registry, prepare
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     trained_on = ((read_manifest(Path(model_dir)) or {}).get("config") or {}).get("prompts")
     prompts = PromptConfig(**trained_on) if trained_on else None
@@ -199,11 +200,12 @@ def evaluate_improvement(model_dir: str | Path, task_id: str, data_dir: str | Pa
     the best score."""
     import random
 
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from mlerl.actors import PromptConfig
     from mlerl.embedded._programs import generate_program, sample_choices
     from mlerl.embedded._prompts import improve_messages
     from mlerl.embedded._tasks import task_views
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     trained_on = ((read_manifest(Path(model_dir)) or {}).get("config") or {}).get("prompts")
     prompts = PromptConfig(**trained_on) if trained_on else PromptConfig()

@@ -12,7 +12,7 @@ import random
 import re
 from dataclasses import replace
 
-from mlerl.embedded._programs import Program, _NAMES
+from mlerl.embedded._programs import _NAMES, Program
 from mlerl.embedded._tasks import TaskView
 
 

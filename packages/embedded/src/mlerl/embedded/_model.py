@@ -23,11 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from mlerl.embedded._config import MANIFEST, BootstrapConfig, read_manifest
-from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus, with_real_outputs
+from mlerl.embedded._corpus import (
+    Example,
+    corpus_hash,
+    corpus_stats,
+    generate_corpus,
+    with_real_outputs,
+)
 from mlerl.embedded._evaluate import terminal_outputs
 from mlerl.embedded._tasks import task_views
 from mlerl.embedded._tokenizer import IM_END, phrase_tokens, stdlib_texts, train_tokenizer
-
 
 
 def encode_example(tok, ex: Example) -> tuple[list[int], list[int]]:

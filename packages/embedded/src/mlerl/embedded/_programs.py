@@ -16,7 +16,12 @@ from dataclasses import dataclass, field, replace
 from mlerl.embedded._families import Model, families_for, make_model
 from mlerl.embedded._plans import plan_text
 from mlerl.embedded._render import (
-    features_chunk, fit_chunks, imports_chunk, multi_chunk, predict_chunk, write_chunk,
+    features_chunk,
+    fit_chunks,
+    imports_chunk,
+    multi_chunk,
+    predict_chunk,
+    write_chunk,
 )
 from mlerl.embedded._span import SPAN_FAMILIES, make_span_model, span_chunks, span_params
 from mlerl.embedded._tasks import TaskView

@@ -59,7 +59,7 @@ def span_chunks(x) -> list[tuple[str, tuple[str, ...]]]:
                  "word_score = {k: inside[k] / total[k] for k in total}"]
         neutral = 'sentiment == "neutral" or ' if ctx else ""
         lookup = "(sentiment, w.lower())" if keyed else "w.lower()"
-        define = [f"def predict_span(text, sentiment=None):", "    words = str(text).split()",
+        define = ["def predict_span(text, sentiment=None):", "    words = str(text).split()",
                   f"    if {neutral}len(words) <= {p['short']}:", "        return str(text)",
                   f"    keep = [w for w in words if word_score.get({lookup}, 0.0) >= {p['thr']}]",
                   "    return \" \".join(keep) if keep else str(text)"]

@@ -22,13 +22,12 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from mlerl.protocol import ChatMessage, Completion, ExecStatus, SamplingParams
-
 from mlerl.instrument._ast_instrument import instrument_ast
+from mlerl.instrument._channel import MarkerMode, prepare_run
 from mlerl.instrument._lm import LMInstrumenter
 from mlerl.instrument._reward import RewardConfig, RewardKind, compute_reward
-from mlerl.instrument._channel import MarkerMode, prepare_run
 from mlerl.instrument._scanner import scan_text
+from mlerl.protocol import ChatMessage, Completion, ExecStatus, SamplingParams
 
 
 class _OpenAIChat:
@@ -50,7 +49,7 @@ class _OpenAIChat:
         req = urllib.request.Request(
             self.url, json.dumps(body).encode(), {"Content-Type": "application/json"}
         )
-        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
+        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
             choice = json.load(resp)["choices"][0]
         text = choice["message"]["content"] or ""
         return Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text,

@@ -23,13 +23,12 @@ from collections import Counter, OrderedDict
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
-from mlerl.protocol import ChatMessage, Completion, InferenceEngine, SamplingParams, check
-
 from mlerl.instrument._ast_instrument import instrument_ast
+from mlerl.instrument._channel import _alone
 from mlerl.instrument._markers import marker_of
 from mlerl.instrument._position import misplaced_markers, verification_context
-from mlerl.instrument._channel import _alone
 from mlerl.instrument._verify import Rejected, count_markers, finalize, parse
+from mlerl.protocol import ChatMessage, Completion, InferenceEngine, SamplingParams, check
 
 INSTRUMENT_PROMPT = """\
 Please insert print statements in the given python script. The print statements are supposed \

@@ -50,9 +50,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from mlerl.protocol import ExecStatus, check
-
 from mlerl.instrument._markers import MARKERS
+from mlerl.protocol import ExecStatus, check
 
 
 class RewardKind(str, enum.Enum):

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from mlerl.protocol import Sample
-
 from mlerl.learner._losses import entropy_from_logits
+from mlerl.protocol import Sample
 
 Tensor = torch.Tensor
 

@@ -41,9 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mlerl.protocol import ExecStatus, ProtocolError, Sample, decode, encode
-
 from mlerl.learner._config import BatchPolicy
+from mlerl.protocol import ExecStatus, ProtocolError, Sample, decode, encode
 
 _HEADER = struct.Struct(">II")  # payload length, crc32(payload)
 Key = tuple[str, int]

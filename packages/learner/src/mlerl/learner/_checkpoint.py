@@ -177,7 +177,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: state.pt does not match the sha256 in COMMIT (corrupt)")
     try:
         state = torch.load(path / "state.pt", map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling/zip failure means "not loadable"
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise CheckpointError(f"{path}: state.pt is not a loadable checkpoint: {type(exc).__name__}: {first}") from exc
     missing = [k for k in _REQUIRED if not isinstance(state, dict) or k not in state]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 from mlerl.protocol import ConfigError, check
 
@@ -124,7 +123,7 @@ class LearnerConfig:
     """Max global gradient norm (policy and critic separately); 0 disables."""
     clip_ratio: float = 0.2
     """PPO epsilon: the ratio is clipped to [1 - eps, 1 + eps]."""
-    dual_clip: Optional[float] = None
+    dual_clip: float | None = None
     """If set (> 1), bounds the loss of negative-advantage tokens at dual_clip * |A| (dual-clip PPO)."""
     ratio_base: RatioBase = RatioBase.behaviour
     """What the PPO ratio is taken against."""

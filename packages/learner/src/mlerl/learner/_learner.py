@@ -26,15 +26,32 @@ from dataclasses import dataclass
 
 import torch
 
-from mlerl.protocol import ExecStatus, PromptKind, Sample
-
 from mlerl.learner._advantages import gae, group_advantages, terminal_rewards, whiten
-from mlerl.learner._batch import TokenBatch, collate, token_logprobs, token_values, use_varlen_attention
-from mlerl.learner._config import AdvantageEstimator, ImproveGroup, LearnerConfig, LossAgg, RatioBase
+from mlerl.learner._batch import (
+    TokenBatch,
+    collate,
+    token_logprobs,
+    token_values,
+    use_varlen_attention,
+)
+from mlerl.learner._config import (
+    AdvantageEstimator,
+    ImproveGroup,
+    LearnerConfig,
+    LossAgg,
+    RatioBase,
+)
 from mlerl.learner._diagnostics import gather_rows, per_sample_stats, split_metrics
-from mlerl.learner._losses import aggregate, kl_penalty, ppo_policy_loss, value_loss
-from mlerl.learner._models import enable_checkpointing, is_distributed, make_critic, make_reference, shard
 from mlerl.learner._duration_weights import duration_weights, update_running_mean, weight_stats
+from mlerl.learner._losses import aggregate, kl_penalty, ppo_policy_loss, value_loss
+from mlerl.learner._models import (
+    enable_checkpointing,
+    is_distributed,
+    make_critic,
+    make_reference,
+    shard,
+)
+from mlerl.protocol import ExecStatus, PromptKind, Sample
 
 Tensor = torch.Tensor
 

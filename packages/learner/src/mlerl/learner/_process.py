@@ -33,12 +33,19 @@ import os
 import shutil
 import signal
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from mlerl.learner._buffer import ExperienceBuffer
+from mlerl.learner._checkpoint import restore_checkpoint, save_checkpoint
+from mlerl.learner._config import LearnerConfig
+from mlerl.learner._faults import RankFailed
+from mlerl.learner._learner import Learner
+from mlerl.learner._models import is_distributed
+from mlerl.learner._publish import full_state_dict, publish_weights
 from mlerl.protocol import (
     ExecStatus,
     MediaSink,
@@ -54,14 +61,6 @@ from mlerl.protocol import (
     generate_keys,
     make_sink,
 )
-
-from mlerl.learner._buffer import ExperienceBuffer
-from mlerl.learner._checkpoint import restore_checkpoint, save_checkpoint
-from mlerl.learner._config import LearnerConfig
-from mlerl.learner._faults import RankFailed
-from mlerl.learner._learner import Learner
-from mlerl.learner._models import is_distributed
-from mlerl.learner._publish import full_state_dict, publish_weights
 
 log = logging.getLogger("mlerl.learner")
 
@@ -383,7 +382,7 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
             starting = False
             follow(learner, run_dir)
         save_policy(learner, run_dir / "policy", model_path)
-    except BaseException as exc:  # noqa: BLE001 - every failure ends the rank the same way
+    except BaseException as exc:
         # no collective from here on: the other ranks may be in a different one
         raise RankFailed(rank, run_dir, starting) from exc
     if is_distributed():

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import torch
 
-from mlerl.protocol import WeightUpdate, announce, encode_weights, load_into, tied_names
-
 from mlerl.learner._models import is_distributed
+from mlerl.protocol import WeightUpdate, announce, encode_weights, load_into, tied_names
 
 
 def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:

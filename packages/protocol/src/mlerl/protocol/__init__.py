@@ -29,6 +29,7 @@ it when called).
 from mlerl.protocol._config import ConfigError, check, load_section, load_yaml, to_object
 from mlerl.protocol._curve import CurveError, CurveKeys, generate_keys
 from mlerl.protocol._engine import ChatMessage, Completion, InferenceEngine, SamplingParams
+from mlerl.protocol._lifetime import die_with_parent
 from mlerl.protocol._messages import (
     ExecStatus,
     ParseStatus,
@@ -39,13 +40,13 @@ from mlerl.protocol._messages import (
     decode,
     encode,
 )
-from mlerl.protocol._lifetime import die_with_parent
 from mlerl.protocol._metrics import MediaSink, MetricsConfig, MetricsSink, make_sink
 from mlerl.protocol._receiver import SampleReceiver
 from mlerl.protocol._run_contract import RunContract, RunModel, RunTasks, load_run
 from mlerl.protocol._sender import SampleSender
 from mlerl.protocol._transport_config import RunTransportConfig, TransportConfig
 from mlerl.protocol._validate import SampleLimits, check_sample
+from mlerl.protocol._weight_broadcast import WeightBroadcaster, WeightSubscriber
 from mlerl.protocol._weightfile import (
     WeightUpdateError,
     announce,
@@ -54,7 +55,6 @@ from mlerl.protocol._weightfile import (
     read_update_bytes,
     tied_names,
 )
-from mlerl.protocol._weight_broadcast import WeightBroadcaster, WeightSubscriber
 
 __version__ = "0.1.0"
 
