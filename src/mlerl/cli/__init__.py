@@ -11,6 +11,8 @@ import sys
 
 from mlerl.cli._curves import rolling_mean
 
+__all__ = ["main", "rolling_mean"]
+
 __version__ = "0.1.0"
 
 _SUBCOMMANDS = {

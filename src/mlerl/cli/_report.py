@@ -155,7 +155,7 @@ def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> P
         return None
     plt = load_pyplot()
     fig, axes = plt.subplots(len(task_ids), 2, figsize=(9, 3 * len(task_ids)), squeeze=False)
-    for row, task in zip(axes, task_ids):
+    for row, task in zip(axes, task_ids, strict=True):
         lower = False
         for key, label, color in curves:
             summary = report[key]["per_seed"][0]["tasks"][task]

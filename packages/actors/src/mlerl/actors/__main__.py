@@ -51,7 +51,7 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     instrument = _optional_section(InstrumentConfig, config_path, "instrument")
     contract = load_run(config_path)
     model_path, seed = contract.model.path, contract.seed
-    run_dir = config_path.resolve().parent
+    run_dir = config_path.resolve().parent  # noqa: ASYNC240 - once at start-up, before any task runs
     transport = contract.transport.resolve(run_dir)
     registry = Registry.load(contract.tasks.tasks_dir or None, contract.tasks.data_dir or None,
                              public_fraction=contract.tasks.public_fraction)

@@ -231,7 +231,7 @@ class Actor:
             self._wake.set()
             return
         now = self.clock()
-        for (aid, action), completion in zip(planned.items(), completions):
+        for (aid, action), completion in zip(planned.items(), completions, strict=True):
             action.completion, action.version, action.t_sampled = completion, version, now
             action.params, action.generation_s = params, generation_s
             action.parsed = parse_response(completion.text, completion.finish_reason, self._edits_of(action))

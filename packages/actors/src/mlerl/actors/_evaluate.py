@@ -96,7 +96,7 @@ def _private(s: Sample) -> float | None:
 
 def _leaderboards(public: list[float | None], private: list[float | None], lower: bool) -> dict[str, Any]:
     """Best (chosen on public) and mean, private and public, over one task's executions."""
-    pairs = [(p, q) for p, q in zip(public, private) if p is not None]
+    pairs = [(p, q) for p, q in zip(public, private, strict=True) if p is not None]
     best = best_so_far(public, lower, private)
     best_public = best_so_far(public, lower)
     top = best[-1] if best else None
@@ -146,7 +146,7 @@ def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = N
         "mean_duration_s": sum(s.duration_s for s in samples) / len(samples) if samples else None,
         "improve_frac": sum(s.prompt_kind.value == "improve" for s in samples) / len(samples) if samples else 0.0,
         "best_kind": _best_kind(ordered, public, lower_is_better),
-        "valid_frac_by_kind": {kind: sum(p is not None for s, p in zip(ordered, public) if s.prompt_kind.value == kind)
+        "valid_frac_by_kind": {kind: sum(p is not None for s, p in zip(ordered, public, strict=True) if s.prompt_kind.value == kind)
                                / max(1, sum(s.prompt_kind.value == kind for s in ordered)) for kind in ("scratch", "improve")},
         "lower_is_better": lower_is_better,
         "best_vs_executions": boards["best_vs_executions"],

@@ -43,7 +43,7 @@ class FakeEngine:
             self.fail_first -= 1
             raise RuntimeError("engine down")
         out = []
-        for conv in conversations:
+        for _ in conversations:
             text = self.responses[(sum(len(c) for c in self.calls) - 1) % len(self.responses)]
             self.responses = self.responses[1:] + self.responses[:1]
             n = 3 + len(text) % 5

@@ -133,7 +133,7 @@ class HFEngine:
     async def _run_batch(self, batch: list[_Request]) -> None:
         try:
             results = await asyncio.to_thread(self._generate_batch, batch)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed batch fails each caller's request with the error
             for r in batch:
                 r.error, r.done = exc, True
             return
@@ -141,7 +141,7 @@ class HFEngine:
             # Cancelled while running: hand the other callers' rows back to the queue.
             self._pending[:0] = [r for r in batch if not r.done]
             raise
-        for r, c in zip(batch, results):
+        for r, c in zip(batch, results, strict=True):
             r.result, r.done = c, True
 
     @torch.inference_mode()
@@ -169,10 +169,10 @@ class HFEngine:
         for step in range(max_new):
             processed = process_logits(out.logits[:, -1, :], p.temperature, p.top_k, p.top_p)
             tok, lp = sample_rows(processed, p.temperature <= 0, gens)
-            for i, (t, l) in enumerate(zip(tok.tolist(), lp.tolist())):
+            for i, (t, logprob) in enumerate(zip(tok.tolist(), lp.tolist(), strict=True)):
                 if reasons[i] is None:
                     tokens[i].append(t)
-                    logprobs[i].append(l)
+                    logprobs[i].append(logprob)
                     if t in self.stop_ids:
                         reasons[i] = "stop"
             if all(r is not None for r in reasons) or step == max_new - 1:

@@ -106,7 +106,8 @@ def _submission(task: TaskSpec, test: pd.DataFrame, model: object, x_test: objec
         for j, c in enumerate(classes):
             sub[c] = proba[:, j]
         for c in task.target_columns:
-            sub[c] = sub[c] if c in sub else 0.0
+            if c not in sub:
+                sub[c] = 0.0
         sub[list(task.target_columns)] = sub[list(task.target_columns)].div(sub[list(task.target_columns)].sum(axis=1), axis=0)
     elif g == "auc_columns":
         proba = model.predict_proba(x_test)
@@ -204,7 +205,7 @@ def score_solutions(task: TaskSpec) -> list[tuple[str, float | None]]:
             warnings.simplefilter("ignore")
             try:
                 results.append((name, score_frame(task, fn(train, test), answers)))
-            except Exception:  # an invalid reference submission is simply left off the board
+            except Exception:  # noqa: BLE001 - an invalid reference submission is left off the board
                 results.append((name, None))
     return results
 

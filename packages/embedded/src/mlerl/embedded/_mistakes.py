@@ -64,7 +64,7 @@ def inject(program: Program, view: TaskView, mistake: str, rng: random.Random) -
         wrong = rng.choice(["train.csv", "../input/train.csv", "data/train.csv", "/input/train.csv"])
         i = _find(chunks, "pd.read_csv(")
         text, markers = chunks[i]
-        first, rest = text.split("\n", 1)
+        _, rest = text.split("\n", 1)
         needle = f'{n["train"]} = pd.read_csv("{wrong}")'
         chunks[i] = (needle + "\n" + rest, markers)
         error = f"FileNotFoundError: [Errno 2] No such file or directory: '{wrong}'"

@@ -30,7 +30,7 @@ def imports_chunk(x, body: str) -> str:
 
 
 def features_chunk(x) -> str:
-    n, v, c = x.n, x.view, x.c
+    n, v = x.n, x.view
     lines = []
     if v.modality == "text":
         lines += _text_features(x)

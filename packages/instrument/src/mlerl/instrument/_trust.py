@@ -159,11 +159,11 @@ def untrusted_reason(tree: ast.AST) -> str | None:
                 return f"names {n.value!r}"
             if "/proc/" in n.value or "/dev/fd" in n.value:
                 return f"names {n.value!r}"
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
-            if n.func.id in _DYNAMIC_ATTR_CALLS:
-                attr = n.args[1] if len(n.args) > 1 else None
-                if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
-                    return f"dynamic {n.func.id}"
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+              and n.func.id in _DYNAMIC_ATTR_CALLS):
+            attr = n.args[1] if len(n.args) > 1 else None
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+                return f"dynamic {n.func.id}"
                 if n.func.id in ("setattr", "delattr"):
                     target = _root_name(n.args[0])
                     if attr.value in STAGE_METHODS or target in import_bound:

@@ -9,6 +9,7 @@ every per-token tensor shares one coordinate system.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -87,7 +88,7 @@ def _varlen_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling
     outs = [
         sdpa_attention_forward(module, query[:, :, a:b], key[:, :, a:b], value[:, :, a:b], None,
                                dropout=dropout, scaling=scaling, is_causal=True, **kwargs)[0]
-        for a, b in zip(bounds[:-1], bounds[1:])
+        for a, b in itertools.pairwise(bounds)
     ]
     return torch.cat(outs, dim=1), None  # (1, N, heads, head_dim), like sdpa_attention_forward
 

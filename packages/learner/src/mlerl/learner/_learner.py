@@ -20,7 +20,9 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -68,6 +70,11 @@ class _Prepared:
     advantages: Tensor  # (b, L-1)
     returns: Tensor | None  # (b, L-1)
     weights: Tensor  # (b,) duration weights
+
+
+def _cut(t: Tensor, *, micro: Tensor, width: int) -> Tensor:
+    """The rows ``micro`` of a (B, T) tensor, cut to the micro-batch's ``width`` tokens."""
+    return t[micro][:, :width]
 
 
 def _all_reduce_sum(x: Tensor) -> Tensor:
@@ -200,7 +207,7 @@ class Learner:
         out: dict[str, float] = {}
         for micro in rows.split(cfg.micro_batch_size):
             sub = prep.tokens.rows(micro)
-            cut = lambda t: t[micro][:, : sub.mask.shape[1]]  # noqa: E731
+            cut = functools.partial(_cut, micro=micro, width=sub.mask.shape[1])
             share = float(sub.mask.sum()) / max(local_tokens, 1.0)
             for k, v in self._micro(prep, micro, sub, cut, norm).items():
                 out[k] = out.get(k, 0.0) + (v if k.startswith("loss/") else v * share)
@@ -209,7 +216,8 @@ class Learner:
             out["grad_norm/critic"] = self._clip_and_step(self.critic, self.critic_opt)
         return out
 
-    def _micro(self, prep: _Prepared, micro: Tensor, sub: TokenBatch, cut, norm: float) -> dict[str, float]:
+    def _micro(self, prep: _Prepared, micro: Tensor, sub: TokenBatch,
+               cut: Callable[[Tensor], Tensor], norm: float) -> dict[str, float]:
         cfg, scale = self.config, float(self.world)  # FSDP averages grads over ranks; undo it
         with self._autocast():
             logprobs, entropy = token_logprobs(self.policy, sub, with_entropy=cfg.entropy_coef > 0)

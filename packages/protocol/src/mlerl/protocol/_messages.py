@@ -25,8 +25,8 @@ Invariants (checked):
 from __future__ import annotations
 
 import enum
+import itertools
 import math
-from typing import Union
 
 import msgspec
 
@@ -159,7 +159,7 @@ class Sample(_Message, tag="sample", kw_only=True):
             ("t_graded", self.t_graded),
         ]
         present = [(name, t) for name, t in stamps if t is not None]
-        for (_, earlier), (name, later) in zip(present, present[1:]):
+        for (_, earlier), (name, later) in itertools.pairwise(present):
             if later < earlier:
                 raise ProtocolError(f"{name}: timestamp {later} precedes the previous one {earlier}")
 
@@ -211,7 +211,7 @@ class Heartbeat(_Message, tag="heartbeat", kw_only=True):
     state: dict[str, float] = {}
 
 
-Message = Union[Sample, WeightUpdate, Ack, Heartbeat]
+Message = Sample | WeightUpdate | Ack | Heartbeat
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Message)

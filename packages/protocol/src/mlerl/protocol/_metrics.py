@@ -252,7 +252,7 @@ class MultiSink:
         for sink in self.sinks:
             try:
                 sink.close()
-            except Exception as exc:  # close the rest; report after
+            except Exception as exc:  # noqa: BLE001 - close the rest; the first error is raised after
                 errors.append(exc)
         if errors:
             raise errors[0]

@@ -128,7 +128,7 @@ class SampleSender(Running):
         self._transmit()
         self._notify()
 
-    async def flush(self, timeout: float | None = None) -> None:
+    async def flush(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - public API; asyncio.timeout inside
         """Wait until every sample sent so far is acknowledged (``TimeoutError`` after ``timeout``)."""
         async with asyncio.timeout(timeout):
             while self._outbox:

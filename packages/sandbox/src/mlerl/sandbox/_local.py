@@ -119,10 +119,9 @@ def _namespace_args(config: SandboxConfig) -> list[str]:
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "sandbox"]
     if os.geteuid() == 0:  # mounts as root, then setpriv to the sandbox uid (no user ns)
-        return args + ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
-                       "--cap-add", "CAP_SETGID"]
+        return [*args, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     uid = str(config.sandbox_uid)
-    return args + ["--unshare-user", "--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
+    return [*args, "--unshare-user", "--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
 
 
 def _drop_privileges(config: SandboxConfig) -> list[str]:
@@ -206,10 +205,9 @@ class LocalSandbox:
                      *_bwrap.mount_args(str(wd.path), input_host, self.roots),
                      "--", "/bin/bash", "-c"]
             if go_fd is not None and launchable(request.entry):  # the interpreter waits
-                return argv + [_bwrap.STARTED_KEEP_PIPES, "sh", str(status_fd), str(go_fd),
-                               *_drop_privileges(self.config), entry[0], "-c", LAUNCHER,
-                               str(status_fd), str(go_fd), ",".join(self.config.preload),
-                               *entry[1:]]
+                return [*argv, _bwrap.STARTED_KEEP_PIPES, "sh", str(status_fd), str(go_fd),
+                        *_drop_privileges(self.config), entry[0], "-c", LAUNCHER,
+                        str(status_fd), str(go_fd), ",".join(self.config.preload), *entry[1:]]
             argv += ([_bwrap.STARTED, "sh", str(status_fd)] if go_fd is None else
                      [_bwrap.STARTED_THEN_WAIT, "sh", str(status_fd), str(go_fd)])
             argv += _drop_privileges(self.config)
