@@ -17,6 +17,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 from mlerl.actors._actor import Actor
 from mlerl.actors._config import ActorsConfig
@@ -28,9 +29,10 @@ from mlerl.protocol import ConfigError, CurveError, load_run, load_section
 from mlerl.sandbox import SandboxUnavailable
 
 log = logging.getLogger("mlerl.actors")
+T = TypeVar("T")
 
 
-def _optional_section(cls, path: Path, section: str):  # type: ignore[no-untyped-def]
+def _optional_section(cls: type[T], path: Path, section: str) -> T:
     try:
         return load_section(cls, path, section)
     except ConfigError as exc:

@@ -107,8 +107,8 @@ def best_node(nodes: list[Node], lower_is_better: bool) -> Node | None:
     good = [n for n in nodes if not n.evaluation.buggy and n.evaluation.metric is not None]
     if not good:
         return None
-    key = (lambda n: n.evaluation.metric) if lower_is_better else (lambda n: -n.evaluation.metric)  # type: ignore[operator]
-    return min(good, key=key)
+    sign = 1.0 if lower_is_better else -1.0
+    return min(good, key=lambda n: sign * (n.evaluation.metric or 0.0))  # every metric is set here
 
 
 def next_step(nodes: list[Node], config: AideConfig, lower_is_better: bool, rng: random.Random) -> tuple[str, Node | None]:

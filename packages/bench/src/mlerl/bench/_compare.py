@@ -150,7 +150,7 @@ def to_markdown(table: pd.DataFrame) -> str:
                                 "gap@K: private - public of that sample; mean@K: mean private score.\n")
 
 
-def _axes_grid(n: int):  # type: ignore[no-untyped-def]
+def _axes_grid(n: int) -> tuple[Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -19,6 +19,8 @@ no download). The prompts,
 tokenizer and program templates are private modules.
 """
 
+from pathlib import Path
+
 from mlerl.embedded._config import BootstrapConfig, read_manifest
 from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus
 from mlerl.embedded._evaluate import TaskEval, evaluate_drafts, evaluate_improvement, run_program
@@ -59,7 +61,7 @@ __all__ = [
 ]
 
 
-def instrumenter_dir(policy_dir):  # type: ignore[no-untyped-def]
+def instrumenter_dir(policy_dir: str | Path) -> str | Path:
     """The static instrumentation model's directory: the policy's own (same bootstrap weights).
 
     Load it separately and keep it frozen; RL updates only the policy's copy.

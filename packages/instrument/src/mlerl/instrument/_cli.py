@@ -27,7 +27,7 @@ from mlerl.instrument._channel import MarkerMode, prepare_run
 from mlerl.instrument._lm import LMInstrumenter
 from mlerl.instrument._reward import RewardConfig, RewardKind, compute_reward
 from mlerl.instrument._scanner import scan_text
-from mlerl.protocol import ChatMessage, Completion, ExecStatus, SamplingParams
+from mlerl.protocol import ChatMessage, Completion, ExecStatus, SamplingParams, WeightUpdate
 
 
 class _OpenAIChat:
@@ -55,10 +55,11 @@ class _OpenAIChat:
         return Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text,
                           finish_reason=choice.get("finish_reason") or "stop")  # fmt: skip
 
-    async def generate(self, conversations, params):  # type: ignore[no-untyped-def]
+    async def generate(self, conversations: Sequence[Sequence[ChatMessage]],
+                       params: SamplingParams) -> list[Completion]:
         return [await asyncio.to_thread(self._one, c, params) for c in conversations]
 
-    async def update_weights(self, update):  # type: ignore[no-untyped-def]
+    async def update_weights(self, update: WeightUpdate) -> None:
         raise NotImplementedError("the instrumenting model is frozen")
 
     async def close(self) -> None:

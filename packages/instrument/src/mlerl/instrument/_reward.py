@@ -151,23 +151,25 @@ def compute_reward(
         return RewardResult(None, "infra_error", {"n_markers": n})
     if valid and status is ExecStatus.OK and score is None:
         raise ValueError("valid submission without a score")
-    graded = status is ExecStatus.OK and valid and math.isfinite(score)  # type: ignore[arg-type]
+    ok = status is ExecStatus.OK and valid and score is not None and math.isfinite(score)
+    graded_score = score if ok else None
+    graded = graded_score is not None
     case = (
         "graded" if graded
         else "no_program" if status is ExecStatus.NOT_RUN
         else "invalid_submission" if status is ExecStatus.OK
         else "failed"
     )  # fmt: skip
-    signed = (-score if lower_is_better else score) if graded else 0.0  # type: ignore[operator]
+    signed = 0.0 if graded_score is None else (-graded_score if lower_is_better else graded_score)
     if cfg.kind is RewardKind.MLAGENT:
         return _mlagent(cfg, case, signed, n, lower_is_better, reference)
-    if graded:
+    if graded_score is not None:
         bonus = cfg.per_marker * n if cfg.markers_on_success else 0.0
         value = signed
         if cfg.kind is RewardKind.NORMALIZED:
             if reference is None:
                 raise ValueError("the normalized reward needs the task's reference scores")
-            value = normalised_score(score, lower_is_better, reference.init, reference.best)  # type: ignore[arg-type]
+            value = normalised_score(graded_score, lower_is_better, reference.init, reference.best)
         parts = {"score": signed, "markers": bonus, "n_markers": n}
         if cfg.kind is RewardKind.NORMALIZED:
             parts["normalised"] = value

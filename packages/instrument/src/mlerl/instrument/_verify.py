@@ -41,7 +41,7 @@ def _same(orig: object, cand: object, own: list[ast.stmt]) -> bool:
         for field, oval in ast.iter_fields(orig):
             cval = getattr(cand, field, None)
             if _is_stmt_list(oval):
-                if not _same_body(oval, cval, own):
+                if not isinstance(cval, list) or not _same_body(oval, cval, own):
                     return False
             elif not _same(oval, cval, own):
                 return False

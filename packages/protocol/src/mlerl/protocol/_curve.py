@@ -38,9 +38,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import zmq
 import zmq.asyncio
+
+if TYPE_CHECKING:
+    from zmq.auth.thread import ThreadAuthenticator
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +172,7 @@ def _acquire_zap(context: zmq.Context, domain: str, allowed: frozenset[bytes]) -
         entry[1] += 1
 
 
-def _start_authenticator(context: zmq.Context):  # type: ignore[no-untyped-def]
+def _start_authenticator(context: zmq.Context) -> ThreadAuthenticator:
     """A started ZAP authenticator. Its endpoint (``inproc://zeromq.zap.01``) is freed
     asynchronously when a previous one stops, so a bind that finds it still taken is retried."""
     from zmq.auth.thread import ThreadAuthenticator

@@ -81,7 +81,7 @@ class _Message(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
             raise ProtocolError(f"v: unknown schema version {self.v} (this build reads {SCHEMA_VERSION})")
 
 
-class Sample(_Message, tag="sample", kw_only=True):
+class Sample(_Message, tag="sample", kw_only=True, frozen=True):
     """One completed action: a generated solution, its execution, grade and reward."""
 
     sample_id: str
@@ -170,7 +170,7 @@ class Sample(_Message, tag="sample", kw_only=True):
         return self.generation_s + self.duration_s
 
 
-class WeightUpdate(_Message, tag="weights", kw_only=True):
+class WeightUpdate(_Message, tag="weights", kw_only=True, frozen=True):
     """The learner announces policy ``version``; weights are inline or at ``uri``."""
 
     version: int
@@ -190,7 +190,7 @@ class WeightUpdate(_Message, tag="weights", kw_only=True):
             raise ProtocolError(f"size_bytes: {self.size_bytes} != payload length {len(self.payload)}")
 
 
-class Ack(_Message, tag="ack", kw_only=True):
+class Ack(_Message, tag="ack", kw_only=True, frozen=True):
     """The receiver has durably stored ``(actor_id, seq)`` and every earlier seq of that actor.
 
     Acks are cumulative: the receiver stores each actor's samples in seq order, so one ack
@@ -201,7 +201,7 @@ class Ack(_Message, tag="ack", kw_only=True):
     seq: int
 
 
-class Heartbeat(_Message, tag="heartbeat", kw_only=True):
+class Heartbeat(_Message, tag="heartbeat", kw_only=True, frozen=True):
     """Liveness, both directions. ``state`` carries small role-specific facts."""
 
     sender: str

@@ -29,10 +29,15 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO, cast, runtime_checkable
+
+if TYPE_CHECKING:
+    import wandb
+
+_WandbMode = Literal["offline", "online", "disabled"]
 
 
 @runtime_checkable
@@ -114,6 +119,7 @@ class ConsoleSink:
         if every < 1:
             raise ValueError("every: must be >= 1")
         self.every = every
+        self._print: Callable[[str], None]
         try:
             from rich.console import Console
 
@@ -169,17 +175,24 @@ class WandbSink:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._streams: set[str] = set()
         self._teardown = teardown
-        self._run = wandb.init(
-            project=project, entity=entity, name=name, mode=mode, dir=os.fspath(self.run_dir),
+        self._run: wandb.Run | None = wandb.init(
+            project=project, entity=entity, name=name, mode=cast(_WandbMode, mode),  # checked above
+            dir=os.fspath(self.run_dir),
             config=dict(config or {}), tags=list(tags), reinit="create_new",
             id=run_id, resume="allow" if run_id else None,
         )
         self.run_id: str = self._run.id
 
+    @property
+    def _live(self) -> wandb.Run:
+        if self._run is None:
+            raise ValueError("WandbSink is closed")
+        return self._run
+
     def _define(self, stream: str) -> None:
         if stream not in self._streams:
-            self._run.define_metric(f"{stream}/step")
-            self._run.define_metric(f"{stream}/*", step_metric=f"{stream}/step")
+            self._live.define_metric(f"{stream}/step")
+            self._live.define_metric(f"{stream}/*", step_metric=f"{stream}/step")
             self._streams.add(stream)
 
     def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None:
@@ -187,7 +200,7 @@ class WandbSink:
         self._define(stream)
         data: dict[str, float] = {f"{stream}/{k}": v for k, v in _numbers(metrics).items()}
         data[f"{stream}/step"] = step
-        self._run.log(data)
+        self._live.log(data)
 
     def log_table(self, key: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], step: int,
                   *, stream: str = "learner") -> None:
@@ -201,7 +214,7 @@ class WandbSink:
         self._define(stream)
         # mixed types: a column may hold None beside numbers, or cells a markdown table gave as text
         table = wandb.Table(columns=list(columns), data=[list(row) for row in rows], allow_mixed_types=True)
-        self._run.log({f"{stream}/{key}": table, f"{stream}/step": step})
+        self._live.log({f"{stream}/{key}": table, f"{stream}/step": step})
 
     def log_images(self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner") -> None:
         """Each image file (PNG) as a ``wandb.Image`` at ``<stream>/<key>``."""
@@ -214,7 +227,7 @@ class WandbSink:
         self._define(stream)
         data: dict[str, Any] = {f"{stream}/{k}": wandb.Image(os.fspath(p)) for k, p in images.items()}
         data[f"{stream}/step"] = step
-        self._run.log(data)
+        self._live.log(data)
 
     def close(self) -> None:
         if self._run is not None:

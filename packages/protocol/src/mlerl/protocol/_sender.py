@@ -188,7 +188,9 @@ class SampleSender(Running):
             wait = self._rewind_if_due()
             if not self._transmit():
                 # full: wait until writable (bounded, so overdue resends are still noticed)
-                await self._sock.poll(int(min(wait, self.resend_after_s) * 1000) + 1, zmq.POLLOUT)
+                timeout_ms = int(min(wait, self.resend_after_s) * 1000) + 1
+                # pyzmq's types give the asyncio socket's poll no flags; it has them (zmq/_future.py)
+                await self._sock.poll(timeout_ms, zmq.POLLOUT)  # type: ignore[call-arg]
                 continue
             self._changed.clear()
             try:

@@ -179,7 +179,7 @@ class LocalSandbox:
     def fresh_workdir(self, request: ExecutionRequest) -> WorkDir:
         data = request.data_dir
         return create_workdir(
-            self.config.work_root, request.program, request.limits.disk_mb,
+            self.config.work_root, request.program, request.resolved_limits.disk_mb,
             self.config.tmpfs_workdir,
             owner_uid=self.config.sandbox_uid if self.bwrap and os.geteuid() == 0 else None,
             data_link=data if data is not None and not self.bwrap else None,
@@ -188,7 +188,7 @@ class LocalSandbox:
     def _argv(self, request: ExecutionRequest, wd: WorkDir,
               cg: _cgroup.RunCgroup | None, status_fd: int, input_host: str | None,
               go_fd: int | None = None) -> list[str]:
-        lim = request.limits
+        lim = request.resolved_limits
         entry = list(request.entry)
         if entry[0] == "python":
             entry[0] = sys.executable
@@ -283,5 +283,5 @@ class LocalSandbox:
             *self._argv(request, wd, cg, status_w, input_host, go_fd=go_r),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=wd.path,
-            env=_base_env(request.limits, "/tmp" if self.bwrap else str(wd.path)) | request.env,
+            env=_base_env(request.resolved_limits, "/tmp" if self.bwrap else str(wd.path)) | request.env,
             start_new_session=True, pass_fds=passed if self.bwrap else ())

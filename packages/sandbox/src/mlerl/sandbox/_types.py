@@ -79,6 +79,14 @@ class ExecutionRequest:
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment variables (the host environment is never inherited)."""
 
+    @property
+    def resolved_limits(self) -> Limits:
+        """The limits of a request the runner resolved (``limits_in_force``) before a backend
+        sees it; a backend handed an unresolved one is a bug, said."""
+        if self.limits is None:
+            raise ValueError("limits: a backend got a request whose limits were not resolved")
+        return self.limits
+
     def __post_init__(self) -> None:
         check(isinstance(self.program, str), "program", "must be source text (str)")
         check(len(self.entry) > 0 and all(self.entry), "entry", "must be a non-empty command")
