@@ -95,6 +95,19 @@ def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch, w
                     [LOSS, "0.2000 (0.2100, gap -0.0100)", "0.2000 (0.2100)", "0.50", "0.2500 (0.2600, gap -0.0100)", "no"]]
 
 
+def test_plots_dir_tables_and_figures_go_to_wandb(tmp_path, wandb_offline):
+    """compare_runs writes CSV and markdown tables beside the PNGs: CSVs become tables, PNGs
+    images, anything else is left out."""
+    plots = tmp_path / "plots"
+    figure = _report.plot_rl_vs_aide(_report_dict(), [AUC, LOSS], plots / "rl_vs_aide.png")
+    (plots / "table.csv").write_text("task,best\nauc-task,0.9\n")
+    (plots / "table.md").write_text("| task | best |\n|---|---|\n| auc-task | 0.9 |\n")
+    _report._to_wandb(TrainConfig(), tmp_path, "", [figure, plots / "table.csv", plots / "table.md"])
+    row = {k: v for r in wandb_offline(tmp_path).history() if "report/step" in r for k, v in r.items()}
+    assert row["report/rl_vs_aide"]["_type"] == "image-file" and "report/table_md" not in row
+    assert wandb_offline(tmp_path).table(row["report/table"]) == (["task", "best"], [["auc-task", "0.9"]])
+
+
 def test_markdown_tables_reads_each_table_under_its_heading():
     text = "# One\n\n| a | b |\n|---|---|\n| 1 | x y |\n\ntext\n\n## Two\n| c |\n|:-:|\n| 2 |\n| 3 |"
     assert _report.markdown_tables(text) == [("One", ["a", "b"], [["1", "x y"]]), ("Two", ["c"], [["2"], ["3"]])]

@@ -24,6 +24,7 @@ report continues it through ``<run dir>/wandb/mlerl-run-id``.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -52,7 +53,7 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
     after = evaluate_over_seeds(str(trained_model), list(train.tasks.ids), **kwargs)
     progress.say(f"AIDE with the initial policy: {train.eval_samples} executions per task")
     aide = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), method="aide", **kwargs)
-    report = {"k": train.eval_samples, "seed": train.seed, "initial": before, "trained": after,
+    report: dict[str, Any] = {"k": train.eval_samples, "seed": train.seed, "initial": before, "trained": after,
               "aide": aide}
     figure = plot_rl_vs_aide(report, list(train.tasks.ids), run_dir / "plots" / "rl_vs_aide.png")
     report["plots"] = [str(p) for p in plots + ([figure] if figure else [])]
@@ -69,7 +70,8 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
 
 
 def _to_wandb(train: TrainConfig, run_dir: Path, markdown: str, plots: list[Path]) -> None:
-    """The report's tables and the plots into the run's W&B run (none when it is disabled)."""
+    """The report's tables, the tables of ``plots/`` (CSV) and its figures (PNG) into the run's
+    W&B run (none when it is disabled)."""
     if train.logging.wandb_mode == "disabled":
         return
     from mlerl.protocol import make_sink
@@ -78,7 +80,13 @@ def _to_wandb(train: TrainConfig, run_dir: Path, markdown: str, plots: list[Path
     try:
         for title, columns, rows in markdown_tables(markdown):
             sink.log_table(slug(title), columns, rows, 0, stream="report")
-        sink.log_images({slug(p.stem): p for p in plots if p.is_file()}, 0, stream="report")
+        for path in plots:
+            if path.suffix == ".csv" and path.is_file():
+                with open(path, newline="", encoding="utf-8") as f:
+                    header, *body = list(csv.reader(f))
+                sink.log_table(slug(path.stem), header, body, 0, stream="report")
+        figures = {slug(p.stem): p for p in plots if p.suffix == ".png" and p.is_file()}
+        sink.log_images(figures, 0, stream="report")
     finally:
         sink.close()
 
@@ -190,7 +198,8 @@ def _kind_lines(report: dict[str, Any], task_ids: list[str]) -> list[str]:
             if "valid_frac_by_kind" not in t:
                 return []
             v = t["valid_frac_by_kind"]
-            lines.append(f"| {task} | {policy} | {v['scratch']:.2f} | {v['improve']:.2f} | {t.get('best_kind') or '-'} |")
+            best_kind = t.get("best_kind") or "-"
+            lines.append(f"| {task} | {policy} | {v['scratch']:.2f} | {v['improve']:.2f} | {best_kind} |")
     return lines
 
 
@@ -200,7 +209,8 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
         f"# Trained vs initial policy (best of {k} samples per task, seed {report['seed']})",
         "",
         "| task | initial best: private (public, gap) | trained best: private (public, gap) | "
-        "initial mean: private (public) | trained mean: private (public) | initial valid | trained valid |",
+        "initial mean: private (public) | trained mean: private (public) | initial valid | trained "
+        "valid |",
         "|---|---|---|---|---|---|---|",
     ]
     for task in task_ids:
@@ -222,7 +232,8 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
                   "| task | policy | scratch valid | improve valid | best from |", "|---|---|---|---|---|", *kinds]
     if "aide" in report:
         lines += ["", f"## AIDE with the initial policy ({k} program executions per task)", "",
-                  "| task | AIDE best: private (public, gap) | AIDE mean: private (public) | AIDE valid | "
+                  "| task | AIDE best: private (public, gap) | AIDE mean: private (public) | AIDE "
+                  "valid | "
                   "trained best: private (public, gap) | trained beats AIDE |",
                   "|---|---|---|---|---|---|"]
         for task in task_ids:
@@ -231,8 +242,8 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
             wins = better(a["best_score"], c["best_score"], a["lower_is_better"])
             lines.append(f"| {task} | {_board(c)} | {_board(c, 'mean')} | {c['valid_frac']:.2f} | "
                          f"{_board(a)} | {'yes' if wins else 'no'} |")
-        lines += ["", "AIDE: greedy tree search (up to 5 drafts, then debug a buggy leaf with probability 0.5 "
-                  "or improve the best node), one program execution per step, optimising the public "
+        lines += ["", "AIDE: greedy tree search (up to 5 drafts, then debug a buggy leaf with probability "
+                  "0.5 or improve the best node), one program execution per step, optimising the public "
                   "score; the same prompts, sampling, sandbox and grader as best-of-K. 'trained beats "
                   "AIDE' compares private scores."]
     return "\n".join(lines) + "\n"
