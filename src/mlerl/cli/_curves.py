@@ -14,7 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-# (panel title, metric suffix, group prefixes: "kind" -> all + scratch + improve, "task" -> per task)
+# (panel title, metric suffix, group prefixes: "kind" -> all + scratch + improve, "task" -> per
+# task)
 PANELS: tuple[tuple[str, str, str], ...] = (
     ("valid fraction", "valid_frac", "kind"),
     ("mean reward", "reward_mean", "kind"),
@@ -138,7 +139,8 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
     for ax in flat[:n]:
         ax.set_xlabel("update", fontsize=8)
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{metrics_path.parent.name}: per-update diagnostics (points) and rolling mean over {window}", fontsize=10)
+    fig.suptitle(f"{metrics_path.parent.name}: per-update diagnostics (points) and rolling mean over "
+                 f"{window}", fontsize=10)
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "learning_curves.png"

@@ -80,7 +80,7 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
             actor = Actor(
                 actor_id, config, engine=engine, sandbox=sandbox, sender=sender, tasks=tasks,
                 pipeline=pipeline, state=state, weights=aiter(sub), seed=seed,
-            )  # fmt: skip
+            )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, actor.stop)

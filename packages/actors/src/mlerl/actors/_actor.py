@@ -239,7 +239,7 @@ class Actor:
             self.admission.on_generated(aid, version, now)
             self.stats["generated"] += 1
         for aid in ids:
-            if self.actions[aid].parsed.status is not ParseStatus.OK:  # type: ignore[union-attr]
+            if self.actions[aid].parsed.status is not ParseStatus.OK:  # type: ignore[union-attr]  # every generated action was parsed just above
                 await self._finish(aid, Executed(ExecStatus.NOT_RUN))
         self._wake.set()
 
@@ -372,5 +372,5 @@ class Actor:
             "paused": self.health.reason(self.clock()), "infra_pauses": self.health.pauses,
             "held_not_run": len(self._held), "stopped": self.infra_down,
             "waiting": self.waiting, "unacked": self.sender.unacked,
-        }  # fmt: skip
+        }
         _atomic_write(self.state.dir / "heartbeat.json", json.dumps(beat).encode())

@@ -95,10 +95,12 @@ def debug_prompt(task: TaskSpec, node: Node, config: PromptConfig) -> list[ChatM
     previous = clip_head(f"{node.plan}\n\n```python\n{node.code.rstrip()}\n```", config.code_chars)
     user = (
         "Your previous solution had a bug or produced no valid submission. Fix it. "
-        f"{EDIT_FORMAT if config.improve_format == 'edit' else FORMAT} The data is in `./input/`; write `./submission.csv`.\n\n"
+        f"{EDIT_FORMAT if config.improve_format == 'edit' else FORMAT} The data is in `./input/`; "
+        "write `./submission.csv`.\n\n"
         f"Task: {clip_head(task.description.strip(), config.description_chars)}\n\n"
         f"Previous solution:\n{previous}\n\n"
-        f"Terminal output:\n```\n{clip_tail(node.evaluation.output.strip(), config.output_chars)}\n```\n"
+        "Terminal "
+        f"output:\n```\n{clip_tail(node.evaluation.output.strip(), config.output_chars)}\n```\n"
     )
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)]
 
@@ -154,7 +156,7 @@ async def run_aide(
         step_params = SamplingParams(
             max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
             top_k=params.top_k, seed=sampling_rng.randrange(2**31),
-        )  # fmt: skip
+        )
         (completion,) = await engine.generate([messages], step_params)
         edits_of = target.code if target is not None and prompts.improve_format == "edit" else None
         parsed = parse_response(completion.text, completion.finish_reason, edits_of)
@@ -168,7 +170,7 @@ async def run_aide(
             code=parsed.code, evaluation=evaluation,
             debug_depth=target.debug_depth + 1 if (target and action == "debug") else 0,
             wall_s=time.monotonic() - t0,
-        )  # fmt: skip
+        )
         if target is not None:
             target.children.append(node.id)
         nodes.append(node)

@@ -17,7 +17,10 @@ from mlerl.actors._pipeline import Graded, Prepared
 from mlerl.protocol import Completion, ExecStatus, Sample, WeightUpdate
 from mlerl.sandbox import CapturedOutput, ExecutionResult
 
-OK_RESPONSE = "Fit a model.\n```python\nprint('loaded data')\nprint('trained model')\nopen('submission.csv','w')\n```"
+OK_RESPONSE = (
+    "Fit a model.\n```python\nprint('loaded data')\nprint('trained model')\n"
+    "open('submission.csv','w')\n```"
+)
 NO_CODE = "I would fit a model."
 SYNTAX = "Plan.\n```python\ndef f(:\n```"
 

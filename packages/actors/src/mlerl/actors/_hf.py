@@ -26,6 +26,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -74,7 +75,9 @@ class HFEngine:
             raise ValueError(f"max_batch_size: must be >= 1, got {max_batch_size}")
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
-        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype).to(device)
+        # Any: transformers types from_pretrained's result by a wrapper whose .to() mypy misreads
+        model: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype)
+        self.model = model.to(device)
         self.model.eval()
         self._cache_arg = _cache_argument(self.model)
         self.device = torch.device(device)
@@ -122,7 +125,7 @@ class HFEngine:
         for r in reqs:
             if r.error is not None:
                 raise r.error
-        return [r.result for r in reqs]  # type: ignore[misc]
+        return [r.result for r in reqs]  # type: ignore[misc]  # a request without an error has its result
 
     def _take_batch(self) -> list[_Request]:
         key = _batch_key(self._pending[0].params)
@@ -186,7 +189,7 @@ class HFEngine:
                 prompt_ids=list(r.prompt_ids),
                 token_ids=tokens[i],
                 logprobs=logprobs[i],
-                text=self.tokenizer.decode(tokens[i], skip_special_tokens=True),
+                text=str(self.tokenizer.decode(tokens[i], skip_special_tokens=True)),  # one sequence: a str
                 finish_reason=reasons[i] or "length",
             )
             for i, r in enumerate(batch)

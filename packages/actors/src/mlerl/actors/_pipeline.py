@@ -70,7 +70,8 @@ class Pipeline(Protocol):
         ...
 
     def grade(self, task: TaskSpec, path: Path) -> Graded:
-        """The submission at ``path`` graded for ``task``; blocking, the actor runs it in a thread."""
+        """The submission at ``path`` graded for ``task``; blocking, the actor runs it in a
+        thread."""
         ...
 
     def reward(self, markers: list[str], status: ExecStatus, graded: Graded,

@@ -59,7 +59,7 @@ def make_sample(actor_id: str, seq: int, action: Action, out: Executed, reward: 
         markers=list(out.markers), score=out.graded.score, private_score=out.graded.private_score,
         valid_submission=out.graded.valid,
         reward=float(reward), reward_parts=parts, plan=parsed.plan, code=parsed.code, output_tail=out.output,
-    )  # fmt: skip
+    )
 
 
 def solution(sample_id: str, action: Action, out: Executed, reward: float) -> Solution:

@@ -265,7 +265,8 @@ def calibrate(work_dir: Path, only: list[str] | None = None, resume: bool = Fals
         board = pd.read_csv(board_path)
         thresholds[task_id] = _thresholds_entry(board)
         write_standin_dirs(thresholds, only=[task_id])
-        print(f"{task_id}: {len(board)} solutions, best {board['score'].iloc[0]}, {thresholds[task_id]}", flush=True)
+        print(f"{task_id}: {len(board)} solutions, best {board['score'].iloc[0]}, "
+              f"{thresholds[task_id]}", flush=True)
     return thresholds
 
 

@@ -142,7 +142,7 @@ class _Ctx:
 
     def __init__(self, view: TaskView, c: Choices) -> None:
         self.view, self.c, self.n = view, c, _NAMES[c.names]
-        q = lambda s: f'"{s}"'  # noqa: E731
+        q = lambda s: f'"{s}"'  # noqa: E731 - a one-line local helper reads best as a lambda
         self.ID = "ID_COL" if c.constants else q(view.id_column)
         self.LABEL = "TARGET" if c.constants else q(view.label_column)
         self.TEXT = "TEXT_COL" if c.constants else q(view.text_column or "text")

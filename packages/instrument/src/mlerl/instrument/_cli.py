@@ -53,7 +53,7 @@ class _OpenAIChat:
             choice = json.load(resp)["choices"][0]
         text = choice["message"]["content"] or ""
         return Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text,
-                          finish_reason=choice.get("finish_reason") or "stop")  # fmt: skip
+                          finish_reason=choice.get("finish_reason") or "stop")
 
     async def generate(self, conversations: Sequence[Sequence[ChatMessage]],
                        params: SamplingParams) -> list[Completion]:
@@ -75,7 +75,7 @@ def _instrument(args: argparse.Namespace) -> int:
     if args.mode == "lm":
         if not (args.openai_base_url and args.model):
             print("mlerl-instrument: --mode lm needs an engine: pass --openai-base-url URL "
-                  "--model NAME (or use LMInstrumenter from Python)", file=sys.stderr)  # fmt: skip
+                  "--model NAME (or use LMInstrumenter from Python)", file=sys.stderr)
             return 2
         engine = _OpenAIChat(args.openai_base_url, args.model)
         result = asyncio.run(LMInstrumenter(engine).instrument(code))
@@ -115,7 +115,7 @@ def _credit(args: argparse.Namespace) -> int:
     if args.status:
         try:
             result = compute_reward(markers, ExecStatus(args.status), args.score, args.valid,
-                                    args.lower_is_better, cfg)  # fmt: skip
+                                    args.lower_is_better, cfg)
         except ValueError as exc:
             print(f"mlerl-instrument credit: {exc}", file=sys.stderr)
             return 2
@@ -137,7 +137,7 @@ def _parser_credit() -> argparse.ArgumentParser:
 
 def _parser_instrument() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mlerl-instrument", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file")
     p.add_argument("--mode", choices=["ast", "lm", "paper"], default="ast")
     p.add_argument("--plain", action="store_true", help="print marker prints, no channel")

@@ -61,7 +61,7 @@ PROMPT_VERSION = "c3-v1"
 """Part of the cache key: change it when the prompt changes."""
 
 REASONS = ("unparsable_input", "engine_error", "engine_timeout", "truncated", "no_code_block",
-           "syntax_error", "modified_program", "misplaced_marker", "no_markers")  # fmt: skip
+           "syntax_error", "modified_program", "misplaced_marker", "no_markers")
 """Every fallback reason :class:`Instrumented` can carry."""
 
 _FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)

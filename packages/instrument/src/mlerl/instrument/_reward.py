@@ -14,7 +14,8 @@ submission's public score, else the metric's chance score) and ``B`` the metric'
 (1 for AUC, accuracy, QWK, Pearson, Jaccard; 0 for log loss and RMSLE), both given as
 ``reference``. So r = 0 at the baseline, 1 at a perfect score, and an arbitrarily bad valid
 score tends to -1 (reached only by floating-point rounding, for absurd scores): every valid
-submission is rewarded in [-1, 1], above the best failure, and r is increasing in the score. (+ ``per_marker * n`` with
+submission is rewarded in [-1, 1], above the best failure, and r is increasing in the score. (+
+``per_marker * n`` with
 ``markers_on_success``.) The config refuses constants that would break "valid > failure".
 
 Paper reward (section 3.2, :attr:`RewardKind.PAPER`, the raw signed score), with ``n`` = number
@@ -88,7 +89,7 @@ class RewardConfig:
     def __post_init__(self) -> None:
         self.kind = RewardKind(self.kind)
         for name in ("failure", "per_marker", "mlagent_error", "mlagent_invalid",
-                     "mlagent_scale", "mlagent_init", "mlagent_best"):  # fmt: skip
+                     "mlagent_scale", "mlagent_init", "mlagent_best"):
             check(math.isfinite(getattr(self, name)), name, "must be finite")
         check(self.per_marker >= 0, "per_marker", "must be >= 0")
         check(self.mlagent_scale > 0, "mlagent_scale", "must be > 0")
@@ -159,7 +160,7 @@ def compute_reward(
         else "no_program" if status is ExecStatus.NOT_RUN
         else "invalid_submission" if status is ExecStatus.OK
         else "failed"
-    )  # fmt: skip
+    )
     signed = 0.0 if graded_score is None else (-graded_score if lower_is_better else graded_score)
     if cfg.kind is RewardKind.MLAGENT:
         return _mlagent(cfg, case, signed, n, lower_is_better, reference)
@@ -183,7 +184,8 @@ def normalised_score(score: float, lower_is_better: bool, baseline: float, best:
 
     With primes for sign-flipped values when lower is better, p = (s' - b') / (B' - b'); the
     result is min(p, 1) for p >= 0 and p / (1 - p) for p < 0 (increasing, continuous, slope 1
-    at p = 0; strictly increasing below 1 but for floating-point rounding near -1). Raises ValueError unless all three are finite and ``best`` is better
+    at p = 0; strictly increasing below 1 but for floating-point rounding near -1). Raises
+    ValueError unless all three are finite and ``best`` is better
     than ``baseline``.
     """
     if not all(math.isfinite(x) for x in (score, baseline, best)):

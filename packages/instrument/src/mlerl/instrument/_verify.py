@@ -123,7 +123,7 @@ def finalize(original: str, candidate: str) -> str:
     src = _Src.of(candidate)
     edits = []
     for stmt in own:
-        last = stmt.value.args[-1]  # type: ignore[attr-defined]
+        last = stmt.value.args[-1]  # type: ignore[attr-defined]  # own holds marker Expr statements (Calls)
         edits.append((src.offset(last.end_lineno, last.end_col_offset), b', sep=" "'))
     result = apply_edits(src, edits)
     inserted = count_markers(ctree) - len(own)

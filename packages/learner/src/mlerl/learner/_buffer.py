@@ -234,7 +234,8 @@ class ExperienceBuffer:
         return len(self._pending)
 
     def stored_keys(self) -> set[Key]:
-        """Every ``(actor_id, seq)`` in the journal (pending, consumed or INFRA_ERROR) or refused."""
+        """Every ``(actor_id, seq)`` in the journal (pending, consumed or INFRA_ERROR) or
+        refused."""
         return set(self._stored)
 
     def last_consumed_seq(self) -> dict[str, int]:

@@ -67,7 +67,8 @@ log = logging.getLogger("mlerl.learner")
 
 def _init_distributed(timeout_s: float) -> torch.device:
     if "WORLD_SIZE" in os.environ and not is_distributed():
-        # NCCL for CUDA tensors, gloo for any CPU tensor a collective meets (object broadcasts, counts)
+        # NCCL for CUDA tensors, gloo for any CPU tensor a collective meets (object broadcasts,
+        # counts)
         backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
         # A collective waiting longer than this raises instead of hanging; ranks > 0 waiting
         # for the next batch are kept alive by rank 0 (``KEEPALIVE``).
@@ -142,7 +143,8 @@ def cut(text: str, limit: int) -> str:
 class SampleLog:
     """``RUN_DIR/samples.jsonl``: one record per sample received, the input of ``mlerl tasks
     compare`` (fields of docs/bench.md; ``score`` is the public leaderboard's, which the reward
-    read, ``private_score`` the private one's) plus reward, policy version, sample and parent id, parse
+    read, ``private_score`` the private one's) plus reward, policy version, sample and parent id,
+    parse
     status, response length, markers, the plan, the program and the last 400 characters of its
     output (so a run can be read, not only averaged).
 
@@ -227,10 +229,10 @@ def open_receiver(buffer: ExperienceBuffer, transport: TransportConfig, cfg: Lea
                   on_refused: Callable[[Sample, str], None]) -> SampleReceiver:
     """The learner's door: stores into ``buffer``, refuses what its check refuses, and stops
     acking new samples while :func:`pending_full` holds for the buffer."""
-    refuse = {"check": buffer.check, "on_refused": on_refused} if buffer.check is not None else {}
     return SampleReceiver.from_config(
         transport, on_sample, stored=buffer.stored_keys(), commit=commit,
-        full=lambda: pending_full(len(buffer), buffer.pending_bytes, cfg), **refuse)
+        full=lambda: pending_full(len(buffer), buffer.pending_bytes, cfg), check=buffer.check,
+        on_refused=on_refused if buffer.check is not None else None)
 
 
 async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: MetricsSink,
@@ -260,6 +262,7 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
     broadcaster = WeightBroadcaster.from_config(transport)
     async with receiver, broadcaster:
         initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes)
+        assert initial is not None  # rank 0 publishes every version
         broadcaster.publish(initial)
         while not _done(learner):
             while not buffer.ready(cfg.batch_size):
@@ -277,6 +280,7 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             if is_distributed():
                 torch.distributed.broadcast_object_list([batch, state], src=0)
             metrics, update = await asyncio.to_thread(train_step, learner, batch, state, run_dir)
+            assert update is not None  # rank 0 publishes every version
             broadcaster.publish(update)
             metrics.update({f"buffer/{k}": float(v) for k, v in buffer.counters.items()}, **{"buffer/pending": float(len(buffer))})
             metrics.update({"buffer/pending_bytes": float(buffer.pending_bytes), "buffer/deferred": float(receiver.counters["deferred"])})
@@ -367,6 +371,7 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
             samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=seed,
                                 table_rows=table_rows)
             starting = False  # from here on a failure may be a peer's: restartable
+            assert buffer is not None  # rank 0 owns the buffer
             try:
                 asyncio.run(serve(learner, buffer, transport, sink, run_dir, samples))
             except (asyncio.CancelledError, KeyboardInterrupt):

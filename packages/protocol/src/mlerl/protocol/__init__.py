@@ -13,7 +13,8 @@ contents; they are grouped as in ``__all__``:
   learner's content checks on samples (``check_sample``, ``SampleLimits``),
 - the weight-file contract every engine loads (``encode_weights``, ``announce``,
   ``read_update_bytes``, ``load_into``, ``tied_names``, ``WeightUpdateError``),
-- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console; ``MetricsSink``, their protocol,
+- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console; ``MetricsSink``, their
+protocol,
   and ``MediaSink``, one that also keeps tables and images),
 - process lifetime (``die_with_parent``: a child ends with its parent, SIGKILL included),
 - the run contract (``RunContract`` with ``RunModel`` and ``RunTasks``; ``load_run``): the facts

@@ -94,12 +94,12 @@ class CurveKeys:
     def server_keypair(self) -> tuple[bytes, bytes]:
         """(public, secret) of the learner: for the sockets it binds."""
         public, secret = _load(self.directory / f"{SERVER_NAME}.key_secret", True)
-        return public, secret  # type: ignore[return-value]
+        return public, secret  # type: ignore[return-value]  # zmq's load_certificate: a secret file has both keys
 
     def client_keypair(self) -> tuple[bytes, bytes]:
         """(public, secret) shared by the actors: for the sockets they connect."""
         public, secret = _load(self.directory / f"{CLIENT_NAME}.key_secret", True)
-        return public, secret  # type: ignore[return-value]
+        return public, secret  # type: ignore[return-value]  # zmq's load_certificate: a secret file has both keys
 
     def server_public(self) -> bytes:
         """The learner's public key: clients check the server against it."""

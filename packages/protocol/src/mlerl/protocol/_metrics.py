@@ -113,7 +113,8 @@ class JsonlSink:
 
 
 class ConsoleSink:
-    """Print one line per call (with rich when installed), at most every ``every`` steps per stream."""
+    """Print one line per call (with rich when installed), at most every ``every`` steps per
+    stream."""
 
     def __init__(self, every: int = 1) -> None:
         if every < 1:

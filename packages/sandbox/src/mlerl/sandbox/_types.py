@@ -107,7 +107,7 @@ class ExecutionRequest:
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: object) -> ExecutionRequest:
         """A request whose program is the text of ``path``."""
-        return cls(program=Path(path).read_text(), **kwargs)  # type: ignore[arg-type]
+        return cls(program=Path(path).read_text(), **kwargs)  # type: ignore[arg-type]  # kwargs are ExecutionRequest's fields, checked by it
 
 
 @dataclass
