@@ -4,26 +4,49 @@ VENV := .venv
 BIN := $(VENV)/bin
 PKGS := protocol sandbox instrument bench learner actors embedded
 PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
-# CPU machines get the CPU torch wheel; an unpinned torch would pull a multi-GB CUDA build.
-# GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
-TORCH_SPEC ?= torch==2.13.0
+# What the workspace installs (editable, with these extras); scripts/lock.py reads this line.
+EDITABLES := -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev,bench,slurm]'
+# Every version installed, torch's included (README "Locked installs"; `make lock` refreshes it).
+LOCK := requirements/lock.txt
+# The locked torch pin takes the CPU wheel on CPU machines; an unpinned torch would pull a multi-GB
+# CUDA build. GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
+TORCH_SPEC ?= $(shell grep -m1 '^torch==' $(LOCK))
 
-.PHONY: install services sandbox-deps train lint test test-vllm test-fast wheels clean
+.PHONY: install lock upgrade services sandbox-deps train lint test test-vllm test-fast wheels clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: $(PYPROJECTS)
+# Exactly the locked versions: the installer, torch, the lock, then the workspace without
+# resolving anything more; `pip check` fails the install if the lock misses a dependency.
+$(VENV)/.installed: $(PYPROJECTS) $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(TORCH_SPEC)
-	$(BIN)/pip install -q -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev,bench,slurm]'
+	$(BIN)/pip install -q -c $(LOCK) pip
+	$(BIN)/pip install -q -c $(LOCK) $(TORCH_SPEC)
+	$(BIN)/pip install -q -r $(LOCK)
+	$(BIN)/pip install -q --no-deps $(EDITABLES)
+	$(BIN)/pip check
 	touch $@
+
+# Resolve what the pyprojects now ask for into $(LOCK) (and .venv-vllm's lock), keeping every
+# locked version they still admit, and print what changed (old -> new).
+lock:
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q packaging
+	$(BIN)/python scripts/lock.py refresh $(LOCK_FLAGS) -- $(TORCH_SPEC) $(EDITABLES)
+	bash scripts/ci/setup_vllm.sh lock $(LOCK_FLAGS)
+
+# Move forward deliberately: every package to the newest version admitted, printed as
+# old -> new; then install it and run the suite. Review `git diff requirements/` and commit it
+# with the suite's result.
+upgrade:
+	$(MAKE) lock LOCK_FLAGS=--upgrade
+	$(MAKE) test
 
 # Services the `docker` and `vllm` tests need: a Docker engine + bubblewrap + the local sandbox
 # image, and vLLM's CPU build in its own venv (.venv-vllm). Idempotent; needs root and apt.
 services:
 	@bash scripts/ci/setup_docker.sh || echo "make: Docker setup failed; the docker tests will fail (deselect: ARGS=\"-m 'not docker'\")"
-	@test -x .venv-vllm/bin/python || bash scripts/ci/setup_vllm.sh
+	@test .venv-vllm/.installed -nt requirements/vllm-lock.txt || bash scripts/ci/setup_vllm.sh
 
 # The local sandbox refuses to run unisolated: install bubblewrap where possible, else say how.
 sandbox-deps:
@@ -41,11 +64,12 @@ lint: install
 # Lint first, then the main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its
 # own torch).
 test: lint services
+	$(BIN)/python scripts/lock.py check
 	$(BIN)/python -m pytest -m "not gpu and not vllm" $(ARGS)
 	$(MAKE) test-vllm
 
 test-vllm:
-	@test -x .venv-vllm/bin/python || bash scripts/ci/setup_vllm.sh
+	@test .venv-vllm/.installed -nt requirements/vllm-lock.txt || bash scripts/ci/setup_vllm.sh
 	.venv-vllm/bin/python -m pytest -m "vllm and not gpu" tests/actors $(ARGS)
 
 test-fast: install

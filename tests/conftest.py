@@ -32,7 +32,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def random_qwen25_05b() -> Path:
     """Qwen2.5-0.5B's architecture initialised at random (``mlerl.embedded.build_random_model``),
     built once and reused from ``$MLERL_RANDOM_MODELS`` (default ``~/.cache/mlerl/random-models``,
-    the cache ``benchmarks/gpu.py`` uses too)."""
+    the cache ``benchmarks/throughput/gpu.py`` uses too)."""
     from mlerl.embedded import build_random_model
 
     cache = Path(os.environ.get("MLERL_RANDOM_MODELS", "~/.cache/mlerl/random-models")).expanduser()

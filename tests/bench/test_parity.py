@@ -525,6 +525,9 @@ assert len({(c.task, c.name) for c in CASES}) == len(CASES), "case names must be
 
 
 def _check(expected, report) -> None:
+    """Scores compare exactly, on purpose: MLE-bench reports a score rounded to 5 places and
+    parity means the same reported number (both sides round; a library's last bits do not
+    reach the fifth place). Everything that is not a reported score compares at a tolerance."""
     if expected is INVALID:
         assert report.valid_submission is False and report.score is None, report
     elif expected == NAN:

@@ -109,3 +109,55 @@ def test_reference_scores(registry):
     # no usable baseline and no chance value: one unit worse than the optimum 0
     assert reference_scores(nomad, None) == (1.0, 0.0)
     assert reference_scores(registry.get(DEC), 1.0) == (0.0, 1.0)  # a perfect sample: unit below
+
+
+def _per_row_mask(task_id: str, strata: np.ndarray, fraction: float) -> np.ndarray:
+    """The split drawn row by row (what public_mask must equal when every key is unique)."""
+    rng = np.random.default_rng(__import__("mlerl.bench._split", fromlist=["_seed"])._seed(task_id))
+    mask = np.zeros(len(strata), dtype=bool)
+    for value in sorted(set(strata.tolist()), key=str):
+        rows = rng.permutation(np.flatnonzero(strata == value))
+        k = min(max(round(fraction * len(rows)), 1), len(rows) - 1)
+        mask[rows[:k]] = True
+    return mask
+
+
+def test_unique_keys_draw_the_same_rows_as_a_per_row_split():
+    ans = _labels(37, 63).sample(frac=1.0, random_state=3).reset_index(drop=True)
+    for fraction in (0.3, 0.5):
+        want = _per_row_mask(INSULTS, ans.Insult.astype(str).to_numpy(), fraction)
+        assert (public_mask(INSULTS, "auc", ans, "Comment", ("Insult",), fraction) == want).all()
+
+
+def _repeated_comments() -> pd.DataFrame:
+    # 30 rows over 19 distinct comments: "c00".."c05" appear 2-4 times, some with both labels,
+    # as the real task's comment texts can ("You are an idiot" is in its answers more than once)
+    keys = [f"c{i:02d}" for i in range(19)] + ["c00", "c00", "c01", "c02", "c03", "c03", "c03",
+                                                "c04", "c05", "c05", "c01"]
+    labels = [i % 2 for i in range(19)] + [1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 1]
+    return pd.DataFrame({"Comment": keys, "Insult": labels})
+
+
+def test_rows_sharing_a_key_go_to_the_same_part(registry):
+    ans = _repeated_comments()
+    parts = split_answers(registry.get(INSULTS), ans)
+    public_keys, private_keys = set(ans.Comment[parts.public]), set(ans.Comment[parts.private])
+    assert public_keys.isdisjoint(private_keys)
+    assert sorted([*parts.public, *parts.private]) == list(range(len(ans)))
+    assert parts.split == "public 0.5"
+
+
+def test_repeated_keys_grade_on_each_part_as_on_the_full_answers(grading, registry):
+    """detecting-insults keys rows by comment text: a submission MLE-bench scores on the full
+    answers (sorted by key, repeated keys paired in file order) is scored on each part too."""
+    ans = _repeated_comments()
+    grading.answers(INSULTS, ans)
+    scores = np.linspace(0.9, 0.1, len(ans))
+    sub = pd.DataFrame({"Comment": ans.Comment, "Insult": scores})
+    report = grading.grade(INSULTS, sub)
+    assert report.valid_submission, report.error
+    parts = split_answers(registry.get(INSULTS), ans)
+    y = ans.Insult.to_numpy()
+    assert report.score == round(roc_auc(y, scores), 5)
+    assert report.public_score == round(roc_auc(y[parts.public], scores[parts.public]), 5)
+    assert report.private_score == round(roc_auc(y[parts.private], scores[parts.private]), 5)

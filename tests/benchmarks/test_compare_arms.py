@@ -1,4 +1,4 @@
-"""benchmarks/compare_arms.py: paired differences over common seeds, with hand numbers."""
+"""benchmarks/experiments/compare_arms.py: paired differences over common seeds, with hand numbers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "experiments"))
 ca = importlib.import_module("compare_arms")
 TASK = "rmsle-task"
 

@@ -1,4 +1,4 @@
-"""benchmarks/duration_ablation.py: aggregation of hand-made run dirs, and its argument errors.
+"""benchmarks/experiments/duration_ablation.py: aggregation of hand-made run dirs, and its argument errors.
 
 No training is launched: the run dirs (config.yaml, samples.jsonl, metrics.jsonl, report.json,
 started_at, .hydra/config.yaml) are written here for 2 methods x 2 seeds, with numbers whose
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "duration_ablation.py"
+SCRIPT = REPO / "benchmarks" / "experiments" / "duration_ablation.py"
 AUC, LOSS = "standin-cancer-auc-tiny", "standin-wine-logloss-tiny"
 UPDATES = 2  # second half = policy versions >= 1
 
@@ -194,7 +194,7 @@ def test_argument_errors(tmp_path: Path, runs_dir: Path):
 
 
 def test_launch_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks" / "experiments"))
     ablation = importlib.import_module("duration_ablation")
     cfg = ablation.parse_args(["--seeds", "3", "--updates", "7", "--eval-samples", "4", "--runs-dir", str(tmp_path),
                                "--", "+model.bootstrap.hidden_size=64", "tasks.data_dir=/x/y"])
@@ -209,7 +209,7 @@ def test_launch_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 
 def test_first_seed_shifts_the_seeds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """Held-out seeds: --first-seed 3 --seeds 3 runs seeds 3, 4 and 5; a negative one is refused."""
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks" / "experiments"))
     ablation = importlib.import_module("duration_ablation")
     cfg = ablation.parse_args(["--seeds", "3", "--first-seed", "3", "--runs-dir", str(tmp_path)])
     assert ablation.launch_argv(cfg)[5] == "seed=3,4,5"
@@ -220,7 +220,7 @@ def test_first_seed_shifts_the_seeds(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 def test_duration_mix_counts_each_program_at_its_typical_time(monkeypatch: pytest.MonkeyPatch):
     """A program that ran slowly under load counts at its median over all runs, so two runs that
     chose the same programs get the same ``duration_mix_s`` however busy the host was."""
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks" / "experiments"))
     ablation = importlib.import_module("duration_ablation")
     def s(code, status, dur):
         return {"code": code, "status": status, "duration_s": dur, "reward": 0.0, "valid": status == "ok"}

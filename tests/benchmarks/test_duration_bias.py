@@ -1,4 +1,4 @@
-"""benchmarks/duration_bias.py: the update step on a hand-made frequency-biased batch (no sleeping)."""
+"""benchmarks/experiments/duration_bias.py: the update step on a hand-made frequency-biased batch (no sleeping)."""
 
 import importlib
 import math
@@ -11,7 +11,7 @@ import torch
 from mlerl.learner import DurationWeighting
 from mlerl.protocol import ExecStatus, PromptKind, Sample
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "experiments"))
 _bench = importlib.import_module("duration_bias")
 Run, bandit_update = _bench.Run, _bench.bandit_update
 

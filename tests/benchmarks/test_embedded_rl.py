@@ -1,4 +1,4 @@
-"""benchmarks/embedded_rl.py: the quarter split, the targets and the summary on a hand-made run dir."""
+"""benchmarks/experiments/embedded_rl.py: the quarter split, the targets and the summary on a hand-made run dir."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "experiments"))
 bench = importlib.import_module("embedded_rl")
 AUC, LOSS = "auc-task", "loss-task"
 

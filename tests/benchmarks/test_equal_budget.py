@@ -1,4 +1,4 @@
-"""benchmarks/equal_budget.py: RL's best so far (public selects, private reports), the budget, the
+"""benchmarks/experiments/equal_budget.py: RL's best so far (public selects, private reports), the budget, the
 baselines' rows and the summary, on hand-made run dirs (no training, no policy)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "experiments"))
 eb = importlib.import_module("equal_budget")
 TASK = "rmsle-task"
 

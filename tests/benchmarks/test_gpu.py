@@ -1,4 +1,4 @@
-"""benchmarks/gpu.py: its CPU dry run goes through the GPU run's own functions (random model build,
+"""benchmarks/throughput/gpu.py: its CPU dry run goes through the GPU run's own functions (random model build,
 engine generation, learner update with tokens/s and MFU, learner -> engine weight sync) and writes
 sane figures elsewhere; without a GPU the real run refuses and writes nothing."""
 
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "gpu.py"
+SCRIPT = REPO / "benchmarks" / "throughput" / "gpu.py"
 RESULTS = REPO / "benchmarks" / "results"
 CPU_ENV = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TOKENIZERS_PARALLELISM": "false"}
 

@@ -1,4 +1,4 @@
-"""benchmarks/learner_vs_trl.py on a tiny model: the JSON it writes counts the batch's tokens.
+"""benchmarks/throughput/learner_vs_trl.py on a tiny model: the JSON it writes counts the batch's tokens.
 
 The mlerl half always runs; the TRL half only where TRL is installed (``pip install -e '.[bench]'``).
 With ``--length-jitter 0`` every sample has exactly ``prompt-len`` + ``response-len`` tokens, so
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "learner_vs_trl.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "throughput" / "learner_vs_trl.py"
 B, GROUP, MICRO, P, R, WARMUP, REPS, ROUNDS = 4, 2, 2, 5, 3, 1, 2, 2
 TINY = [
     "--vocab-size", "64", "--hidden-size", "32", "--num-layers", "1", "--num-heads", "2", "--num-kv-heads", "1",

@@ -12,8 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("script", ["protocol_throughput.py", "duration_bias.py", "engines.py",
-                                    "sandbox_overhead.py", "grading.py", "embedded_improve.py"])
+@pytest.mark.parametrize("script", ["throughput/protocol_throughput.py", "experiments/duration_bias.py",
+                                    "throughput/engines.py", "throughput/sandbox_overhead.py",
+                                    "throughput/grading.py", "experiments/embedded_improve.py"])
 def test_benchmark_script_answers_help(script):
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--help"],
                           capture_output=True, text=True, timeout=300, cwd=REPO)

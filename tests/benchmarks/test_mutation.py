@@ -1,4 +1,4 @@
-"""benchmarks/mutation.py's bookkeeping (the mutation run itself is a script, not CI): how
+"""benchmarks/tools/mutation.py's bookkeeping (the mutation run itself is a script, not CI): how
 cosmic-ray's records become killed / survived / equivalent counts and the survivor list, and
 that every module it names exists with its test files."""
 
@@ -12,7 +12,7 @@ MODULE = "pkg/_fake.py"
 
 
 def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("mutation", REPO / "benchmarks" / "mutation.py")
+    spec = importlib.util.spec_from_file_location("mutation", REPO / "benchmarks" / "tools" / "mutation.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -107,7 +107,7 @@ def test_project_modules_are_dropped_by_each_mutants_run_and_third_party_ones_ke
     assert m.is_project_module("mlerl.learner._duration_weights", None)
     assert m.is_project_module("tests.learner.test_duration_weights", None)
     assert m.is_project_module("conftest", str(REPO / "tests" / "conftest.py"))
-    assert m.is_project_module("whatever", str(REPO / "benchmarks" / "mutation.py"))
+    assert m.is_project_module("whatever", str(REPO / "benchmarks" / "tools" / "mutation.py"))
     import pytest as third_party
 
     assert not m.is_project_module("pytest", third_party.__file__)

@@ -1,4 +1,4 @@
-"""benchmarks/prewarm_ab.py: the launch order, one run's figures and the paired verdict, on
+"""benchmarks/throughput/prewarm_ab.py: the launch order, one run's figures and the paired verdict, on
 hand-made run dirs (no training)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "throughput"))
 ab = importlib.import_module("prewarm_ab")
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/protocol_throughput.py runs and writes its report (the figures themselves are not asserted)."""
+"""benchmarks/throughput/protocol_throughput.py runs and writes its report (the figures themselves are not asserted)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "throughput"))
 bench = importlib.import_module("protocol_throughput")
 
 

@@ -18,7 +18,7 @@ TINY_POLICY = ["--hidden-size", "64", "--layers", "1", "--description-chars", "1
 
 
 def _run(script: str, out: Path, *args: str) -> dict:
-    cmd = [sys.executable, str(REPO / "benchmarks" / script), "--out", str(out), *TINY_POLICY, *args]
+    cmd = [sys.executable, str(REPO / "benchmarks" / "throughput" / script), "--out", str(out), *TINY_POLICY, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=500, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     name = script.removesuffix(".py")

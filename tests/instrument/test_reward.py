@@ -104,7 +104,7 @@ def test_bad_inputs_are_clear_errors() -> None:
         RewardConfig(mlagent_best=0.0, mlagent_init=0.0)
 
 
-# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+# Mutation survivors (benchmarks/tools/mutation.py): edges the tests above left open.
 
 def test_config_bounds_at_their_edges() -> None:
     RewardConfig(per_marker=0.0)  # no partial credit is allowed

@@ -63,7 +63,7 @@ def test_group_advantages_rejects_gae():
         group_advantages(torch.ones(2), [0, 0], AdvantageEstimator.gae)
 
 
-# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+# Mutation survivors (benchmarks/tools/mutation.py): edges the tests above left open.
 
 def test_terminal_reward_skips_empty_rows_and_places_a_single_token_reward():
     mask = torch.tensor([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]])

@@ -109,7 +109,7 @@ def test_checkpoint_round_trips_rng_state(tmp_path, tiny_model):
     assert (np.random.rand(), random.random(), torch.rand(1).item()) == want
 
 
-# Mutation survivors (benchmarks/mutation.py): the rank logic, with torch.distributed faked.
+# Mutation survivors (benchmarks/tools/mutation.py): the rank logic, with torch.distributed faked.
 
 def test_only_rank_0_writes_and_every_rank_meets_at_the_barrier(tmp_path, tiny_model, monkeypatch):
     from mlerl.learner import _checkpoint
@@ -141,7 +141,7 @@ def test_an_unloadable_state_names_the_loaders_error(tmp_path, tiny_model):
     assert re.search(r"state\.pt is not a loadable checkpoint: \w+: \S", str(info.value)), str(info.value)
 
 
-# Mutation survivors of _checkpoint.py (benchmarks/mutation.py, 2026-11-25)
+# Mutation survivors of _checkpoint.py (benchmarks/tools/mutation.py, 2026-11-25)
 
 def _minimal_checkpoint(path, digest=None):
     """A state.pt with the required keys and a COMMIT naming ``digest`` (default: its own)."""

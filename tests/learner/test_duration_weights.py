@@ -96,7 +96,7 @@ def test_weight_stats():
     assert weight_stats(torch.ones(4), D, torch.tensor([0.0, 0.0, -1.0, 0.0]))["grad_mass_slow"] == 1.0
 
 
-# Mutation survivors (benchmarks/mutation.py): the edges the tests above left open.
+# Mutation survivors (benchmarks/tools/mutation.py): the edges the tests above left open.
 
 def test_a_single_sample_and_a_non_positive_running_mean():
     one = torch.tensor([2.0])

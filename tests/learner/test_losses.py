@@ -136,7 +136,7 @@ def test_aggregate_ignores_padding():
     assert aggregate(x, mask, LossAgg.seq_mean).item() == 2.0
 
 
-# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+# Mutation survivors (benchmarks/tools/mutation.py): edges the tests above left open.
 
 def test_policy_metrics_by_hand_and_padding_left_out():
     logp = torch.log(R.clone())
@@ -255,7 +255,7 @@ def test_entropy_sums_over_the_vocabulary_of_a_batch_of_sequences():
     assert out.shape == (1, 2) and out.flatten().tolist() == pytest.approx([math.log(4)] * 2)
 
 
-# Mutation survivors of _losses.py (benchmarks/mutation.py, the complete run of 2026-11-25)
+# Mutation survivors of _losses.py (benchmarks/tools/mutation.py, the complete run of 2026-11-25)
 
 def test_importance_weights_multiply_the_token_losses():
     # ratio 1 (logp = old), A = 1: pg_t = -1; weights (2, 1) -> (-2, -1), token mean -1.5

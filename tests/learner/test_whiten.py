@@ -94,7 +94,7 @@ def test_whiten_over_a_real_two_rank_gloo_group(tmp_path):
     assert rank1 == pytest.approx([1 / S5, 3 / S5], rel=1e-6)
 
 
-# Mutation survivors (benchmarks/mutation.py): edges the tests above left open.
+# Mutation survivors (benchmarks/tools/mutation.py): edges the tests above left open.
 
 def test_whiten_one_token_and_no_token():
     # one token: it is its own mean, variance 0 -> 0 (not NaN: divided by sqrt(0 + eps))

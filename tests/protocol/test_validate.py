@@ -76,7 +76,7 @@ def test_a_sample_needs_a_positive_finite_temperature(temperature):
 
 
 
-# Mutation survivors (benchmarks/mutation.py): the edges the tests above left open.
+# Mutation survivors (benchmarks/tools/mutation.py): the edges the tests above left open.
 
 def test_default_limits_and_the_log_prob_floor():
     # the reward bounds default to open: the learner passes the reward function's range

@@ -68,7 +68,7 @@ async def test_the_next_run_of_a_shape_starts_in_a_sandbox_made_before_it(local:
 
 
 async def test_prewarm_0_starts_every_sandbox_with_its_run(local: Env) -> None:
-    """Also the default: the warm path is opt-in (benchmarks/prewarm_ab.py)."""
+    """Also the default: the warm path is opt-in (benchmarks/throughput/prewarm_ab.py)."""
     sandbox = local.sandbox(prewarm=0)
     try:
         for _ in range(2):

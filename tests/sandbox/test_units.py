@@ -228,7 +228,7 @@ async def test_leftovers_counts_this_processes_run_dirs(tmp_path):
     assert (await leftovers(config))["run_dirs"] == 1
 
 
-# Mutation survivors (benchmarks/mutation.py): the mount list in full, on a fake host.
+# Mutation survivors (benchmarks/tools/mutation.py): the mount list in full, on a fake host.
 
 def test_mount_args_in_full_on_a_fake_host(monkeypatch):
     """Every argument, in order, for a host where /bin, /sbin and /lib are links into /usr,

@@ -1,7 +1,7 @@
 """The `mlerl` command: one entry point dispatching to each component's subcommand.
 
 Also ``rolling_mean``, the trailing mean the run's plots draw (for scripts that plot runs the
-same way, e.g. benchmarks/embedded_rl.py).
+same way, e.g. benchmarks/experiments/embedded_rl.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ commands:
   tasks        prepare / grade / validate / compare tasks (= mlerl-bench)
   slurm        write the sbatch script of a multi-node training job (torchrun learner + actor nodes)
 
-System benchmarks are scripts in the repository: `python benchmarks/<name>.py` (docs/benchmarks.md).
+Benchmarks and experiments are scripts in the repository: `python benchmarks/<dir>/<name>.py`
+(benchmarks/README.md).
 """
 
 

@@ -74,7 +74,7 @@ class PromptConfig:
     previous program, as code-editing agents do; a whole program is accepted too;
     ``+experiment=edit_revisions``). The embedded 4 M-parameter policy did not learn to
     rewrite a program it had not seen; with edits more of its revisions run, none better than
-    its parent (docs/embedded.md, issue 28)."""
+    its parent (docs/experiments/edit-revisions.md)."""
 
     def __post_init__(self) -> None:
         for key in ("description_chars", "snippet_chars", "code_chars", "output_chars"):

@@ -15,8 +15,14 @@ Split rule (:func:`public_mask`):
 - classification metrics are stratified by the label (``auc``, ``accuracy``, ``qwk``: the target
   value; ``auc_columns``: the tuple of target values; log loss: the argmax class), so each part
   keeps the class balance; regression and text metrics draw one stratum;
-- in a stratum of ``n`` rows, ``round(fraction * n)`` go public, held within ``[1, n - 1]`` when
-  ``n >= 2`` so both parts see every label that occurs twice.
+- rows that share a key (the id column; a comment text on detecting-insults can repeat) go to
+  the same part, so a submission that matches the full answers matches each part's too: graders
+  align rows by sorting on the key, and a key split across parts would leave a part with more
+  submission rows than answers. The unit drawn is the key: a key takes the stratum of its first
+  row; graders that compare positions draw rows;
+- in a stratum of ``n`` keys, ``round(fraction * n)`` go public, held within ``[1, n - 1]`` when
+  ``n >= 2`` so both parts see every label that occurs twice. With unique keys this draws the
+  same rows as a plain per-row split.
 
 A split that cannot grade (a part empty, or an AUC column with one class in a part: tiny answer
 sets) falls back to grading both parts on all answers, and says why in ``split``. A public
@@ -63,6 +69,14 @@ def _strata(grader: str, answers: pd.DataFrame, id_col: str, targets: tuple[str,
     return np.zeros(len(answers), dtype=int)
 
 
+def _key_groups(grader: str, answers: pd.DataFrame, id_col: str) -> np.ndarray:
+    """Group number of each row: rows sharing a key share a group (numbered by first
+    occurrence); graders that compare positions make each row its own group."""
+    if grader in _POSITIONAL or id_col not in answers.columns:
+        return np.arange(len(answers))
+    return pd.factorize(answers[id_col].astype(str), sort=False)[0]
+
+
 def public_mask(task_id: str, grader: str, answers: pd.DataFrame, id_col: str,
                 targets: tuple[str, ...], fraction: float) -> np.ndarray:
     """Boolean mask over the answer rows (file order): True for the public part."""
@@ -72,15 +86,17 @@ def public_mask(task_id: str, grader: str, answers: pd.DataFrame, id_col: str,
     if fraction == 1.0:
         return np.ones(n, dtype=bool)
     rng = np.random.default_rng(_seed(task_id))
-    strata = _strata(grader, answers, id_col, targets)
-    mask = np.zeros(n, dtype=bool)
+    groups = _key_groups(grader, answers, id_col)
+    first_rows = np.unique(groups, return_index=True)[1]
+    strata = _strata(grader, answers, id_col, targets)[first_rows]
+    public_groups = np.zeros(len(first_rows), dtype=bool)
     for value in sorted(set(strata.tolist()), key=str):
-        rows = rng.permutation(np.flatnonzero(strata == value))
-        k = round(fraction * len(rows))
-        if len(rows) >= 2:
-            k = min(max(k, 1), len(rows) - 1)
-        mask[rows[:k]] = True
-    return mask
+        keys = rng.permutation(np.flatnonzero(strata == value))
+        k = round(fraction * len(keys))
+        if len(keys) >= 2:
+            k = min(max(k, 1), len(keys) - 1)
+        public_groups[keys[:k]] = True
+    return public_groups[groups]
 
 
 def _infeasible(grader: str, answers: pd.DataFrame, targets: tuple[str, ...], mask: np.ndarray) -> str:

@@ -40,7 +40,7 @@ class BootstrapConfig:
     warnings) instead of the simulated marker lines. Off by default: it did not make improve
     answers valid on new parents (0/16 at 160 and 400 steps, and with 48 improve examples per
     task) and it made scratch answers worse (12/16 and 4/16 valid against 14/16 without it;
-    docs/embedded.md, issue #14). The cache key covers it."""
+    docs/experiments/bootstrap-corpus.md). The cache key covers it."""
     instruments_per_task: int = 6
     """C.3 instrumentation examples per task."""
     mistake_rate: float = 0.2
@@ -68,10 +68,10 @@ class BootstrapConfig:
     """Longest training sequence in tokens; longer examples are dropped (and counted)."""
     sft_steps: int = 400
     """Upper bound on optimizer steps. 400, not 160: on wine (16 scratch answers at T = 0.9,
-    `benchmarks/embedded_improve.py`) 160 steps gave 7/16 valid programs and a final training
-    loss that depends on the seed (0.06 at seed 0, 0.27 at seed 1); 400 steps gave 14/16 and
-    16/16 (seeds 0 and 1; loss over the last 10 steps 0.032 and 0.033). About 6 min on 2 idle cores
-    (docs/embedded.md)."""
+    `benchmarks/experiments/embedded_improve.py`) 160 steps gave 7/16 valid programs and a final
+    training loss that depends on the seed (0.06 at seed 0, 0.27 at seed 1); 400 steps gave 14/16
+    and 16/16 (seeds 0 and 1; loss over the last 10 steps 0.032 and 0.033). About 6 min on 2 idle
+    cores (docs/experiments/bootstrap-corpus.md)."""
     sft_seconds: float = 1800.0
     """Wall-clock guard on SFT; the learning-rate schedule follows max(step, time) progress. A
     build it stops before ``sft_steps`` is used by that run but never reused from the cache

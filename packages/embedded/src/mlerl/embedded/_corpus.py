@@ -14,7 +14,7 @@ Three example kinds, each a chat (messages) plus the assistant answer that SFT l
   the program really prints when run the way the actors run it: the actors show that, with
   the markers' values, the program's own prints and library warnings, and a policy trained
   only on the clean simulated output wrote no valid program for any real improve prompt
-  (docs/embedded.md).
+  (docs/experiments/bootstrap-corpus.md).
 - ``instrument``: C.3 prompt (a program) -> the same program with the marker prints inserted.
 Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a corpus.
 """

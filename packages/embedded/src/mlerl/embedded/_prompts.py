@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from mlerl.instrument import MARKERS as MARKERS  # re-exported: the paper's seven markers
 
+
 def _dicts(messages) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 

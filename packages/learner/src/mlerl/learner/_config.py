@@ -156,7 +156,7 @@ class LearnerConfig:
     improve_group: ImproveGroup = ImproveGroup.task
     """With a group baseline (``grpo``/``rloo``): the group of an IMPROVE sample (issue 28).
     ``task`` by default, so a revision used once is not a group of one with advantage 0; over
-    held-out seeds 3-5 it scored the same as ``prompt`` (docs/embedded.md)."""
+    held-out seeds 3-5 it scored the same as ``prompt`` (docs/experiments/improve-group.md)."""
     normalize_advantages: bool = False
     """Whiten advantages over the batch (masked), as some PPO variants do."""
     critic: CriticKind = CriticKind.copy
@@ -186,7 +186,7 @@ class LearnerConfig:
     """CPU threads per learner process (``torch.set_num_threads``); 0 keeps torch's default.
     Set 1 on a small CPU host shared with actors and sandboxed programs: measured on 2 cores
     under load, a tiny-model update took 2.46 s with 2 threads and 0.036 s with 1
-    (`benchmarks/learner_vs_trl.py --threads N`)."""
+    (`benchmarks/throughput/learner_vs_trl.py --threads N`)."""
     fsdp: bool = True
     """Shard with FSDP2 (fully_shard per decoder layer) when torch.distributed is initialised."""
     collective_timeout_s: float = 600.0

@@ -5,7 +5,7 @@
     mlerl-sandbox reap [--backend docker] [--all]
     mlerl-sandbox doctor
 
-(The benchmark is ``python benchmarks/sandbox_overhead.py`` in the repository.)
+(The benchmark is ``python benchmarks/throughput/sandbox_overhead.py`` in the repository.)
 """
 
 from __future__ import annotations

@@ -200,8 +200,8 @@ class SandboxConfig:
     limits, entry, env) of recent runs. A run whose shape matches takes one and skips the
     start-up; each is used by one program only. 0 (the default): start every sandbox when its
     run begins. Opt-in because it did not raise the embedded run's updates per minute and
-    cost CPU (``benchmarks/prewarm_ab.py``; docs/benchmarks.md); 2 saves ~30 ms of latency
-    per run where programs are short and the host is idle."""
+    cost CPU (``benchmarks/throughput/prewarm_ab.py``; docs/benchmarks.md); 2 saves ~30 ms of
+    latency per run where programs are short and the host is idle."""
     preload: list[str] = field(default_factory=list)
     """Local, with ``prewarm``: modules the waiting interpreter imports before its program
     arrives (e.g. ``[numpy, pandas, sklearn]``), so a program's own imports of them are

@@ -1,6 +1,6 @@
 """Benchmark: does duration weighting stop the policy from collapsing onto fast, worse actions?
 
-``python benchmarks/duration_bias.py [--seeds 5] [--updates 50]``
+``python benchmarks/experiments/duration_bias.py [--seeds 5] [--updates 50]``
 
 A bandit with solution "arms" of known reward and execution time (paper section 3.1, Figure 2):
 ``fast_bad`` (0.05 s, reward 0), ``fast_ok`` (0.05 s, reward 0.5) and ``slow_best`` (0.4 s,
@@ -233,7 +233,7 @@ def _mode_summary(mine: list[Run]) -> dict:
 
 def report(runs: list[tuple[str, Run]], args: argparse.Namespace, wall_s: float) -> dict:
     out: dict = {
-        "command": "python benchmarks/duration_bias.py " + " ".join(
+        "command": "python benchmarks/experiments/duration_bias.py " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
         "arms": [{"name": n, "duration_s": d, "reward_mean": r} for n, d, r in ARMS],
         "setup": {k: v for k, v in vars(args).items() if k != "out"}, "wall_s": wall_s, "scenarios": {},
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--multiplier", type=int, default=2, help="m of Algorithm 1 (wave regime)")
     p.add_argument("--jitter", type=float, default=0.3, help="sigma of the lognormal noise on execution times")
     p.add_argument("--parallel", type=int, default=5, help="runs sharing the event loop at once")
-    p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "duration_bias.json"))
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "duration_bias.json"))
     args = p.parse_args(argv)
     t0 = time.time()
     runs = asyncio.run(_main(args))

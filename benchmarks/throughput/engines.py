@@ -1,4 +1,4 @@
-"""Generation throughput of the engines on a tiny random Qwen2: ``python benchmarks/engines.py``.
+"""Generation throughput of the engines on a tiny random Qwen2: ``python benchmarks/throughput/engines.py``.
 
 Writes (merges into) ``benchmarks/results/engines.json``, one entry per engine, so running it
 in the main venv (``--engines hf``) and in ``.venv-vllm`` (``--engines vllm,openai``; openai
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from mlerl.protocol import ChatMessage, InferenceEngine, SamplingParams
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 async def measure(engine: InferenceEngine, prompts: int, new_tokens: int, repeats: int) -> dict:

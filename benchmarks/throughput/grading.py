@@ -1,6 +1,6 @@
 """Prepare and grading latencies of the stand-in tasks, written to a JSON file.
 
-``python benchmarks/grading.py [--out benchmarks/results/bench.json] [--repeats 3]``
+``python benchmarks/throughput/grading.py [--out benchmarks/results/bench.json] [--repeats 3]``
 
 Measures wall-clock seconds (median of ``repeats``) for: preparing each stand-in (full and
 tiny), grading its sample submission in-process, and grading it in a subprocess (which adds
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mlerl.bench import Registry, grade_in_subprocess, grade_submission, prepare
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def _timed(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]

@@ -1,6 +1,6 @@
 """Replay a run's real samples through the learner under several loss settings (issue #14, part 2).
 
-``python benchmarks/embedded_rl_replay.py RUN_DIR [--updates 10] [--out benchmarks/results]
+``python benchmarks/experiments/embedded_rl_replay.py RUN_DIR [--updates 10] [--out benchmarks/results]
 [--variant NAME:key=value,key=value ...]``
 
 A controlled, generation-free ablation of *what one configuration does to the policy* on the
@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
 
 DEFAULT_VARIANTS = {

@@ -1,6 +1,6 @@
 """Does RL improve the embedded agent? (issue #14) The default `mlerl train` on several seeds.
 
-``python benchmarks/embedded_rl.py [--seeds 3] [--first-seed 0] [--runs-dir /tmp/embedded_rl] [--no-launch] [--name embedded_rl] [--chosen-on 0,1,2] [-- OVERRIDE ...]``
+``python benchmarks/experiments/embedded_rl.py [--seeds 3] [--first-seed 0] [--runs-dir /tmp/embedded_rl] [--no-launch] [--name embedded_rl] [--chosen-on 0,1,2] [-- OVERRIDE ...]``
 
 ``--chosen-on``: the seeds the setting under test was chosen on; the results file's
 ``selection`` records them beside the seeds measured and whether those are held out (a
@@ -53,10 +53,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def max_updates(run_dir: Path) -> int:

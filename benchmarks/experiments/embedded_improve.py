@@ -1,6 +1,6 @@
 """Can a bootstrapped policy revise a real solution? (issue #14) Improve prompts from real parents.
 
-``python benchmarks/embedded_improve.py MODEL_DIR [--task standin-wine-logloss-tiny] [--parents 4]
+``python benchmarks/experiments/embedded_improve.py MODEL_DIR [--task standin-wine-logloss-tiny] [--parents 4]
 [--per-parent 4] [--out benchmarks/results/embedded_improve.json]``
 
 The parents are corpus programs (one coding style, seeded, correct) run once in the local sandbox
@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
 
 

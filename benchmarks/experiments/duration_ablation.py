@@ -1,6 +1,6 @@
 """Duration-aware vs plain policy gradient on the embedded setup (issue 9, part 3; paper Figure 8).
 
-``python benchmarks/duration_ablation.py [--seeds 3 --first-seed 0 --updates 20 --eval-samples 8] [-- OVERRIDE ...]``
+``python benchmarks/experiments/duration_ablation.py [--seeds 3 --first-seed 0 --updates 20 --eval-samples 8] [-- OVERRIDE ...]``
 
 Launch. ONE Hydra multirun of ``mlerl train`` (the embedded policy, stand-in tasks, local
 sandbox) over ``seed=F..F+S-1`` x ``learner.duration_weighting=none,paper``, each job stopping
@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, fmt_mean_se, git_commit, machine_info, mean_se, read_jsonl, write_json
 
 METHODS = ("none", "paper")

@@ -1,6 +1,6 @@
 """Do sandboxes started ahead raise the embedded run's updates per minute? (issue 25, item 5)
 
-``python benchmarks/prewarm_ab.py [--seeds 3 --first-seed 0 --updates 10] [--no-launch]``
+``python benchmarks/throughput/prewarm_ab.py [--seeds 3 --first-seed 0 --updates 10] [--no-launch]``
 
 Launch: per seed, ``mlerl train seed=S learner.max_updates=U eval_samples=0 sandbox.prewarm=P
 hydra.run.dir=RUNS/prewarmP_seedS`` for each arm P in ``--arms`` (default 0 and 2), one job at
@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, REPO, command_line, fmt_mean_se, git_commit, machine_info, mean_se, read_jsonl, write_json
 
 NOISE_SE = 2.0

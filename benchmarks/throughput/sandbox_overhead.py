@@ -1,6 +1,6 @@
 """Sandbox throughput, per-run overhead and a leak soak (not a test).
 
-``python benchmarks/sandbox_overhead.py [--soak 1000] [--backends local,docker] [--out PATH]``
+``python benchmarks/throughput/sandbox_overhead.py [--soak 1000] [--backends local,docker] [--out PATH]``
 (default ``benchmarks/results/sandbox.json``)
 
 Measured in one process, in one run, on whatever host runs it: executions/s of a trivial
@@ -36,7 +36,7 @@ from typing import Any
 
 from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, leftovers, make_sandbox
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 TRIVIAL = "pass\n"
 
 

@@ -1,6 +1,6 @@
 """Learner throughput next to TRL: one policy update on the same model, batch and settings.
 
-``python benchmarks/learner_vs_trl.py [--threads 1] [--batch-size 16 --micro-batch-size 4 ...]``
+``python benchmarks/throughput/learner_vs_trl.py [--threads 1] [--batch-size 16 --micro-batch-size 4 ...]``
 (``--skip-trl`` measures mlerl alone; TRL comes with ``pip install -e '.[bench]'``).
 
 What is compared. TRL 1.x has no PPO trainer any more (PPOTrainer left the library), so the
@@ -59,11 +59,12 @@ from pathlib import Path
 import msgspec
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import git_commit, machine_info  # benchmarks/ is sys.path[0] when run as a script
 from mlerl.learner import LearnerConfig, build_learner, collate, token_logprobs
 from mlerl.protocol import ExecStatus, PromptKind, Sample
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "learner_vs_trl.json"
 PAD_ID, EOS_ID = 0, 1  # the benchmark tokenizer's special tokens; sample tokens are >= 2
 
@@ -431,7 +432,7 @@ def build_report(cfg: BenchConfig, argv: list[str], raw: dict[str, dict], tokens
     results = {name: summarise(r["update_s"], tokens, r.get("cpu_s")) | {k: r[k] for k in keep if k in r} for name, r in raw.items()}
     report = {
         "benchmark": "learner_vs_trl",
-        "command": shlex.join(["python", "benchmarks/learner_vs_trl.py", *argv]),
+        "command": shlex.join(["python", "benchmarks/throughput/learner_vs_trl.py", *argv]),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "git_commit": git_commit(), "versions": versions(),
         "machine": machine() | {"load_avg_before": list(load_before), "load_avg_after": list(os.getloadavg())},
         "config": asdict(cfg), "batch": tokens,

@@ -1,4 +1,4 @@
-"""Throughput of the sample stream: ``python benchmarks/protocol_throughput.py [--samples N] [--out PATH]``.
+"""Throughput of the sample stream: ``python benchmarks/throughput/protocol_throughput.py [--samples N] [--out PATH]``.
 
 One actor process (this one) sends N samples to a receiver in a second process (spawned), over
 ``tcp://127.0.0.1`` and over ``ipc://``; the clock runs from the first ``send`` to the end of
@@ -33,7 +33,7 @@ from mlerl.protocol import (
     generate_keys,
 )
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def _sample(seq: int, prompt_tokens: int, response_tokens: int) -> Sample:

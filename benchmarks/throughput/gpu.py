@@ -1,15 +1,15 @@
 """The GPU path, measured: generation, learner and weight-sync figures of real-size models.
 
-    python benchmarks/gpu.py                                   # a CUDA GPU: -> benchmarks/results/gpu.json
-    python benchmarks/gpu.py --models qwen2.5-0.5b --prompts 64
-    python benchmarks/gpu.py --dry-run --out /tmp/gpu_dryrun.json   # CPU, tiny model (CI runs this)
+    python benchmarks/throughput/gpu.py                                   # a CUDA GPU: -> benchmarks/results/gpu.json
+    python benchmarks/throughput/gpu.py --models qwen2.5-0.5b --prompts 64
+    python benchmarks/throughput/gpu.py --dry-run --out /tmp/gpu_dryrun.json   # CPU, tiny model (CI runs this)
 
 For each model (Qwen2.5-0.5B and -3B by default, built at random from their published configs
 by ``mlerl.embedded.build_random_model`` and cached under ``--model-cache``), in one process:
 
 1. generation: the engine the paper-scale run uses (``VLLMEngine``, bf16) generates
    ``--prompts`` conversations at the paper's sampling (T 0.7, top-p 1, ``--new-tokens`` 1024)
-   -> generated tokens/s (``benchmarks/engines.py``'s ``measure``: best and median of
+   -> generated tokens/s (``benchmarks/throughput/engines.py``'s ``measure``: best and median of
    ``--repeats`` calls after a warm-up). A random model almost never emits its stop token, so
    nearly every response runs to ``--new-tokens``.
 2. learner: ``build_learner`` loads the same directory; ``Learner.update`` runs on a synthetic
@@ -67,6 +67,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import REPO, RESULTS, command_line, git_commit, machine_info, write_json  # benchmarks/ is sys.path[0]
 from engines import measure as measure_generation
 

@@ -23,7 +23,7 @@ their third-party dependencies once (:class:`ForkRunner`: ~1 s a mutant instead 
 a fresh interpreter, with the same outcomes), fastest tests first, ``pytest -x``. A session
 made from another version of the module is replaced (:func:`session_is_current`).
 
-Not part of CI (minutes to hours): ``python benchmarks/mutation.py [MODULE ...]`` (module paths
+Not part of CI (minutes to hours): ``python benchmarks/tools/mutation.py [MODULE ...]`` (module paths
 as in :data:`MODULES`, default all) with cosmic-ray from the ``bench`` extra. It mutates the
 module files in place while it runs and restores them; do not edit them meanwhile.
 """
@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "mutation.json"
 PYTEST = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -m 'not slow'"
 """Each mutant's test command (the fork runner passes the same arguments). Tests marked ``slow``

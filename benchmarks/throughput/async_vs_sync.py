@@ -1,6 +1,6 @@
 """Asynchronous vs synchronous RL on the same real components (issue 9, part 1).
 
-``python benchmarks/async_vs_sync.py [--samples 64 --batch-size 8 --concurrency 8 --median-s 3 --sigma 1]``
+``python benchmarks/throughput/async_vs_sync.py [--samples 64 --batch-size 8 --concurrency 8 --median-s 3 --sigma 1]``
 
 Workload: real Python programs for the stand-in task ``standin-cancer-auc-tiny`` whose
 durations are drawn (seeded) from a lognormal distribution; each reads the task's input, fits
@@ -34,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import (RESULTS, build_policy, command_line, draw_durations, git_commit, host_busy_frac, lanes,
                      machine_info, overlap, prepare_task, response_text, stats, write_json)
 from _system import SystemConfig, run_mode

@@ -1,6 +1,6 @@
 """Per-sample framework overhead of the real system (issue 9, part 2).
 
-``python benchmarks/overhead.py [--exec-s 1 10 --samples 16 --concurrency 2 --batch-size 2 --hf-generation]``
+``python benchmarks/throughput/overhead.py [--exec-s 1 10 --samples 16 --concurrency 2 --batch-size 2 --hf-generation]``
 
 For programs that spend exactly ``--exec-s`` seconds (one run per value), the shipped actor
 loop runs them through the real local sandbox, AST instrumentation (secure markers), grading
@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import (RESULTS, build_policy, command_line, git_commit, host_busy_frac, machine_info, prepare_task,
                      response_text, stats, write_json)
 from _system import SystemConfig, run_mode

@@ -1,9 +1,9 @@
 """The paper's Figure 1 at equal budget (issue #24): RL against AIDE and best-of-N of the initial
 policy, each given the program executions one default ``mlerl train`` uses in total.
 
-``python benchmarks/equal_budget.py --runs-dir /tmp/embedded_rl [--seeds 3] [--first-seed 3] [--no-launch] [--methods initial_bon,aide] [--name equal_budget]``
+``python benchmarks/experiments/equal_budget.py --runs-dir /tmp/embedded_rl [--seeds 3] [--first-seed 3] [--no-launch] [--methods initial_bon,aide] [--name equal_budget]``
 
-``--runs-dir`` holds finished training runs, ``RUNS/seedS`` (``benchmarks/embedded_rl.py``
+``--runs-dir`` holds finished training runs, ``RUNS/seedS`` (``benchmarks/experiments/embedded_rl.py``
 writes them that way). For each run:
 
 - **budget** N = the run's training samples (``samples.jsonl``) + the trained policy's closing
@@ -41,11 +41,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl  # noqa: E402
 from embedded_rl import _better, selection  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 METHODS = ("rl", "aide", "initial_bon")
 
 

@@ -1,9 +1,9 @@
 """One setting against another, seed by seed: a controlled comparison of two `embedded_rl.py`
 results files (issues 24 and 28: reward kind, improve baselines, improve prompts on or off).
 
-``python benchmarks/compare_arms.py REFERENCE.json CANDIDATE.json --name NAME [--out DIR]``
+``python benchmarks/experiments/compare_arms.py REFERENCE.json CANDIDATE.json --name NAME [--out DIR]``
 
-Each file is what ``benchmarks/embedded_rl.py`` wrote for one setting (its ``overrides``
+Each file is what ``benchmarks/experiments/embedded_rl.py`` wrote for one setting (its ``overrides``
 name the setting). Only seeds present in both count; for each figure, per arm the mean and
 standard error over those seeds, and the paired difference CANDIDATE - REFERENCE with its
 standard error (sample std of the per-seed differences / sqrt(n)); a seed where an arm lacks the
@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, fmt_mean_se, git_commit, mean_se, write_json
 
 NOISE_SE = 2.0
@@ -123,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     ref, cand = load(args.reference), load(args.candidate)
-    result = {"benchmark": "paired comparison of two settings (benchmarks/compare_arms.py)",
+    result = {"benchmark": "paired comparison of two settings (benchmarks/experiments/compare_arms.py)",
               "command": command_line(), "git_commit": git_commit(),
               "reference": {"file": str(args.reference), "label": label(ref, args.reference),
                             "overrides": ref.get("overrides"), "commit": ref.get("commit"),

@@ -1,6 +1,6 @@
 """Time per learner update with 1 and 2 ranks (FSDP2 under torchrun) on the same batch.
 
-    python benchmarks/learner_ranks.py [--updates 5] [--batch 8] [--prompt 256] [--response 128]
+    python benchmarks/throughput/learner_ranks.py [--updates 5] [--batch 8] [--prompt 256] [--response 128]
 
 Runs ``Learner.update`` on one fixed batch ``--updates`` times after one warm-up update, once in
 a plain process and once with ``torchrun --standalone --nproc_per_node=2`` (gloo on CPU, NCCL on
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def _batch(n: int, prompt: int, response: int, vocab: int):
