@@ -123,7 +123,7 @@ def script(job: SlurmJob) -> str:
         "RUN_DIR/keys",
         f"ACTOR_CMD={shlex.quote(actor)}",
         f'srun --nodes={A} --ntasks-per-node=1 --nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" '
-        'actors "${{OVERRIDES[@]}}" &',
+        'actors "${OVERRIDES[@]}" &',
         "ACTORS=$!",
         "",
         "# 4. the learner's end (learner.max_updates) ends the job",
