@@ -164,8 +164,8 @@ def untrusted_reason(tree: ast.AST) -> str | None:
             attr = n.args[1] if len(n.args) > 1 else None
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
                 return f"dynamic {n.func.id}"
-                if n.func.id in ("setattr", "delattr"):
-                    target = _root_name(n.args[0])
-                    if attr.value in STAGE_METHODS or target in import_bound:
-                        return f"{n.func.id} {attr.value!r}"
+            if n.func.id in ("setattr", "delattr"):
+                target = _root_name(n.args[0])
+                if attr.value in STAGE_METHODS or target in import_bound:
+                    return f"{n.func.id} {attr.value!r}"
     return None
