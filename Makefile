@@ -12,7 +12,7 @@ LOCK := requirements/lock.txt
 # CUDA build. GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
 TORCH_SPEC ?= $(shell grep -m1 '^torch==' $(LOCK))
 
-.PHONY: install lock upgrade services sandbox-deps train test test-vllm test-fast wheels clean
+.PHONY: install lock upgrade services sandbox-deps train lint test test-vllm test-fast wheels clean
 
 install: $(VENV)/.installed
 
@@ -57,9 +57,16 @@ sandbox-deps:
 train: install sandbox-deps
 	$(BIN)/mlerl train $(ARGS)
 
-# The main suite in .venv, then the vLLM tests in .venv-vllm (vLLM pins its own torch). The
-# Slurm cluster is stopped after the main suite, pass or fail (the stop checks nothing is left).
-test: install services
+# Lint and type checks (config: pyproject.toml [tool.ruff], [tool.mypy]).
+lint: install
+	$(BIN)/ruff check packages src
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Lint first, then the lock check, the main suite in .venv, then the vLLM tests in .venv-vllm
+# (vLLM pins its own torch). The Slurm cluster is stopped after the main suite, pass or fail (the
+# stop checks nothing is left).
+test: lint services
 	$(BIN)/python scripts/lock.py check
 	$(BIN)/python -m pytest -m "not gpu and not vllm" $(ARGS); code=$$?; bash scripts/ci/setup_slurm.sh stop || code=1; exit $$code
 	$(MAKE) test-vllm

@@ -37,3 +37,86 @@ def random_qwen25_05b() -> Path:
 
     cache = Path(os.environ.get("MLERL_RANDOM_MODELS", "~/.cache/mlerl/random-models")).expanduser()
     return build_random_model("qwen2.5-0.5b", cache / "qwen2.5-0.5b")
+
+
+_BLOCK, _RECORD_HEADER, _FILE_HEADER = 32768, 7, 7  # W&B's .wandb file: a LevelDB-style log
+
+
+def _wandb_log_records(path: Path) -> list[bytes]:
+    """The records of one ``run-<id>.wandb`` file: after a 7-byte file header, 32 KiB blocks of
+    chunks (CRC32C 4 bytes, length 2 LE, type 1: full / first / middle / last), as W&B writes."""
+    data = path.read_bytes()
+    assert data[:4] == b":W&B", f"{path}: not a W&B run file"
+    records, parts, offset = [], [], _FILE_HEADER
+    while offset + _RECORD_HEADER <= len(data):
+        left = _BLOCK - offset % _BLOCK
+        if left < _RECORD_HEADER:  # a block's tail too short for a header is zero padding
+            offset += left
+            continue
+        length = int.from_bytes(data[offset + 4:offset + 6], "little")
+        kind = data[offset + 6]
+        if kind == 0 and length == 0:
+            break
+        chunk = data[offset + _RECORD_HEADER:offset + _RECORD_HEADER + length]
+        offset += _RECORD_HEADER + length
+        parts.append(chunk)
+        if kind in (1, 4):  # full, last
+            records.append(b"".join(parts))
+            parts = []
+    return records
+
+
+class OfflineWandb:
+    """What the offline W&B runs under ``<run dir>/wandb`` hold, read back from their files."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.runs = sorted((run_dir / "wandb").glob("offline-run-*"))
+
+    def history(self) -> list[dict[str, object]]:
+        """Every logged row of every run (oldest run first), each as {key: decoded JSON value}."""
+        import json
+
+        from wandb.proto import wandb_internal_pb2
+
+        rows = []
+        for run in self.runs:
+            (log_file,) = run.glob("run-*.wandb")
+            for raw in _wandb_log_records(log_file):
+                record = wandb_internal_pb2.Record()
+                record.ParseFromString(raw)
+                if record.WhichOneof("record_type") != "history":
+                    continue
+                row: dict[str, object] = {}
+                for item in record.history.item:  # a media value comes as one item per field
+                    *outer, last = list(item.nested_key) or [item.key]
+                    node = row
+                    for key in outer:
+                        node = node.setdefault(key, {})  # type: ignore[assignment]
+                    node[last] = json.loads(item.value_json)
+                rows.append(row)
+        return rows
+
+    def media(self, value: dict[str, object]) -> Path:
+        """The file a logged table or image refers to (``value``: its history value)."""
+        for run in self.runs:
+            path = run / "files" / str(value["path"])
+            if path.is_file():
+                return path
+        raise FileNotFoundError(value["path"])
+
+    def table(self, value: dict[str, object]) -> tuple[list[str], list[list[object]]]:
+        """A logged table's columns and rows."""
+        import json
+
+        data = json.loads(self.media(value).read_text())
+        return data["columns"], data["data"]
+
+
+@pytest.fixture
+def wandb_offline(monkeypatch: pytest.MonkeyPatch) -> type[OfflineWandb]:
+    """Quiet offline W&B (no git, code or console capture) and the reader of its run files."""
+    for key, value in {"WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true",
+                       "WANDB_DISABLE_CODE": "true", "WANDB_CONSOLE": "off"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    return OfflineWandb

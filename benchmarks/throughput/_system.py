@@ -140,22 +140,35 @@ class TimedSandbox:
         await self.inner.close()
 
 
-def timed_pipeline(inner: Any, probe: Probe) -> Any:
+class TimedPipeline:
     """``inner`` (a ``Pipeline``) with instrumentation and grading timed."""
 
-    async def prepare(code: str) -> Any:
+    def __init__(self, inner: Any, probe: Probe) -> None:
+        self.inner, self.probe = inner, probe
+
+    async def prepare(self, code: str) -> Any:
         t0 = time.time()
-        out = await inner.prepare(code)
-        probe.prepared[program_id(code)] = (t0, time.time())
+        out = await self.inner.prepare(code)
+        self.probe.prepared[program_id(code)] = (t0, time.time())
         return out
 
-    def grade(task: Any, path: Path) -> Any:
+    def grade(self, task: Any, path: Path) -> Any:
         t0 = time.time()
-        out = inner.grade(task, path)
-        probe.graded[probe.pid_by_path.get(str(path), -1)] = (t0, time.time())
+        out = self.inner.grade(task, path)
+        self.probe.graded[self.probe.pid_by_path.get(str(path), -1)] = (t0, time.time())
         return out
 
-    return dataclasses.replace(inner, prepare=prepare, grade=grade)
+    def scanner(self, nonce: str | None) -> Any:
+        return self.inner.scanner(nonce)
+
+    def reward(self, *args: Any) -> Any:
+        return self.inner.reward(*args)
+
+    def clean(self, text: str, nonce: str | None) -> str:
+        return self.inner.clean(text, nonce)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class TimedSender:
@@ -350,7 +363,7 @@ def _cpu_seconds() -> float:
 async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any, responses: list[str],
                    workdir: Path) -> dict[str, Any]:
     """Run one mode until the learner has consumed ``cfg.samples``; raw timings of everything."""
-    from mlerl.actors import Actor, ActorsConfig, ActorState, AdmissionConfig, ImprovementConfig, PromptConfig, real_pipeline
+    from mlerl.actors import Actor, ActorsConfig, ActorState, AdmissionConfig, ImprovementConfig, PromptConfig, RealPipeline
     from mlerl.protocol import SampleSender, WeightSubscriber
     from mlerl.sandbox import Limits, SandboxConfig, make_sandbox
 
@@ -365,7 +378,7 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
     sandbox = TimedSandbox(make_sandbox(SandboxConfig(
         backend="local", max_concurrency=cfg.concurrency, work_root=str(run / "sandbox"),
         limits=Limits(wall_time_s=cfg.exec_time_limit_s, memory_mb=1024))), probe)
-    pipeline = timed_pipeline(real_pipeline(), probe)
+    pipeline = TimedPipeline(RealPipeline(), probe)
     state = ActorState(run / "state" / "a0")
     prompts = PromptConfig(description_chars=cfg.description_chars, snippet_chars=cfg.snippet_chars)
     stats: dict[str, int] = {}

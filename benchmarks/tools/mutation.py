@@ -50,7 +50,7 @@ surviving mutant of ``_advantages`` would pay), whose arithmetic the fake-group 
 
 MODULES: dict[str, list[str]] = {
     # module path -> its own test files (what must kill its mutants)
-    "packages/learner/src/mlerl/learner/_weights.py": ["tests/learner/test_weights.py"],
+    "packages/learner/src/mlerl/learner/_duration_weights.py": ["tests/learner/test_duration_weights.py"],
     "packages/learner/src/mlerl/learner/_advantages.py": [
         "tests/learner/test_advantages.py", "tests/learner/test_whiten.py"],
     "packages/learner/src/mlerl/learner/_losses.py": ["tests/learner/test_losses.py"],
@@ -63,7 +63,7 @@ MODULES: dict[str, list[str]] = {
         "tests/instrument/test_reward.py", "tests/instrument/test_normalised_reward.py"],
 }
 
-_W = "packages/learner/src/mlerl/learner/_weights.py"
+_W = "packages/learner/src/mlerl/learner/_duration_weights.py"
 _A = "packages/learner/src/mlerl/learner/_advantages.py"
 _L = "packages/learner/src/mlerl/learner/_losses.py"
 _ROWS = "rows = torch.nonzero(mask.sum(-1) > 0).squeeze(-1)"
@@ -80,7 +80,7 @@ _SIGNED = ("signed = (-score if lower_is_better else score) if graded else 0.0  
            "# type: ignore[operator]")
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # (module, operator, line before, line after) -> why no test can tell them apart
-    ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Is_Eq",
+    ("packages/learner/src/mlerl/learner/_duration_weights.py", "core/ReplaceComparisonOperator_Is_Eq",
      "if mode is DurationWeighting.none or d.numel() == 0:",
      "if mode == DurationWeighting.none or d.numel() == 0:"):
         "an enum member compares equal only to itself: `is` and `==` agree",
@@ -105,11 +105,11 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if mode is DurationWeighting.none or d.numel() < 0:"):
         "an empty batch then gets an empty tensor all the same (its mean is nan, every branch "
         "divides an empty tensor)",
-    ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Is_LtE",
+    ("packages/learner/src/mlerl/learner/_duration_weights.py", "core/ReplaceComparisonOperator_Is_LtE",
      "if mode is DurationWeighting.clipped:", "if mode <= DurationWeighting.clipped:"):
         "a str enum: of the modes that reach this line (clipped, log, running) only 'clipped' "
         "sorts <= 'clipped'",
-    ("packages/learner/src/mlerl/learner/_weights.py", "core/ReplaceComparisonOperator_Eq_LtE",
+    ("packages/learner/src/mlerl/learner/_duration_weights.py", "core/ReplaceComparisonOperator_Eq_LtE",
      "if n == 0:", "if n <= 0:"):
         "n is a numel(), never negative",
     (_W, "core/ReplaceComparisonOperator_Gt_NotEq",

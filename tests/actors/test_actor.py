@@ -8,7 +8,7 @@ from mlerl.actors._actor import Actor
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ExecStatus, ParseStatus, PromptKind, WeightUpdate
 
-from mlerl.actors._fakes import NO_CODE, OK_RESPONSE, SYNTAX, FakeEngine, FakeSandbox, FakeSender, FakeTask, fake_pipeline
+from mlerl.actors._fakes import NO_CODE, OK_RESPONSE, SYNTAX, FakeEngine, FakeSandbox, FakeSender, FakeTask, FakePipeline
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def make_actor(tmp_path, tasks, *, engine=None, sandbox=None, sender=None, weigh
     config = ActorsConfig(heartbeat_s=0.05, **cfg)
     return Actor(
         "a0", config, engine=engine or FakeEngine([OK_RESPONSE]), sandbox=sandbox or FakeSandbox(),
-        sender=sender or FakeSender(), tasks=tasks, pipeline=fake_pipeline(),
+        sender=sender or FakeSender(), tasks=tasks, pipeline=FakePipeline(),
         state=ActorState(tmp_path / "state"), weights=weights,
     )
 
@@ -61,6 +61,7 @@ async def test_sends_complete_samples_with_gapless_seqs(tmp_path, tasks):
         assert s.markers == ["loaded data", "trained model"]
         assert s.t_sampled <= s.t_exec_started <= s.t_exec_finished <= s.t_graded
         assert "loaded data" in s.output_tail and "print('loaded data')" in s.code
+        assert s.plan == "Fit a model."  # the response's text before its program
     for s in by_status[ParseStatus.NO_CODE] + by_status[ParseStatus.SYNTAX_ERROR]:
         assert s.exec_status is ExecStatus.NOT_RUN and s.reward == -10.0 and s.duration_s == 0.0
         assert s.t_exec_started is None and s.t_graded is None
@@ -227,4 +228,4 @@ async def test_restart_resends_outbox_and_continues_seqs(tmp_path, tasks):
 def test_no_task_is_rejected(tmp_path):
     with pytest.raises(KeyError, match="no task"):
         Actor("a0", ActorsConfig(), engine=FakeEngine([OK_RESPONSE]), sandbox=FakeSandbox(),
-              sender=FakeSender(), tasks={}, pipeline=fake_pipeline(), state=ActorState(tmp_path / "s"))
+              sender=FakeSender(), tasks={}, pipeline=FakePipeline(), state=ActorState(tmp_path / "s"))

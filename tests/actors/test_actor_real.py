@@ -7,7 +7,7 @@ import pytest
 from mlerl.actors import ActorsConfig, AdmissionConfig, HFEngine, ImprovementConfig
 from mlerl.actors._actor import Actor
 from mlerl.actors._fakes import FakeEngine, FakeSender
-from mlerl.actors._pipeline import real_pipeline
+from mlerl.actors._pipeline import RealPipeline
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ExecStatus, ParseStatus
 from mlerl.sandbox import Limits
@@ -56,7 +56,7 @@ async def sandbox(tmp_path):
 def _actor(tmp_path, task, engine, sandbox, sender, **cfg):
     config = ActorsConfig(improvement=ImprovementConfig(improve_prob=0.0), **cfg)
     return Actor("r0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK: task},
-                 pipeline=real_pipeline(), state=ActorState(tmp_path / "state"))
+                 pipeline=RealPipeline(), state=ActorState(tmp_path / "state"))
 
 
 @pytest.mark.slow

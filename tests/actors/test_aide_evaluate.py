@@ -6,8 +6,8 @@ import pytest
 from mlerl.actors import ActorsConfig, ImprovementConfig, evaluate, evaluate_aide
 from mlerl.actors._aide import AideConfig
 from mlerl.actors._evaluate import best_so_far
-from mlerl.actors._fakes import FakeEngine, FakeSandbox, FakeTask, fake_pipeline
-from mlerl.actors._pipeline import Graded, Pipeline, Prepared
+from mlerl.actors._fakes import FakeEngine, FakeSandbox, FakeTask, FakePipeline
+from mlerl.actors._pipeline import Graded, Prepared
 from mlerl.protocol import Completion
 
 
@@ -38,19 +38,27 @@ BUG = "Plan.\n```python\nprint('Traceback: NameError BUGMARK')\n```"  # runs, wr
 NO_CODE = "I would fit a model."
 
 
-def pipeline(scores, prepared):
+class ScriptedPipeline(FakePipeline):
     """The fake pipeline with scripted scores; records what ``prepare`` saw; ``clean`` marks
     its output, so the prompts can be checked to show the cleaned terminal output."""
-    base = fake_pipeline()
-    scores = list(scores)
 
-    async def prepare(code):
-        prepared.append(code)
+    def __init__(self, scores, prepared):
+        super().__init__()
+        self.scores, self.prepared = list(scores), prepared
+
+    async def prepare(self, code):
+        self.prepared.append(code)
         return Prepared(code + "\nprint('instrumented')", None)
 
-    return Pipeline(prepare=prepare, scanner=base.scanner, reward=base.reward,
-                    grade=lambda task, path: Graded(scores.pop(0), path.is_file()),
-                    clean=lambda text, nonce: text.replace("BUGMARK", "CLEANED"))
+    def grade(self, task, path):
+        return Graded(self.scores.pop(0), path.is_file())
+
+    def clean(self, text, nonce):
+        return text.replace("BUGMARK", "CLEANED")
+
+
+def pipeline(scores, prepared):
+    return ScriptedPipeline(scores, prepared)
 
 
 async def test_evaluate_aide_k_executions_best_mean_and_real_output(tmp_path):
@@ -100,7 +108,7 @@ async def test_evaluate_reports_best_so_far_in_finish_order(tmp_path):
     task = FakeTask("t", tmp_path)
     config = ActorsConfig(improvement=ImprovementConfig(improve_prob=0.0))
     out = await evaluate(config, {"t": task}, k=4, engine=FakeEngine([good("x")]), sandbox=FakeSandbox(),
-                         pipeline=fake_pipeline(0.8), state_dir=tmp_path / "state")
+                         pipeline=FakePipeline(0.8), state_dir=tmp_path / "state")
     s = out["t"]
     assert s["k"] == 4 and s["best_vs_executions"] == [0.8] * 4
     assert len(s["elapsed_s"]) == 4 and s["elapsed_s"] == sorted(s["elapsed_s"])

@@ -6,7 +6,7 @@ import pytest
 
 from mlerl.actors import ActorsConfig, evaluate_aide
 from mlerl.actors._aide import AideConfig
-from mlerl.actors._pipeline import real_pipeline
+from mlerl.actors._pipeline import RealPipeline
 from mlerl.protocol import Completion
 
 from .test_actor_real import CRASH, PROGRAM, TASK, sandbox, task  # noqa: F401 (fixtures)
@@ -32,7 +32,7 @@ async def test_aide_real_sandbox_and_grader(tmp_path, task, sandbox):  # noqa: F
     # draft a crash, draft a valid program, then debug the crash (debug_prob 1): the debug prompt
     # shows the crash's real, cleaned terminal output (its progress markers, no nonce lines)
     engine = ScriptedEngine([CRASH, PROGRAM, PROGRAM])
-    pipeline = real_pipeline()
+    pipeline = RealPipeline()
     try:
         async with asyncio.timeout(240):
             out = await evaluate_aide(ActorsConfig(), {TASK: task}, k=3, engine=engine, sandbox=sandbox,

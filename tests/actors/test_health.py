@@ -8,7 +8,7 @@ import pytest
 
 from mlerl.actors import AdmissionConfig, ActorsConfig
 from mlerl.actors._actor import Actor
-from mlerl.actors._fakes import NO_CODE, OK_RESPONSE, FakeEngine, FakeSandbox, FakeSender, FakeTask, fake_pipeline
+from mlerl.actors._fakes import NO_CODE, OK_RESPONSE, FakeEngine, FakeSandbox, FakeSender, FakeTask, FakePipeline
 from mlerl.actors._health import InfraConfig, InfraHealth
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ConfigError, ExecStatus
@@ -62,7 +62,7 @@ def actor_with(tmp_path, tasks, sandbox, sender, engine=None, **cfg):
         admission=AdmissionConfig(max_in_flight=2, oversample=1.0),
         infra=InfraConfig(window=4, min_outcomes=2, pause_rate=0.5, probe_s=0.05, **cfg))
     return Actor("a0", config, engine=engine or FakeEngine([OK_RESPONSE, NO_CODE]),
-                 sandbox=sandbox, sender=sender, tasks=tasks, pipeline=fake_pipeline(),
+                 sandbox=sandbox, sender=sender, tasks=tasks, pipeline=FakePipeline(),
                  state=ActorState(tmp_path / "state"))
 
 

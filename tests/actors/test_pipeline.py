@@ -6,7 +6,7 @@ import dataclasses
 from mlerl.actors import ActorsConfig
 from mlerl.actors.__main__ import _optional_section
 from mlerl.actors._admission import AdmissionConfig
-from mlerl.actors._pipeline import Graded, real_pipeline
+from mlerl.actors._pipeline import Graded, RealPipeline
 from mlerl.instrument import InstrumentConfig, InstrumentMode, LMInstrumenter, MarkerMode, MarkerScanner
 from mlerl.protocol import Completion, ConfigError, ExecStatus
 
@@ -46,14 +46,14 @@ def _markers(prepared, printed_lines):
 
 
 async def test_ast_mode_uses_a_nonce_channel():
-    prepared = await real_pipeline().prepare(CODE)
+    prepared = await RealPipeline().prepare(CODE)
     assert prepared.nonce and prepared.nonce in prepared.program
     compile(prepared.program, "main.py", "exec")
 
 
 async def test_lm_mode_uses_the_frozen_lm():
     lm = FrozenLM()
-    pipeline = real_pipeline(lm_instrumenter=LMInstrumenter(lm))
+    pipeline = RealPipeline(lm_instrumenter=LMInstrumenter(lm))
     prepared = await pipeline.prepare(CODE)
     assert lm.calls == 1 and prepared.nonce in prepared.program
     assert _markers(prepared, ["imported packages", "loaded data"]) == ["imported packages", "loaded data"]
@@ -64,19 +64,19 @@ async def test_lm_mode_uses_the_frozen_lm():
 
 
 async def test_paper_markers_are_plain_prints():
-    prepared = await real_pipeline(instrument=InstrumentConfig(markers=MarkerMode.paper)).prepare(CODE)
+    prepared = await RealPipeline(instrument=InstrumentConfig(markers=MarkerMode.paper)).prepare(CODE)
     assert prepared.nonce is None and 'print("imported packages")' in prepared.program
 
 
 async def test_uninstrumentable_code_runs_as_is():
-    prepared = await real_pipeline().prepare("def f(:\n")
+    prepared = await RealPipeline().prepare("def f(:\n")
     assert prepared == type(prepared)("def f(:\n", None)
 
 
 def test_reward_adapter_gives_none_for_infra_errors():
     from mlerl.bench import Registry  # here: the vLLM venv collects this module without pandas
 
-    pipeline = real_pipeline()
+    pipeline = RealPipeline()
     task = Registry.load().get("standin-cancer-auc-tiny")
     nothing = Graded(None, False)
     assert pipeline.reward([], ExecStatus.INFRA_ERROR, nothing, task)[0] is None
@@ -117,7 +117,7 @@ def test_grade_adapter_uses_the_pool_and_close_ends_it(tmp_path):
     pd.DataFrame({"id": ids, "score": np.linspace(0, 1, 10)}).to_csv(task.answers_path, index=False)
     path = tmp_path / "submission.csv"
     pd.DataFrame({"id": ids, "score": np.linspace(0, 1, 10) ** 2}).to_csv(path, index=False)
-    pipeline = real_pipeline(dataclasses.replace(ActorsConfig(), admission=AdmissionConfig(max_in_flight=1)))
+    pipeline = RealPipeline(dataclasses.replace(ActorsConfig(), admission=AdmissionConfig(max_in_flight=1)))
     try:
         graded = [pipeline.grade(task, path) for _ in range(2)]
     finally:

@@ -77,7 +77,7 @@ def test_every_module_and_test_file_exists():
     # what issue 26 names: losses, advantages, duration weights, reward, the graders' metrics,
     # the learner's door, the sandbox's mounts, checkpoint verification
     assert {Path(module).stem for module in m.MODULES} == {
-        "_losses", "_advantages", "_weights", "_reward", "_metrics", "_validate", "_bwrap",
+        "_losses", "_advantages", "_duration_weights", "_reward", "_metrics", "_validate", "_bwrap",
         "_checkpoint"}
 
 
@@ -104,8 +104,8 @@ def test_the_annotation_rule_finds_the_mutated_one_of_several():
 
 def test_project_modules_are_dropped_by_each_mutants_run_and_third_party_ones_kept():
     m = _script()
-    assert m.is_project_module("mlerl.learner._weights", None)
-    assert m.is_project_module("tests.learner.test_weights", None)
+    assert m.is_project_module("mlerl.learner._duration_weights", None)
+    assert m.is_project_module("tests.learner.test_duration_weights", None)
     assert m.is_project_module("conftest", str(REPO / "tests" / "conftest.py"))
     assert m.is_project_module("whatever", str(REPO / "benchmarks" / "tools" / "mutation.py"))
     import pytest as third_party

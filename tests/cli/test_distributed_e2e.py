@@ -88,7 +88,7 @@ def _one_rank_update_matches(run_dir: Path) -> None:
     """Replay the run's first update on one process (same config, same batch: the samples the
     step-1 checkpoint says were consumed) and compare with the 2-rank checkpoint's policy."""
     from mlerl.learner import ExperienceBuffer, LearnerConfig
-    from mlerl.learner._run import build_learner
+    from mlerl.learner._process import build_learner
     from mlerl.protocol import load_run, load_section
 
     after = torch.load(run_dir / "checkpoints" / "step_00000001" / "state.pt", weights_only=True)

@@ -19,7 +19,7 @@ def test_aide_flag_selects_the_baseline(tmp_path, monkeypatch, capsys):
         seen.update(method=method, tasks=tasks, k=kwargs["k"], seeds=kwargs["seeds"])
         return {"method": method}
 
-    monkeypatch.setattr(_eval, "evaluate_policy", fake)
+    monkeypatch.setattr(_eval, "evaluate_over_seeds", fake)
     assert _eval.main(["--model", str(model), "--tasks", "a,b", "--k", "4", "--seeds", "2", "--aide"]) == 0
     assert seen == {"method": "aide", "tasks": ["a", "b"], "k": 4, "seeds": [0, 1]}
     assert json.loads(capsys.readouterr().out) == {"method": "aide"}
@@ -29,4 +29,4 @@ def test_aide_flag_selects_the_baseline(tmp_path, monkeypatch, capsys):
 
 def test_unknown_method_is_refused():
     with pytest.raises(ValueError, match="method"):
-        _eval.evaluate_policy("m", ["a"], k=1, seeds=[0], method="mcts")
+        _eval.evaluate_over_seeds("m", ["a"], k=1, seeds=[0], method="mcts")

@@ -20,7 +20,7 @@ def seen(tmp_path, monkeypatch):
         calls["seeds"] = kwargs["seeds"]
         return {}
 
-    monkeypatch.setattr(_eval, "evaluate_policy", fake)
+    monkeypatch.setattr(_eval, "evaluate_over_seeds", fake)
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
     return calls

@@ -26,3 +26,13 @@ def test_progress_prints_the_direction_aware_best(tmp_path):
     progress.say = lines.append  # type: ignore[method-assign]
     progress.tick()
     assert "best score" in lines[0] and "0.0392" in lines[1] and "60.99" not in lines[1]
+
+
+def test_closing_table_lines_are_not_wrapped_off_a_terminal(tmp_path, capsys):
+    """stdout a log file (capsys: not a terminal): a 200-column table row stays one line, whole."""
+    row = "| " + " | ".join(f"task-{i} 0.{i:04d} (0.{i:04d}, gap +0.0000)" for i in range(5)) + " |"
+    assert len(row) > 160
+    progress = Progress(tmp_path)
+    progress.say(row)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].endswith(row)

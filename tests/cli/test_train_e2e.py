@@ -60,7 +60,7 @@ def _assert_run_complete(run_dir: Path, updates: int) -> None:
 
 
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
-def test_train_runs_end_to_end(tmp_path, train, processes, backend):
+def test_train_runs_end_to_end(tmp_path, train, processes, backend, wandb_offline):
     run_dir = tmp_path / "run"
     evals = "eval_samples=2" if backend == "local" else "eval_samples=0"
     done = train(run_dir, f"sandbox={backend}", "learner.max_updates=3", evals)
@@ -76,7 +76,21 @@ def test_train_runs_end_to_end(tmp_path, train, processes, backend):
         aide = report["aide"]["per_seed"][0]["tasks"]["standin-cancer-auc-tiny"]
         assert report["aide"]["method"] == "aide" and aide["k"] == 2 and len(aide["best_vs_executions"]) == 2
         assert any(p.endswith("rl_vs_aide.png") for p in report["plots"])
+        _assert_wandb_browsable(wandb_offline(run_dir))
         _assert_eval_of_trained_policy(run_dir)
+
+
+def _assert_wandb_browsable(run) -> None:
+    """The offline W&B run holds samples tables as training went, the closing tables and plots."""
+    history = run.history()
+    tables = [r["learner/samples"] for r in history if "learner/samples" in r]
+    assert tables, "no samples table"
+    columns, rows = run.table(tables[0])
+    assert {"plan", "program", "output_tail", "reward", "public_score", "private_score"} <= set(columns)
+    assert 0 < len(rows) <= 16 and all(r[columns.index("task_id")] == "standin-cancer-auc-tiny" for r in rows)
+    report = {k for r in history if "report/step" in r for k in r}
+    assert {"report/rl_vs_aide", "report/learning_curves"} <= report
+    assert any(k.startswith("report/trained_vs_initial_policy") for k in report)
 
 
 def _assert_eval_of_trained_policy(run_dir: Path) -> None:

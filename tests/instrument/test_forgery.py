@@ -22,7 +22,7 @@ from mlerl.instrument import (
     instrument_ast,
     prepare_run,
 )
-from mlerl.instrument import _run as run_module
+from mlerl.instrument import _channel as channel_module
 from mlerl.instrument._trust import untrusted_reason
 from mlerl.protocol import ExecStatus
 
@@ -186,7 +186,7 @@ def _prepared(code: str):
 
 
 def test_runtime_attacks_earn_nothing_they_did_not_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_module, "untrusted_reason", lambda tree: None)  # runtime layer only
+    monkeypatch.setattr(channel_module, "untrusted_reason", lambda tree: None)  # runtime layer only
     names = list(ATTACKS)
     preps = [_prepared("import re\n" + ATTACKS[n][0] + "print('ATTACK_RAN')\n") for n in names]
     assert all(p.untrusted is None for p in preps)
@@ -210,7 +210,7 @@ def test_runtime_attacks_earn_nothing_they_did_not_do(monkeypatch: pytest.Monkey
 
 def test_gc_attack_really_finds_the_key_and_is_discounted(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the taint line the gc attack would win: the forged line carries the real key."""
-    monkeypatch.setattr(run_module, "untrusted_reason", lambda tree: None)
+    monkeypatch.setattr(channel_module, "untrusted_reason", lambda tree: None)
     prep = _prepared("import re\n" + ATTACKS["gc_closure_cells"][0])
     res = asyncio.run(run_programs([prep.program]))[0]
     key = re.search(rb"\n" + prep.nonce.encode() + rb":key ([0-9a-f]{32}) ", res.stdout).group(1)
@@ -223,7 +223,7 @@ def test_gc_attack_really_finds_the_key_and_is_discounted(monkeypatch: pytest.Mo
 
 
 def test_value_rendering_runs_program_code_but_only_sees_the_display_key(run, monkeypatch) -> None:
-    monkeypatch.setattr(run_module, "untrusted_reason", lambda tree: None)
+    monkeypatch.setattr(channel_module, "untrusted_reason", lambda tree: None)
     inst = (
         "import os, sys\n"
         "class Evil:\n"

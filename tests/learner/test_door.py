@@ -21,7 +21,7 @@ from mlerl.learner._buffer import read_journal
 from mlerl.learner._publish import load_weight_update
 from mlerl.protocol import CurveKeys, SampleSender, WeightSubscriber, generate_keys
 
-from .test_run import _port
+from .test_process import _port
 
 
 def _config(tmp_path, model_dir, max_updates, ports):

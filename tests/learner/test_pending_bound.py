@@ -7,7 +7,7 @@ import tempfile
 import pytest
 
 from mlerl.learner import ExperienceBuffer, LearnerConfig
-from mlerl.learner._run import open_receiver, pending_full
+from mlerl.learner._process import open_receiver, pending_full
 from mlerl.protocol import ConfigError, SampleSender, TransportConfig, encode
 
 

@@ -102,6 +102,13 @@ def test_private_score_is_optional_on_the_wire() -> None:
     assert (new.score, new.private_score) == (0.8, 0.75)
 
 
+def test_plan_is_optional_on_the_wire() -> None:
+    """A sample from a sender that predates the plan field decodes with an empty plan."""
+    raw = msgspec.msgpack.decode(encode(msgspec.structs.replace(make_sample(), plan="fit a model")))
+    assert raw.pop("plan") == "fit a model"
+    assert decode(msgspec.msgpack.encode(raw)).plan == ""
+
+
 def test_generation_time_is_optional_on_the_wire_and_dt_adds_it() -> None:
     """A journal written before ``generation_s`` existed still decodes (generation 0, so Δt is
     the execution time); a current sample's Δt is generation + execution: 1.5 + 29.5 = 31."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,50 @@ def test_a_resumed_sink_keeps_one_record_per_step(tmp_path: Path, quiet_wandb: N
     again = make_sink(config, tmp_path, name="r", resume_step=4)
     again.close()
     assert (tmp_path / "wandb" / "mlerl-run-id").read_text() == new_id
+
+
+def test_console_lines_are_not_wrapped_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    sink = ConsoleSink()
+    metrics = {f"split/task/task-{i}/score_mean": 0.5 + i for i in range(8)}
+    sink.log(metrics, 3)
+    (line,) = capsys.readouterr().out.splitlines()
+    assert len(line) > 200 and line.endswith("split/task/task-7/score_mean=7.5")
+
+
+def test_wandb_tables_and_images_refuse_bad_input(tmp_path: Path, quiet_wandb: None) -> None:
+    sink = WandbSink(tmp_path, mode="offline")
+    try:
+        with pytest.raises(ValueError, match="row 1 has 1 cells, expected 2"):
+            sink.log_table("t", ["a", "b"], [[1, 2], [3]], 0)
+        with pytest.raises(FileNotFoundError, match="no file"):
+            sink.log_images({"plot": tmp_path / "missing.png"}, 0)
+        with pytest.raises(ValueError, match="stream"):
+            sink.log_table("t", ["a"], [[1]], 0, stream="/bad")
+    finally:
+        sink.close()
+
+
+def test_multisink_hands_tables_only_to_sinks_that_keep_media(tmp_path: Path) -> None:
+    from mlerl.protocol import MediaSink
+
+    got: list[tuple[str, int]] = []
+
+    class Media:
+        def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None: ...
+
+        def close(self) -> None: ...
+
+        def log_table(self, key: str, columns: Any, rows: Any, step: int, *, stream: str = "learner") -> None:
+            got.append((f"{stream}/{key}", len(rows)))
+
+        def log_images(self, images: Any, step: int, *, stream: str = "learner") -> None:
+            got.append((stream, len(images)))
+
+    jsonl = JsonlSink(tmp_path / "m.jsonl")
+    assert isinstance(Media(), MediaSink) and not isinstance(jsonl, MediaSink)
+    sink = MultiSink([jsonl, Media()])
+    sink.log_table("samples", ["a"], [[1], [2]], 3)
+    sink.log_images({"p": tmp_path / "p.png"}, 0, stream="report")
+    sink.close()
+    assert got == [("learner/samples", 2), ("report", 1)]
+    assert (tmp_path / "m.jsonl").read_text() == ""

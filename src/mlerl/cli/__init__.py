@@ -11,6 +11,8 @@ import sys
 
 from mlerl.cli._curves import rolling_mean
 
+__all__ = ["main", "rolling_mean"]
+
 __version__ = "0.1.0"
 
 _SUBCOMMANDS = {
@@ -32,7 +34,8 @@ commands:
   tasks        prepare / grade / validate / compare tasks (= mlerl-bench)
   slurm        write the sbatch script of a multi-node training job (torchrun learner + actor nodes)
 
-Benchmarks and experiments are scripts in the repository: `python benchmarks/<dir>/<name>.py` (benchmarks/README.md).
+Benchmarks and experiments are scripts in the repository: `python benchmarks/<dir>/<name>.py`
+(benchmarks/README.md).
 """
 
 

@@ -115,8 +115,10 @@ class TrainConfig(RunContract):
         # and the admission's staleness and oversampling rules would misjudge them).
         slots, running = self.sandbox.max_concurrency, self.actors.admission.max_in_flight
         check(running <= slots, "actors.admission.max_in_flight",
-              f"{running} exceeds sandbox.max_concurrency={slots}, the programs one actor's sandbox runs "
-              f"at once; lower it or raise sandbox.max_concurrency (e.g. sandbox.max_concurrency={running})")
+              f"{running} exceeds sandbox.max_concurrency={slots}, the programs one actor's "
+              "sandbox runs "
+              "at once; lower it or raise sandbox.max_concurrency (e.g. "
+              f"sandbox.max_concurrency={running})")
 
 
 def register() -> None:
@@ -128,7 +130,10 @@ def register() -> None:
 
 
 def _hydra_version() -> tuple[int, int]:
-    major, minor = re.match(r"(\d+)\.(\d+)", hydra.__version__).groups()  # type: ignore[union-attr]
+    found = re.match(r"(\d+)\.(\d+)", hydra.__version__)
+    if found is None:
+        raise RuntimeError(f"hydra {hydra.__version__}: no major.minor version")
+    major, minor = found.groups()
     return int(major), int(minor)
 
 
@@ -159,7 +164,7 @@ def resume_conflicts(overrides: list[str], requested: TrainConfig, stored: Train
     """
 
     def plain(c: TrainConfig) -> dict:
-        return OmegaConf.to_container(OmegaConf.structured(c), enum_to_str=True)  # type: ignore[return-value]
+        return OmegaConf.to_container(OmegaConf.structured(c), enum_to_str=True)  # type: ignore[return-value]  # a structured config converts to a dict
 
     new, old, default = plain(requested), plain(stored), plain(TrainConfig())
     conflicts: list[str] = []

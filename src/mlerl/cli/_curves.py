@@ -14,7 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-# (panel title, metric suffix, group prefixes: "kind" -> all + scratch + improve, "task" -> per task)
+# (panel title, metric suffix, group prefixes: "kind" -> all + scratch + improve, "task" -> per
+# task)
 PANELS: tuple[tuple[str, str, str], ...] = (
     ("valid fraction", "valid_frac", "kind"),
     ("mean reward", "reward_mean", "kind"),
@@ -114,7 +115,7 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
     cols = 4
     fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.0 * ((n + cols - 1) // cols)), squeeze=False)
     flat = list(axes.flat)
-    for ax, (title, metric, kind) in zip(flat, PANELS):
+    for ax, (title, metric, kind) in zip(flat, PANELS, strict=False):  # more axes than panels
         for i, group in enumerate(_groups(rows, kind)):
             steps, ys = series(rows, f"split/{group}/{metric}")
             if all(math.isnan(y) for y in ys):
@@ -128,7 +129,7 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
         else:  # e.g. the value error of a run without a critic
             ax.text(0.5, 0.5, "not recorded in this run", ha="center", va="center",
                     transform=ax.transAxes, fontsize=8, color="0.5")
-    for ax, (title, key) in zip(flat[len(PANELS):], GLOBAL_PANELS):
+    for ax, (title, key) in zip(flat[len(PANELS):], GLOBAL_PANELS, strict=False):
         steps, ys = series(rows, key)
         ax.plot(steps, ys, ".", color="C0", alpha=0.35)
         ax.plot(steps, rolling_mean(ys, window), "-", color="C0")
@@ -138,7 +139,8 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
     for ax in flat[:n]:
         ax.set_xlabel("update", fontsize=8)
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{metrics_path.parent.name}: per-update diagnostics (points) and rolling mean over {window}", fontsize=10)
+    fig.suptitle(f"{metrics_path.parent.name}: per-update diagnostics (points) and rolling mean over "
+                 f"{window}", fontsize=10)
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "learning_curves.png"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 
-def evaluate_policy(
+def evaluate_over_seeds(
     model_path: str,
     task_ids: list[str],
     *,
@@ -82,15 +82,14 @@ def evaluate_policy(
 
 async def _one_seed(config: Any, model_path: str, seed: int, tasks: dict[str, Any], k: int, backend: str,
                     sandbox_config: Any = None, method: str = "best_of_k") -> dict[str, Any]:
-    from mlerl.actors import evaluate, evaluate_aide
-    from mlerl.actors import make_engine, real_pipeline
+    from mlerl.actors import RealPipeline, evaluate, evaluate_aide, make_engine
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     engine = make_engine(config, model_path, seed)
     slots = config.admission.max_in_flight
     sandbox_config = dataclasses.replace(sandbox_config or SandboxConfig(backend=backend), max_concurrency=slots)
     sandbox = make_sandbox(sandbox_config)
-    pipeline = real_pipeline(config)
+    pipeline = RealPipeline(config)
     try:
         run = evaluate_aide if method == "aide" else evaluate
         return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed)
@@ -172,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--public-fraction must lie in (0, 1]")
         fraction = args.public_fraction
     tasks = [t for t in args.tasks.split(",") if t] or run_tasks.ids
-    result = evaluate_policy(args.model, tasks, k=args.k,
+    result = evaluate_over_seeds(args.model, tasks, k=args.k,
                              seeds=list(range(args.first_seed, args.first_seed + args.seeds)), base=base,
                              data_dir=args.data_dir or run_tasks.data_dir, tasks_dir=run_tasks.tasks_dir,
                              sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k",

@@ -62,7 +62,8 @@ class PortLease:
         weakref.finalize(self, _close_all, self._fds)  # a lease nobody released
 
     def take(self, n: int, rng: random.Random | None = None) -> list[int]:
-        """``n`` more distinct ports (see the module docstring); raises ``OSError`` when none is left."""
+        """``n`` more distinct ports (see the module docstring); raises ``OSError`` when none is
+        left."""
         pool = candidates(ephemeral_range())
         (rng or random.SystemRandom()).shuffle(pool)
         got: list[int] = []

@@ -41,7 +41,11 @@ class Progress:
         try:
             from rich.console import Console
 
-            self._console: Any = Console(highlight=False)
+            # soft_wrap off a terminal: a log file or CI gets each line whole, never cut at
+            # rich's default 80 columns (a terminal wraps long lines itself)
+            console = Console(highlight=False)
+            console.soft_wrap = not console.is_terminal
+            self._console: Any = console
         except ImportError:  # rich is optional for the meta-package's console output
             self._console = None
 

@@ -15,18 +15,25 @@ Writes into the run directory:
 - ``plots/rl_vs_aide.png``: best score so far against executions and against wall-clock
   seconds, per task: trained and initial best-of-K, and AIDE (the paper's Figure 1 in
   miniature; the best-of-K samples run several at a time, AIDE's steps one after the other).
+
+The same closing tables (each table of ``report.md``, as a ``wandb.Table`` under
+``report/<its heading>``) and every plot (``report/<file stem>`` images) go to the run's W&B
+run (``logging.wandb_mode``: offline by default), which the learner's process started: the
+report continues it through ``<run dir>/wandb/mlerl-run-id``.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 from mlerl.cli._config import TrainConfig
 from mlerl.cli._curves import load_pyplot
-from mlerl.cli._eval import evaluate_policy
+from mlerl.cli._eval import evaluate_over_seeds
 from mlerl.cli._progress import Progress
 
 
@@ -35,17 +42,18 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
     trained_model = run_dir / "policy"
     if not (trained_model / "config.json").is_file():
         progress.say(f"no trained policy in {trained_model}; skipping the comparison")
+        _to_wandb(train, run_dir, "", plots)
         return run_dir
     kwargs: dict[str, Any] = dict(k=train.eval_samples, seeds=[train.seed], base=train.actors,
                                   data_dir=train.tasks.data_dir, tasks_dir=train.tasks.tasks_dir,
                                   sandbox_config=train.sandbox, public_fraction=train.tasks.public_fraction)
     progress.say(f"evaluating the initial policy: best of {train.eval_samples} per task")
-    before = evaluate_policy(str(initial_model), list(train.tasks.ids), **kwargs)
+    before = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), **kwargs)
     progress.say(f"evaluating the trained policy: best of {train.eval_samples} per task")
-    after = evaluate_policy(str(trained_model), list(train.tasks.ids), **kwargs)
+    after = evaluate_over_seeds(str(trained_model), list(train.tasks.ids), **kwargs)
     progress.say(f"AIDE with the initial policy: {train.eval_samples} executions per task")
-    aide = evaluate_policy(str(initial_model), list(train.tasks.ids), method="aide", **kwargs)
-    report = {"k": train.eval_samples, "seed": train.seed, "initial": before, "trained": after,
+    aide = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), method="aide", **kwargs)
+    report: dict[str, Any] = {"k": train.eval_samples, "seed": train.seed, "initial": before, "trained": after,
               "aide": aide}
     figure = plot_rl_vs_aide(report, list(train.tasks.ids), run_dir / "plots" / "rl_vs_aide.png")
     report["plots"] = [str(p) for p in plots + ([figure] if figure else [])]
@@ -55,14 +63,58 @@ def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progres
     if unisolated.is_file():
         text = f"**{unisolated.read_text().strip()}**\n\n{text}"
     (run_dir / "report.md").write_text(text)
+    _to_wandb(train, run_dir, text, [Path(p) for p in report["plots"]])
     for line in text.splitlines():
         progress.say(line)
     return run_dir / "report.md"
 
 
+def _to_wandb(train: TrainConfig, run_dir: Path, markdown: str, plots: list[Path]) -> None:
+    """The report's tables, the tables of ``plots/`` (CSV) and its figures (PNG) into the run's
+    W&B run (none when it is disabled)."""
+    if train.logging.wandb_mode == "disabled":
+        return
+    from mlerl.protocol import make_sink
+
+    sink = make_sink(train.logging, run_dir, name=run_dir.name)
+    try:
+        for title, columns, rows in markdown_tables(markdown):
+            sink.log_table(slug(title), columns, rows, 0, stream="report")
+        for path in plots:
+            if path.suffix == ".csv" and path.is_file():
+                with open(path, newline="", encoding="utf-8") as f:
+                    header, *body = list(csv.reader(f))
+                sink.log_table(slug(path.stem), header, body, 0, stream="report")
+        figures = {slug(p.stem): p for p in plots if p.suffix == ".png" and p.is_file()}
+        sink.log_images(figures, 0, stream="report")
+    finally:
+        sink.close()
+
+
+def slug(title: str) -> str:
+    """A W&B key from a heading: lower case, runs of other characters as one ``_``."""
+    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")[:60] or "table"
+
+
+def markdown_tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Each pipe table of ``text`` as (the heading above it, its columns, its rows of cells)."""
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+    heading, block = "", []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+            continue
+        if block:
+            rows = [r for r in block[1:] if not all(set(c) <= set("-: ") for c in r)]
+            tables.append((heading, block[0], rows))
+            block = []
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+    return tables
+
+
 def _plots(run_dir: Path, progress: Progress) -> list[Path]:
     from mlerl.bench import compare_runs
-
     from mlerl.cli._curves import plot_learning_curves
 
     load_pyplot()  # first, so no plot below (the bench's included) prints matplotlib's notice
@@ -111,7 +163,7 @@ def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> P
         return None
     plt = load_pyplot()
     fig, axes = plt.subplots(len(task_ids), 2, figsize=(9, 3 * len(task_ids)), squeeze=False)
-    for row, task in zip(axes, task_ids):
+    for row, task in zip(axes, task_ids, strict=True):
         lower = False
         for key, label, color in curves:
             summary = report[key]["per_seed"][0]["tasks"][task]
@@ -146,7 +198,8 @@ def _kind_lines(report: dict[str, Any], task_ids: list[str]) -> list[str]:
             if "valid_frac_by_kind" not in t:
                 return []
             v = t["valid_frac_by_kind"]
-            lines.append(f"| {task} | {policy} | {v['scratch']:.2f} | {v['improve']:.2f} | {t.get('best_kind') or '-'} |")
+            best_kind = t.get("best_kind") or "-"
+            lines.append(f"| {task} | {policy} | {v['scratch']:.2f} | {v['improve']:.2f} | {best_kind} |")
     return lines
 
 
@@ -156,7 +209,8 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
         f"# Trained vs initial policy (best of {k} samples per task, seed {report['seed']})",
         "",
         "| task | initial best: private (public, gap) | trained best: private (public, gap) | "
-        "initial mean: private (public) | trained mean: private (public) | initial valid | trained valid |",
+        "initial mean: private (public) | trained mean: private (public) | initial valid | trained "
+        "valid |",
         "|---|---|---|---|---|---|---|",
     ]
     for task in task_ids:
@@ -178,7 +232,8 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
                   "| task | policy | scratch valid | improve valid | best from |", "|---|---|---|---|---|", *kinds]
     if "aide" in report:
         lines += ["", f"## AIDE with the initial policy ({k} program executions per task)", "",
-                  "| task | AIDE best: private (public, gap) | AIDE mean: private (public) | AIDE valid | "
+                  "| task | AIDE best: private (public, gap) | AIDE mean: private (public) | AIDE "
+                  "valid | "
                   "trained best: private (public, gap) | trained beats AIDE |",
                   "|---|---|---|---|---|---|"]
         for task in task_ids:
@@ -187,8 +242,8 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
             wins = better(a["best_score"], c["best_score"], a["lower_is_better"])
             lines.append(f"| {task} | {_board(c)} | {_board(c, 'mean')} | {c['valid_frac']:.2f} | "
                          f"{_board(a)} | {'yes' if wins else 'no'} |")
-        lines += ["", "AIDE: greedy tree search (up to 5 drafts, then debug a buggy leaf with probability 0.5 "
-                  "or improve the best node), one program execution per step, optimising the public "
+        lines += ["", "AIDE: greedy tree search (up to 5 drafts, then debug a buggy leaf with probability "
+                  "0.5 or improve the best node), one program execution per step, optimising the public "
                   "score; the same prompts, sampling, sandbox and grader as best-of-K. 'trained beats "
                   "AIDE' compares private scores."]
     return "\n".join(lines) + "\n"

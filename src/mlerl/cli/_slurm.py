@@ -100,7 +100,8 @@ def script(job: SlurmJob) -> str:
         '[ -f "$dir/config.yaml" ] && resume="$dir"; '
         'exec "$PY" -m mlerl.cli train role=actors hydra.run.dir="$dir" resume="$resume" '
         f'actor_prefix="$SLURMD_NODENAME" num_actors={job.actors_per_node} '
-        f'transport.samples_address="tcp://$HEAD:{port["s"]}" transport.weights_address="tcp://$HEAD:{port["w"]}" '
+        f'transport.samples_address="tcp://$HEAD:{port["s"]}" '
+        f'transport.weights_address="tcp://$HEAD:{port["w"]}" '
         'transport.keys_dir="$RUN_DIR/keys" "$@"'
     )
     lines = [
@@ -119,21 +120,29 @@ def script(job: SlurmJob) -> str:
         "# every srun names its task count: one inherited from the job's SLURM_NTASKS (one per node)",
         "# asks for more tasks than a step's nodes hold, and Slurm refuses the step",
         "# 1. tasks, policy, keys and RUN_DIR/config.yaml, on the head node; nothing starts",
-        'srun --nodes=1 --ntasks=1 --nodelist="$HEAD" "$PY" -m mlerl.cli train role=learner prepare_only=true \\',
-        f'  hydra.run.dir="$RUN_DIR" learner_procs={L * G} learner_restarts={job.learner_restarts} \\',
-        f'  transport.samples_address=tcp://0.0.0.0:{port["s"]} transport.weights_address=tcp://0.0.0.0:{port["w"]} \\',
+        'srun --nodes=1 --ntasks=1 --nodelist="$HEAD" "$PY" -m mlerl.cli train role=learner '
+        'prepare_only=true \\',
+        f'  hydra.run.dir="$RUN_DIR" learner_procs={L * G} learner_restarts={job.learner_restarts} '
+        '\\',
+        f'  transport.samples_address=tcp://0.0.0.0:{port["s"]} '
+        f'transport.weights_address=tcp://0.0.0.0:{port["w"]} \\',
         '  "${OVERRIDES[@]}"',
         "",
         f"# 2. the learner: {L} node(s) x {G} rank(s), torchrun's c10d rendezvous on the head node",
         f'srun --nodes={L} --ntasks={L} --ntasks-per-node=1 --nodelist="$LEARNER_NODES" \\',
         f'  "$PY" -m torch.distributed.run --nnodes={L} --nproc_per_node={G} \\',
-        f'  --rdzv_backend=c10d --rdzv_endpoint="$HEAD:{job.rdzv_port}" --rdzv_id="$SLURM_JOB_ID" \\',
-        f'  --max-restarts={job.learner_restarts} -m mlerl.learner --config "$RUN_DIR/config.yaml" &',
+        f'  --rdzv_backend=c10d --rdzv_endpoint="$HEAD:{job.rdzv_port}" --rdzv_id="$SLURM_JOB_ID" '
+        '\\',
+        f'  --max-restarts={job.learner_restarts} -m mlerl.learner --config "$RUN_DIR/config.yaml" '
+        '&',
         "LEARNER=$!",
         "",
-        f"# 3. the actors: {A} node(s) x {job.actors_per_node} (ids <node>-<i>), keys from RUN_DIR/keys",
+        f"# 3. the actors: {A} node(s) x {job.actors_per_node} (ids <node>-<i>), keys from "
+        "RUN_DIR/keys",
         f"ACTOR_CMD={shlex.quote(actor)}",
-        f'srun --job-name=actors --nodes={A} --ntasks={A} --ntasks-per-node=1 --nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" actors "${{OVERRIDES[@]}}" &',
+        f'srun --job-name=actors --nodes={A} --ntasks={A} --ntasks-per-node=1 '
+        f'--nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" '
+        'actors "${OVERRIDES[@]}" &',
         "ACTORS=$!",
         "",
         "# 4. the learner's end (learner.max_updates) ends the job",

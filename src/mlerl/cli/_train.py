@@ -24,11 +24,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from mlerl.actors import EXIT_INFRA_DOWN
 from mlerl.cli._config import VERSION_BASE, TrainConfig, register, resume_conflicts, validate
 from mlerl.cli._ports import PortLease, loopback_port
 from mlerl.cli._progress import Progress
 from mlerl.cli._supervisor import ChildSpec, Supervisor
-from mlerl.actors import EXIT_INFRA_DOWN
 from mlerl.protocol import ConfigError, CurveError, generate_keys, load_yaml, to_object
 
 CONFIG_NAME = "config.yaml"

@@ -12,7 +12,7 @@
 - the actor loop, for harnesses that bring their own engine, sandbox or sender: ``Actor``, with
   its durable sequence numbers and outbox ``ActorState``;
 - one program's path generate -> parse -> instrument -> execute -> grade -> reward:
-  ``real_pipeline``; best-of-K evaluation of a policy: ``evaluate``; the AIDE baseline driven
+  ``RealPipeline``; best-of-K evaluation of a policy: ``evaluate``; the AIDE baseline driven
   by a policy at the same number of executions: ``evaluate_aide``;
 - ``EXIT_INFRA_DOWN``: the actor process's exit status when its execution backend stays down;
 - ``build_tiny_model_dir``: a random tiny Qwen2 with a trained BPE tokenizer, built offline, for
@@ -34,7 +34,7 @@ from mlerl.actors._engines import make_engine
 from mlerl.actors._evaluate import evaluate, evaluate_aide
 from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
 from mlerl.actors._improve import ImprovementConfig
-from mlerl.actors._pipeline import real_pipeline
+from mlerl.actors._pipeline import RealPipeline
 from mlerl.actors._prompts import PromptConfig, chat_prompt_ids, improve_prompt, scratch_prompt
 from mlerl.actors._state import ActorState
 from mlerl.actors._testing import build_tiny_model_dir
@@ -77,7 +77,7 @@ __all__ = [
     "chat_prompt_ids",
     "Actor",
     "ActorState",
-    "real_pipeline",
+    "RealPipeline",
     "evaluate",
     "evaluate_aide",
     "EXIT_INFRA_DOWN",

@@ -17,20 +17,22 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 from mlerl.actors._actor import Actor
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._engines import make_engine, make_frozen_engine
 from mlerl.actors._health import EXIT_INFRA_DOWN
-from mlerl.actors._pipeline import real_pipeline
+from mlerl.actors._pipeline import RealPipeline
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ConfigError, CurveError, load_run, load_section
 from mlerl.sandbox import SandboxUnavailable
 
 log = logging.getLogger("mlerl.actors")
+T = TypeVar("T")
 
 
-def _optional_section(cls, path: Path, section: str):  # type: ignore[no-untyped-def]
+def _optional_section(cls: type[T], path: Path, section: str) -> T:
     try:
         return load_section(cls, path, section)
     except ConfigError as exc:
@@ -51,7 +53,7 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     instrument = _optional_section(InstrumentConfig, config_path, "instrument")
     contract = load_run(config_path)
     model_path, seed = contract.model.path, contract.seed
-    run_dir = config_path.resolve().parent
+    run_dir = config_path.resolve().parent  # noqa: ASYNC240 - once at start-up, before any task runs
     transport = contract.transport.resolve(run_dir)
     registry = Registry.load(contract.tasks.tasks_dir or None, contract.tasks.data_dir or None,
                              public_fraction=contract.tasks.public_fraction)
@@ -69,7 +71,7 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
         from mlerl.instrument import LMInstrumenter
 
         instrumenter = LMInstrumenter(frozen)
-    pipeline = real_pipeline(config, instrument, instrumenter)
+    pipeline = RealPipeline(config, instrument, instrumenter)
     engine = make_engine(config, model_path, seed)
     sandbox = make_sandbox(sandbox_config)
     try:
@@ -78,7 +80,7 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
             actor = Actor(
                 actor_id, config, engine=engine, sandbox=sandbox, sender=sender, tasks=tasks,
                 pipeline=pipeline, state=state, weights=aiter(sub), seed=seed,
-            )  # fmt: skip
+            )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, actor.stop)

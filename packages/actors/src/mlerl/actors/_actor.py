@@ -231,7 +231,7 @@ class Actor:
             self._wake.set()
             return
         now = self.clock()
-        for (aid, action), completion in zip(planned.items(), completions):
+        for (aid, action), completion in zip(planned.items(), completions, strict=True):
             action.completion, action.version, action.t_sampled = completion, version, now
             action.params, action.generation_s = params, generation_s
             action.parsed = parse_response(completion.text, completion.finish_reason, self._edits_of(action))
@@ -239,7 +239,7 @@ class Actor:
             self.admission.on_generated(aid, version, now)
             self.stats["generated"] += 1
         for aid in ids:
-            if self.actions[aid].parsed.status is not ParseStatus.OK:  # type: ignore[union-attr]
+            if self.actions[aid].parsed.status is not ParseStatus.OK:  # type: ignore[union-attr]  # every generated action was parsed just above
                 await self._finish(aid, Executed(ExecStatus.NOT_RUN))
         self._wake.set()
 
@@ -372,5 +372,5 @@ class Actor:
             "paused": self.health.reason(self.clock()), "infra_pauses": self.health.pauses,
             "held_not_run": len(self._held), "stopped": self.infra_down,
             "waiting": self.waiting, "unacked": self.sender.unacked,
-        }  # fmt: skip
+        }
         _atomic_write(self.state.dir / "heartbeat.json", json.dumps(beat).encode())

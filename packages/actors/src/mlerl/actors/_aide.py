@@ -26,7 +26,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mlerl.actors._parse import parse_response
-from mlerl.actors._prompts import EDIT_FORMAT, FORMAT, SYSTEM, PromptConfig, clip_head, clip_tail, improve_prompt, scratch_prompt
+from mlerl.actors._prompts import (
+    EDIT_FORMAT,
+    FORMAT,
+    SYSTEM,
+    PromptConfig,
+    clip_head,
+    clip_tail,
+    improve_prompt,
+    scratch_prompt,
+)
 from mlerl.protocol import ChatMessage, InferenceEngine, ParseStatus, SamplingParams, check
 
 if TYPE_CHECKING:
@@ -86,10 +95,12 @@ def debug_prompt(task: TaskSpec, node: Node, config: PromptConfig) -> list[ChatM
     previous = clip_head(f"{node.plan}\n\n```python\n{node.code.rstrip()}\n```", config.code_chars)
     user = (
         "Your previous solution had a bug or produced no valid submission. Fix it. "
-        f"{EDIT_FORMAT if config.improve_format == 'edit' else FORMAT} The data is in `./input/`; write `./submission.csv`.\n\n"
+        f"{EDIT_FORMAT if config.improve_format == 'edit' else FORMAT} The data is in `./input/`; "
+        "write `./submission.csv`.\n\n"
         f"Task: {clip_head(task.description.strip(), config.description_chars)}\n\n"
         f"Previous solution:\n{previous}\n\n"
-        f"Terminal output:\n```\n{clip_tail(node.evaluation.output.strip(), config.output_chars)}\n```\n"
+        "Terminal "
+        f"output:\n```\n{clip_tail(node.evaluation.output.strip(), config.output_chars)}\n```\n"
     )
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)]
 
@@ -98,8 +109,8 @@ def best_node(nodes: list[Node], lower_is_better: bool) -> Node | None:
     good = [n for n in nodes if not n.evaluation.buggy and n.evaluation.metric is not None]
     if not good:
         return None
-    key = (lambda n: n.evaluation.metric) if lower_is_better else (lambda n: -n.evaluation.metric)  # type: ignore[operator]
-    return min(good, key=key)
+    sign = 1.0 if lower_is_better else -1.0
+    return min(good, key=lambda n: sign * (n.evaluation.metric or 0.0))  # every metric is set here
 
 
 def next_step(nodes: list[Node], config: AideConfig, lower_is_better: bool, rng: random.Random) -> tuple[str, Node | None]:
@@ -145,7 +156,7 @@ async def run_aide(
         step_params = SamplingParams(
             max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
             top_k=params.top_k, seed=sampling_rng.randrange(2**31),
-        )  # fmt: skip
+        )
         (completion,) = await engine.generate([messages], step_params)
         edits_of = target.code if target is not None and prompts.improve_format == "edit" else None
         parsed = parse_response(completion.text, completion.finish_reason, edits_of)
@@ -159,7 +170,7 @@ async def run_aide(
             code=parsed.code, evaluation=evaluation,
             debug_depth=target.debug_depth + 1 if (target and action == "debug") else 0,
             wall_s=time.monotonic() - t0,
-        )  # fmt: skip
+        )
         if target is not None:
             target.children.append(node.id)
         nodes.append(node)

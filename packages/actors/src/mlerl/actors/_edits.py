@@ -39,7 +39,7 @@ Edit = tuple[list[str], list[str]]
 def parse_edits(body: str) -> list[Edit]:
     """The edits of ``body`` in order (one or more; nothing but blank lines between them)."""
     edits: list[tuple[list[str], list[str]]] = []
-    state, search, replace = "out", [], []
+    state, search, replace = "out", list[str](), list[str]()
     for n, line in enumerate(body.splitlines(), 1):
         mark = line.strip()
         if state == "out":

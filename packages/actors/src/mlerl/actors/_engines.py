@@ -1,4 +1,5 @@
-"""``make_engine(ActorsConfig, model_path)``: the one place that maps the ``engine`` field to a class."""
+"""``make_engine(ActorsConfig, model_path)``: the one place that maps the ``engine`` field to a
+class."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ def make_engine(config: ActorsConfig, model_path: str, seed: int = 0) -> Inferen
             return HFEngine(
                 model_path, device=config.device, dtype=config.dtype,
                 max_batch_size=config.max_batch_size,
-            )  # fmt: skip
+            )
         case "vllm":
             from mlerl.actors._vllm import VLLMEngine
 
             return VLLMEngine(
                 model_path, dtype=config.dtype, max_model_len=config.max_model_len,
                 gpu_memory_utilization=config.gpu_memory_utilization, seed=seed,
-            )  # fmt: skip
+            )
         case "openai":
             from mlerl.actors._openai import OpenAIEngine
 

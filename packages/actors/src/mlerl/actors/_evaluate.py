@@ -96,7 +96,7 @@ def _private(s: Sample) -> float | None:
 
 def _leaderboards(public: list[float | None], private: list[float | None], lower: bool) -> dict[str, Any]:
     """Best (chosen on public) and mean, private and public, over one task's executions."""
-    pairs = [(p, q) for p, q in zip(public, private) if p is not None]
+    pairs = [(p, q) for p, q in zip(public, private, strict=True) if p is not None]
     best = best_so_far(public, lower, private)
     best_public = best_so_far(public, lower)
     top = best[-1] if best else None
@@ -105,7 +105,7 @@ def _leaderboards(public: list[float | None], private: list[float | None], lower
         "best_score": top,
         "best_public": top_public,
         "best_gap": None if top is None or top_public is None else top - top_public,
-        "mean_score": sum(q for _, q in pairs) / len(pairs) if pairs else None,
+        "mean_score": sum(q for _, q in pairs if q is not None) / len(pairs) if pairs else None,
         "mean_public": sum(p for p, _ in pairs) / len(pairs) if pairs else None,
         "best_vs_executions": best,
     }
@@ -146,7 +146,7 @@ def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = N
         "mean_duration_s": sum(s.duration_s for s in samples) / len(samples) if samples else None,
         "improve_frac": sum(s.prompt_kind.value == "improve" for s in samples) / len(samples) if samples else 0.0,
         "best_kind": _best_kind(ordered, public, lower_is_better),
-        "valid_frac_by_kind": {kind: sum(p is not None for s, p in zip(ordered, public) if s.prompt_kind.value == kind)
+        "valid_frac_by_kind": {kind: sum(p is not None for s, p in zip(ordered, public, strict=True) if s.prompt_kind.value == kind)
                                / max(1, sum(s.prompt_kind.value == kind for s in ordered)) for kind in ("scratch", "improve")},
         "lower_is_better": lower_is_better,
         "best_vs_executions": boards["best_vs_executions"],
@@ -176,7 +176,7 @@ async def evaluate(
             actor = Actor(
                 f"eval-{task_id}", task_config, engine=engine, sandbox=sandbox, sender=collector,
                 tasks={task_id: task}, pipeline=pipeline, state=ActorState(root / task_id), seed=seed,
-            )  # fmt: skip
+            )
             t0 = time.time()
             await actor.run()
             results[task_id] = summarise(collector.samples[:k], bool(task.lower_is_better), t0)
@@ -192,8 +192,10 @@ def sandbox_evaluator(
     pipeline: Pipeline,
 ) -> Callable[[str], Awaitable[Evaluation]]:
     """``evaluate(code) -> Evaluation`` for :func:`run_aide`: the program runs exactly as an RL
-    action's does (the actor's own execution path, :func:`._execute.execute`: instrumentation by ``pipeline.prepare``, the
-    task's public data and time limit under the sandbox's limits, ``sandbox.run`` with INFRA_ERROR retries, the
+    action's does (the actor's own execution path, :func:`._execute.execute`: instrumentation by
+    ``pipeline.prepare``, the
+    task's public data and time limit under the sandbox's limits, ``sandbox.run`` with INFRA_ERROR
+    retries, the
     submission graded outside the sandbox by ``pipeline.grade``, stdout + stderr cleaned by
     ``pipeline.clean`` and cut to ``output_tail_chars`` as the terminal output).
 
@@ -239,7 +241,7 @@ def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
     for n in nodes:
         total += n.wall_s
         elapsed.append(total)
-    count = lambda xs: {x: xs.count(x) for x in sorted(set(xs))}  # noqa: E731
+    count = lambda xs: {x: xs.count(x) for x in sorted(set(xs))}  # noqa: E731 - a one-line local helper reads best as a lambda
     return {
         "k": len(nodes),
         **{k: v for k, v in boards.items() if k != "best_vs_executions"},

@@ -97,7 +97,7 @@ async def grade(result: ExecutionResult, markers: list[str], task: TaskSpec, non
         t_started=result.started_at, t_finished=result.finished_at, t_graded=clock(),
         duration_s=result.duration_s,
         output=output[len(output) - tail_chars :] if tail_chars else "",
-    )  # fmt: skip
+    )
 
 
 async def probe(sandbox: Sandbox) -> bool:

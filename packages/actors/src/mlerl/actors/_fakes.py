@@ -13,11 +13,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mlerl.actors._pipeline import Graded, Pipeline, Prepared
+from mlerl.actors._pipeline import Graded, Prepared
 from mlerl.protocol import Completion, ExecStatus, Sample, WeightUpdate
 from mlerl.sandbox import CapturedOutput, ExecutionResult
 
-OK_RESPONSE = "Fit a model.\n```python\nprint('loaded data')\nprint('trained model')\nopen('submission.csv','w')\n```"
+OK_RESPONSE = (
+    "Fit a model.\n```python\nprint('loaded data')\nprint('trained model')\n"
+    "open('submission.csv','w')\n```"
+)
 NO_CODE = "I would fit a model."
 SYNTAX = "Plan.\n```python\ndef f(:\n```"
 
@@ -43,7 +46,7 @@ class FakeEngine:
             self.fail_first -= 1
             raise RuntimeError("engine down")
         out = []
-        for conv in conversations:
+        for _ in conversations:
             text = self.responses[(sum(len(c) for c in self.calls) - 1) % len(self.responses)]
             self.responses = self.responses[1:] + self.responses[:1]
             n = 3 + len(text) % 5
@@ -153,18 +156,30 @@ def fake_reward(markers, status, graded, task):
     return -10.0 + 0.1 * len(markers), {"base": -10.0, "markers": 0.1 * len(markers)}
 
 
-async def _prepare(code: str) -> Prepared:
-    return Prepared(code, None)
+class FakePipeline:
+    """A :class:`Pipeline` with no instrumentation, a fixed score for any submission written,
+    :func:`fake_reward` and output shown as is."""
 
+    def __init__(self, score: float = 0.8) -> None:
+        self.score = score
 
-def fake_pipeline(score: float = 0.8) -> Pipeline:
-    return Pipeline(
-        prepare=_prepare,
-        scanner=lambda nonce: Scanner(),
-        grade=lambda task, path: Graded(score, path.is_file()),
-        reward=fake_reward,
-        clean=lambda text, nonce: text,
-    )
+    async def prepare(self, code: str) -> Prepared:
+        return Prepared(code, None)
+
+    def scanner(self, nonce: str | None) -> Scanner:
+        return Scanner()
+
+    def grade(self, task, path: Path) -> Graded:
+        return Graded(self.score, path.is_file())
+
+    def reward(self, markers, status, graded, task):
+        return fake_reward(markers, status, graded, task)
+
+    def clean(self, text: str, nonce: str | None) -> str:
+        return text
+
+    def close(self) -> None:
+        pass
 
 
 @dataclass

@@ -26,11 +26,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from mlerl.actors._sampling import process_logits, sample_rows
 from mlerl.actors._prompts import chat_prompt_ids
+from mlerl.actors._sampling import process_logits, sample_rows
 from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate, load_into
 
 
@@ -74,7 +75,9 @@ class HFEngine:
             raise ValueError(f"max_batch_size: must be >= 1, got {max_batch_size}")
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
-        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype).to(device)
+        # Any: transformers types from_pretrained's result by a wrapper whose .to() mypy misreads
+        model: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype)
+        self.model = model.to(device)
         self.model.eval()
         self._cache_arg = _cache_argument(self.model)
         self.device = torch.device(device)
@@ -122,7 +125,7 @@ class HFEngine:
         for r in reqs:
             if r.error is not None:
                 raise r.error
-        return [r.result for r in reqs]  # type: ignore[misc]
+        return [r.result for r in reqs]  # type: ignore[misc]  # a request without an error has its result
 
     def _take_batch(self) -> list[_Request]:
         key = _batch_key(self._pending[0].params)
@@ -133,7 +136,7 @@ class HFEngine:
     async def _run_batch(self, batch: list[_Request]) -> None:
         try:
             results = await asyncio.to_thread(self._generate_batch, batch)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed batch fails each caller's request with the error
             for r in batch:
                 r.error, r.done = exc, True
             return
@@ -141,7 +144,7 @@ class HFEngine:
             # Cancelled while running: hand the other callers' rows back to the queue.
             self._pending[:0] = [r for r in batch if not r.done]
             raise
-        for r, c in zip(batch, results):
+        for r, c in zip(batch, results, strict=True):
             r.result, r.done = c, True
 
     @torch.inference_mode()
@@ -169,10 +172,10 @@ class HFEngine:
         for step in range(max_new):
             processed = process_logits(out.logits[:, -1, :], p.temperature, p.top_k, p.top_p)
             tok, lp = sample_rows(processed, p.temperature <= 0, gens)
-            for i, (t, l) in enumerate(zip(tok.tolist(), lp.tolist())):
+            for i, (t, logprob) in enumerate(zip(tok.tolist(), lp.tolist(), strict=True)):
                 if reasons[i] is None:
                     tokens[i].append(t)
-                    logprobs[i].append(l)
+                    logprobs[i].append(logprob)
                     if t in self.stop_ids:
                         reasons[i] = "stop"
             if all(r is not None for r in reasons) or step == max_new - 1:
@@ -186,7 +189,7 @@ class HFEngine:
                 prompt_ids=list(r.prompt_ids),
                 token_ids=tokens[i],
                 logprobs=logprobs[i],
-                text=self.tokenizer.decode(tokens[i], skip_special_tokens=True),
+                text=str(self.tokenizer.decode(tokens[i], skip_special_tokens=True)),  # one sequence: a str
                 finish_reason=reasons[i] or "length",
             )
             for i, r in enumerate(batch)

@@ -1,8 +1,8 @@
-"""Adapters from the actor to mlerl.instrument and mlerl.bench, as one small bundle of functions.
+"""The actor's pipeline: from a generated program to a graded, rewarded sample.
 
-The actor calls only these five functions (plus ``close`` when it stops), so tests swap in
-fakes and the other packages' APIs are named in exactly one place. :func:`real_pipeline`
-wires the real ones:
+:class:`Pipeline` is the interface the actor calls (six methods), so tests swap in a fake
+(``mlerl.actors._fakes.FakePipeline``) and the other packages' APIs are named in exactly one
+place, :class:`RealPipeline`:
 
 - ``prepare`` (async): ``instrument_ast``, or with an ``LMInstrumenter`` the frozen LM's
   verified insertion (AST fallback, done inside mlerl.instrument), then ``prepare_run`` (secure
@@ -20,7 +20,6 @@ wires the real ones:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -59,21 +58,37 @@ class Scanner(Protocol):
     def close(self) -> list[str]: ...
 
 
-@dataclass(frozen=True)
-class Pipeline:
-    prepare: Callable[[str], Awaitable[Prepared]]
-    scanner: Callable[[str | None], Scanner]
-    grade: Callable[[TaskSpec, Path], Graded]
-    """(task, submission path) -> Graded; blocking, the actor runs it in a thread."""
-    reward: Callable[[list[str], ExecStatus, Graded, TaskSpec], tuple[float | None, dict[str, float]]]
-    """(markers, status, graded, task) -> (reward or None, parts)."""
-    clean: Callable[[str, str | None], str]
-    close: Callable[[], None] = lambda: None
-    """Release what the adapters hold (the grading processes); idempotent."""
+class Pipeline(Protocol):
+    """What the actor calls between a generated program and its sample (the module docstring)."""
+
+    async def prepare(self, code: str) -> Prepared:
+        """The program that runs: ``code`` instrumented, with its marker channel."""
+        ...
+
+    def scanner(self, nonce: str | None) -> Scanner:
+        """A fresh marker scanner for one execution's stdout."""
+        ...
+
+    def grade(self, task: TaskSpec, path: Path) -> Graded:
+        """The submission at ``path`` graded for ``task``; blocking, the actor runs it in a
+        thread."""
+        ...
+
+    def reward(self, markers: list[str], status: ExecStatus, graded: Graded,
+               task: TaskSpec) -> tuple[float | None, dict[str, float]]:
+        """(reward or None when never rewarded, its parts)."""
+        ...
+
+    def clean(self, text: str, nonce: str | None) -> str:
+        """The terminal output as the prompts show it."""
+        ...
+
+    def close(self) -> None:
+        """Release what the pipeline holds (grading processes); idempotent."""
+        ...
 
 
-def real_pipeline(config: ActorsConfig | None = None, instrument: InstrumentConfig | None = None,
-                  lm_instrumenter: LMInstrumenter | None = None) -> Pipeline:
+class RealPipeline:
     """The real adapters for an actor with ``config`` (an ``ActorsConfig``; default one) and the
     run's ``instrument`` section (an ``mlerl.instrument.InstrumentConfig``: marker mode and
     reward constants; default one). ``lm_instrumenter`` (an ``LMInstrumenter``) switches to LM
@@ -82,52 +97,60 @@ def real_pipeline(config: ActorsConfig | None = None, instrument: InstrumentConf
     One grading process per execution slot (``admission.max_in_flight``: each holds its slot
     while grading), started here, when the run starts, so that no grade pays a child's
     interpreter start and pandas import, and replaced as soon as one retires or dies;
-    ``Pipeline.close`` ends them. The grade timeout is ``grade_timeout_s``.
+    :meth:`close` ends them. The grade timeout is ``grade_timeout_s``.
     """
-    from mlerl.bench import GraderPool, reference_scores
-    from mlerl.instrument import (
-        InstrumentConfig, MarkerScanner, Reference, clean_output, compute_reward, instrument_ast, prepare_run,
-    )
 
-    from mlerl.actors._config import ActorsConfig
+    def __init__(self, config: ActorsConfig | None = None, instrument: InstrumentConfig | None = None,
+                 lm_instrumenter: LMInstrumenter | None = None) -> None:
+        from mlerl.actors._config import ActorsConfig
+        from mlerl.bench import GraderPool
+        from mlerl.instrument import InstrumentConfig
 
-    config = config or ActorsConfig()
-    instrument = instrument or InstrumentConfig()
-    markers, reward_config = instrument.markers.value, instrument.reward
+        config = config or ActorsConfig()
+        instrument = instrument or InstrumentConfig()
+        self._markers, self._reward_config = instrument.markers.value, instrument.reward
+        self._lm = lm_instrumenter
+        self._graders = GraderPool(size=config.admission.max_in_flight, timeout_s=config.grade_timeout_s)
+        self._graders.warm()
 
-    async def prepare(code: str) -> Prepared:
+    async def prepare(self, code: str) -> Prepared:
+        from mlerl.instrument import instrument_ast, prepare_run
+
         try:
-            if lm_instrumenter is not None:
-                instrumented = (await lm_instrumenter.instrument(code)).code
+            if self._lm is not None:
+                instrumented = (await self._lm.instrument(code)).code
             else:
                 instrumented = instrument_ast(code)
         except (SyntaxError, ValueError, RecursionError) as exc:
             log.warning("instrumentation failed (%s); running the program uninstrumented", exc)
             return Prepared(code, None)
-        run = prepare_run(instrumented, markers)
+        run = prepare_run(instrumented, self._markers)
         return Prepared(run.program, run.nonce)
 
-    graders = GraderPool(size=config.admission.max_in_flight, timeout_s=config.grade_timeout_s)
-    graders.warm()
+    def scanner(self, nonce: str | None) -> Scanner:
+        from mlerl.instrument import MarkerScanner
 
-    def grade(task: TaskSpec, path: Path) -> Graded:
-        report = graders.grade(task, path)
+        return MarkerScanner(nonce)
+
+    def grade(self, task: TaskSpec, path: Path) -> Graded:
+        report = self._graders.grade(task, path)
         return Graded(report.public_score, bool(report.valid_submission), report.error,
                       report.private_score, report.baseline_score)
 
-    def reward(marks: list[str], status: ExecStatus, graded: Graded,
+    def reward(self, markers: list[str], status: ExecStatus, graded: Graded,
                task: TaskSpec) -> tuple[float | None, dict[str, float]]:
-        ref = Reference(*reference_scores(task, graded.baseline)) if graded.valid else None
-        result = compute_reward(marks, status, graded.score, graded.valid, task.lower_is_better,
-                                reward_config, reference=ref)
-        parts = {k: float(v) for k, v in result.parts.items()}
-        return result.reward, parts
+        from mlerl.bench import reference_scores
+        from mlerl.instrument import Reference, compute_reward
 
-    return Pipeline(
-        prepare=prepare,
-        scanner=lambda nonce: MarkerScanner(nonce),
-        grade=grade,
-        reward=reward,
-        clean=clean_output,
-        close=graders.close,
-    )
+        ref = Reference(*reference_scores(task, graded.baseline)) if graded.valid else None
+        result = compute_reward(markers, status, graded.score, graded.valid, task.lower_is_better,
+                                self._reward_config, reference=ref)
+        return result.reward, {k: float(v) for k, v in result.parts.items()}
+
+    def clean(self, text: str, nonce: str | None) -> str:
+        from mlerl.instrument import clean_output
+
+        return clean_output(text, nonce)
+
+    def close(self) -> None:
+        self._graders.close()

@@ -14,9 +14,9 @@ description (bounded), since our tasks are not fixed per run; every free-text pa
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 from mlerl.protocol import ChatMessage, check
@@ -43,8 +43,11 @@ PACKAGES = "`pandas`, `numpy`, `scikit-learn`, `scipy`, `lightgbm`, `torch`"
 class TaskLike(Protocol):
     """What the prompts need from :class:`mlerl.bench.TaskSpec`."""
 
-    id: str
-    description: str
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
 
     @property
     def public_dir(self) -> Path: ...
@@ -144,8 +147,8 @@ def improve_prompt(
     """Appendix C.2: revise the previous solution ``plan`` + ``code`` given its ``output``."""
     previous = clip_head(f"{plan.strip()}\n\n```python\n{code.rstrip()}\n```", config.code_chars)
     how = (f"{EDIT_FORMAT}" if config.improve_format == "edit" else
-           f"{FORMAT} If you reuse parts of the example code, include those sections again in your "
-           "final solution.")
+           f"{FORMAT} If you reuse parts of the example code, include those sections again in "
+           "your final solution.")
     user = (
         "You have implemented a previous solution. Revise the solution to improve the performance "
         f"on the test set. {how} The data is in `./input/`; write `./submission.csv`.\n\n"

@@ -58,8 +58,8 @@ def make_sample(actor_id: str, seq: int, action: Action, out: Executed, reward: 
         duration_s=out.duration_s, generation_s=action.generation_s, parse_status=parsed.status, exec_status=out.status,
         markers=list(out.markers), score=out.graded.score, private_score=out.graded.private_score,
         valid_submission=out.graded.valid,
-        reward=float(reward), reward_parts=parts, code=parsed.code, output_tail=out.output,
-    )  # fmt: skip
+        reward=float(reward), reward_parts=parts, plan=parsed.plan, code=parsed.code, output_tail=out.output,
+    )
 
 
 def solution(sample_id: str, action: Action, out: Executed, reward: float) -> Solution:

@@ -21,8 +21,7 @@ from pathlib import Path
 
 from mlerl.actors._gate import VersionGate
 from mlerl.actors._prompts import chat_prompt_ids
-from mlerl.protocol import read_update_bytes
-from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate
+from mlerl.protocol import ChatMessage, Completion, SamplingParams, WeightUpdate, read_update_bytes
 
 _EXTENSION = "mlerl.actors._vllm_worker.WeightSyncExtension"
 
@@ -74,9 +73,8 @@ class VLLMEngine:
         self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams
     ) -> list[Completion]:
         prompts = [self.encode(c) for c in conversations]
-        async with self._gate.generating():
-            async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(self._one(ids, params, i)) for i, ids in enumerate(prompts)]
+        async with self._gate.generating(), asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(self._one(ids, params, i)) for i, ids in enumerate(prompts)]
         return [t.result() for t in tasks]
 
     async def _one(self, prompt_ids: list[int], params: SamplingParams, index: int) -> Completion:
@@ -101,7 +99,7 @@ class VLLMEngine:
         assert final is not None and final.finished
         seq = final.outputs[0]
         token_ids = list(seq.token_ids)
-        logprobs = [float(pos[tok].logprob) for pos, tok in zip(seq.logprobs, token_ids)]
+        logprobs = [float(pos[tok].logprob) for pos, tok in zip(seq.logprobs, token_ids, strict=True)]
         return Completion(
             prompt_ids=prompt_ids,
             token_ids=token_ids,

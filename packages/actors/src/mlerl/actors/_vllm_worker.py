@@ -28,6 +28,6 @@ class WeightSyncExtension:
         from safetensors.torch import load
 
         state = load(blob)
-        self.model_runner.reload_weights(weights_iterator=iter(state.items()))  # type: ignore[attr-defined]
-        _refresh_cpu_lm_head(self.model_runner.get_model())  # type: ignore[attr-defined]
+        self.model_runner.reload_weights(weights_iterator=iter(state.items()))  # type: ignore[attr-defined]  # vLLM's worker extension: model_runner is the worker's
+        _refresh_cpu_lm_head(self.model_runner.get_model())  # type: ignore[attr-defined]  # vLLM's worker extension: model_runner is the worker's
         return len(state)

@@ -59,7 +59,7 @@ def read_metrics(paths: list[Path]) -> pd.DataFrame:
 def best_reported(public: pd.Series, private: pd.Series, lower: bool) -> pd.Series:
     """After each row, the private score of the best public score so far (NaN before any)."""
     out, best, shown = [], math.nan, math.nan
-    for p, q in zip(public.to_numpy(dtype=float), private.to_numpy(dtype=float)):
+    for p, q in zip(public.to_numpy(dtype=float), private.to_numpy(dtype=float), strict=True):
         if not math.isnan(p) and (math.isnan(best) or (p < best if lower else p > best)):
             best, shown = p, q
         out.append(shown)
@@ -150,7 +150,7 @@ def to_markdown(table: pd.DataFrame) -> str:
                                 "gap@K: private - public of that sample; mean@K: mean private score.\n")
 
 
-def _axes_grid(n: int):  # type: ignore[no-untyped-def]
+def _axes_grid(n: int) -> tuple[Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -135,7 +135,7 @@ def read_submission(task: TaskSpec, path: Path, answers: pd.DataFrame | None = N
         check_shape(path, len(answers), answers.shape[1])
     try:
         return _read_csv(path)
-    except Exception as exc:  # any parse failure means invalid
+    except Exception as exc:  # noqa: BLE001 - any parse failure means invalid
         raise InvalidSubmission(f"submission is not a readable CSV ({type(exc).__name__})") from None
 
 
@@ -187,7 +187,7 @@ def part_scores(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame,
     for name, rows in (("public", parts.public), ("private", parts.private)):
         try:
             scores.append(score_frame(task, *part_frames(task, submission, answers, rows)))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a grader error on a part means invalid
             raise InvalidSubmission(f"the {name} part cannot be scored ({type(exc).__name__})") from None
     return scores[0], scores[1], parts.split
 
@@ -202,7 +202,7 @@ def _score_file(task: TaskSpec, path: Path) -> tuple[float | None, tuple, bool, 
         return None, (None, None, ""), exists, str(exc)
     except FileNotFoundError as exc:
         return None, (None, None, ""), exists, str(exc)
-    except Exception as exc:  # MLE-bench: any exception in a grader means "invalid"
+    except Exception as exc:  # noqa: BLE001 - MLE-bench: any exception in a grader means invalid
         return None, (None, None, ""), exists, f"grader raised {type(exc).__name__}: {exc}"
 
 
@@ -254,7 +254,7 @@ def validate_submission(task: TaskSpec, submission_path: str | os.PathLike[str])
         return False, str(exc)
     except FileNotFoundError:
         return False, f"task {task.id} is not prepared on the grading side"
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any scoring error means invalid, said
         return False, f"the submission could not be scored ({type(exc).__name__})"
     return True, "submission is valid"
 

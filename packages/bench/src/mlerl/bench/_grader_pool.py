@@ -16,7 +16,7 @@ import weakref
 from pathlib import Path
 
 from mlerl.bench._grade import GradeReport, _report
-from mlerl.bench._grader_worker import _Failed, _Timeout, _Worker, _parse_reply, _request_line
+from mlerl.bench._grader_worker import _Failed, _parse_reply, _request_line, _Timeout, _Worker
 from mlerl.bench._subprocess import DEFAULT_MEMORY_BYTES
 from mlerl.bench._task import TaskSpec
 
@@ -35,7 +35,8 @@ class GraderPool:
     and the report says "grading timed out after N s"; one that dies or breaks the protocol
     gives "grading process failed (...)" with its last stderr line. Either way the next call
     gets a fresh child. A call whose *warm* child turns out dead or broken is retried once on a
-    fresh child, so a child killed while idle costs no grade. A child is recycled after ``max_requests`` grades. ``close()`` (or
+    fresh child, so a child killed while idle costs no grade. A child is recycled after
+    ``max_requests`` grades. ``close()`` (or
     leaving a ``with`` block) kills every child.
     """
 
@@ -59,7 +60,8 @@ class GraderPool:
         """Start children up to ``size`` now (call it when the run starts), so no grade pays the
         interpreter start and the pandas import; from then on a child that is retired, dies or
         times out is replaced at once rather than at the next grade. Returns how many started.
-        Does not wait for them: a grade asked of a child still importing waits for its ready line."""
+        Does not wait for them: a grade asked of a child still importing waits for its ready
+        line."""
         with self._cond:
             if self._closed:
                 raise RuntimeError("GraderPool is closed")
@@ -151,7 +153,8 @@ class GraderPool:
         return worker if worker is not None else self._spawn()
 
     def _pop_idle(self, dead: list[_Worker]) -> _Worker | None:
-        """The most recently used live idle child (call with the lock held); dead ones go to ``dead``."""
+        """The most recently used live idle child (call with the lock held); dead ones go to
+        ``dead``."""
         while self._idle:
             worker = self._idle.pop()
             if worker.alive():

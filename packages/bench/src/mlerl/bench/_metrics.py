@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def _as_1d(x: object, name: str) -> np.ndarray:
@@ -40,7 +41,7 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def roc_auc(y_true: Sequence[float], y_score: Sequence[float]) -> float:
+def roc_auc(y_true: ArrayLike, y_score: ArrayLike) -> float:
     """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties).
 
     AUC = (sum of positive ranks - P(P+1)/2) / (P N), equal to sklearn's ``roc_auc_score``.
@@ -215,7 +216,7 @@ def multiclass_log_loss(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return float(-(t * np.log(p)).sum(axis=1).mean())
 
 
-def rmsle(y_true: Sequence[float], y_pred: Sequence[float]) -> float:
+def rmsle(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Root mean squared log error sqrt(mean((log1p(p) - log1p(t))^2)); negatives raise."""
     t = _finite_float(_as_1d(y_true, "y_true"), "y_true")
     p = _finite_float(_as_1d(y_pred, "y_pred"), "y_pred")

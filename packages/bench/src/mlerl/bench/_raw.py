@@ -101,7 +101,7 @@ def _lmsys(task: TaskSpec, raw: Path) -> Out:
     winners = list(task.target_columns)
     hidden = [c for c in ("model_a", "model_b", *winners) if c in te.columns]
     return ({"train.csv": tr, "test.csv": te.drop(columns=hidden),
-             "sample_submission.csv": te[["id"]].assign(**{c: 1 / 3 for c in winners})},
+             "sample_submission.csv": te[["id"]].assign(**dict.fromkeys(winners, 1 / 3))},
             {"answers.csv": te[["id", *winners]]})
 
 
@@ -113,7 +113,7 @@ PREPARERS: dict[str, Callable[[TaskSpec, Path], Out]] = {
     "tabular-playground-series-may-2022": _tps_may,
     "tabular-playground-series-dec-2021": lambda t, r: _simple(t, r, lambda tr: {"Cover_Type": 2}),
     "us-patent-phrase-to-phrase-matching": lambda t, r: _simple(t, r, lambda tr: {"score": 0.0}),
-    "plant-pathology-2020-fgvc7": lambda t, r: _simple(t, r, lambda tr: {c: 0.25 for c in t.target_columns}),
+    "plant-pathology-2020-fgvc7": lambda t, r: _simple(t, r, lambda tr: dict.fromkeys(t.target_columns, 0.25)),
     "leaf-classification": lambda t, r: _one_hot(t, r, "species"),
     "nomad2018-predict-transparent-conductors": lambda t, r: _simple(
         t, r, lambda tr: {"formation_energy_ev_natom": 0.1779, "bandgap_energy_ev": 1.8892}),

@@ -10,9 +10,11 @@ rules exactly as for a real competition. Every solution sees only ``prepared/pub
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -67,7 +69,11 @@ def _label(task: TaskSpec, train: pd.DataFrame) -> np.ndarray:
     return train[task.target_columns[0]].to_numpy()
 
 
-def _models(kind: str) -> Iterator[tuple[str, Callable[[], object], bool]]:
+Estimator = Any
+"""A scikit-learn estimator (fit / predict / predict_proba); scikit-learn ships no types."""
+
+
+def _models(kind: str) -> Iterator[tuple[str, Callable[[], Estimator], bool]]:
     """(name, factory, needs_dense) for a problem kind: "clf" or "reg"."""
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
     from sklearn.linear_model import LogisticRegression, Ridge
@@ -77,24 +83,36 @@ def _models(kind: str) -> Iterator[tuple[str, Callable[[], object], bool]]:
     from sklearn.preprocessing import MaxAbsScaler
 
     clf = kind == "clf"
+    scaled = functools.partial(make_pipeline, MaxAbsScaler())
+
+    def linear(c: float) -> Estimator:
+        return scaled(LogisticRegression(C=c, max_iter=300)) if clf else scaled(Ridge(alpha=1 / c))
+
+    def gbm(it: int) -> Estimator:
+        cls = HistGradientBoostingClassifier if clf else HistGradientBoostingRegressor
+        return cls(max_iter=it, random_state=0)
+
+    def mlp(it: int) -> Estimator:
+        cls = MLPClassifier if clf else MLPRegressor
+        return scaled(cls((32,), max_iter=it, random_state=0))
+
+    def knn(k: int) -> Estimator:
+        return scaled(KNeighborsClassifier(k) if clf else KNeighborsRegressor(k))
+
     for c in (0.001, 0.01, 0.1, 1.0, 10.0):
-        yield (f"linear-C{c}", (lambda c=c: make_pipeline(MaxAbsScaler(), LogisticRegression(C=c, max_iter=300)))
-               if clf else (lambda c=c: make_pipeline(MaxAbsScaler(), Ridge(alpha=1 / c))), False)
+        yield f"linear-C{c}", functools.partial(linear, c), False
     for it in (5, 20, 100):
-        yield (f"gbm-{it}", (lambda it=it: HistGradientBoostingClassifier(max_iter=it, random_state=0))
-               if clf else (lambda it=it: HistGradientBoostingRegressor(max_iter=it, random_state=0)), True)
+        yield f"gbm-{it}", functools.partial(gbm, it), True
     for it in (3, 30, 200):
-        yield (f"mlp-{it}", (lambda it=it: make_pipeline(MaxAbsScaler(), MLPClassifier((32,), max_iter=it, random_state=0)))
-               if clf else (lambda it=it: make_pipeline(MaxAbsScaler(), MLPRegressor((32,), max_iter=it, random_state=0))), False)
+        yield f"mlp-{it}", functools.partial(mlp, it), False
     for k in (1, 15):
-        yield (f"knn-{k}", (lambda k=k: make_pipeline(MaxAbsScaler(), KNeighborsClassifier(k)))
-               if clf else (lambda k=k: make_pipeline(MaxAbsScaler(), KNeighborsRegressor(k))), False)
+        yield f"knn-{k}", functools.partial(knn, k), False
 
 
 REGRESSION = ("pearson", "rmsle_positional")
 
 
-def _submission(task: TaskSpec, test: pd.DataFrame, model: object, x_test: object, classes: np.ndarray) -> pd.DataFrame:
+def _submission(task: TaskSpec, test: pd.DataFrame, model: Estimator, x_test: object, classes: np.ndarray) -> pd.DataFrame:
     sub = test[[task.id_column]].copy()
     g = task.grader
     if g == "auc":
@@ -106,7 +124,8 @@ def _submission(task: TaskSpec, test: pd.DataFrame, model: object, x_test: objec
         for j, c in enumerate(classes):
             sub[c] = proba[:, j]
         for c in task.target_columns:
-            sub[c] = sub[c] if c in sub else 0.0
+            if c not in sub:
+                sub[c] = 0.0
         sub[list(task.target_columns)] = sub[list(task.target_columns)].div(sub[list(task.target_columns)].sum(axis=1), axis=0)
     elif g == "auc_columns":
         proba = model.predict_proba(x_test)
@@ -115,7 +134,7 @@ def _submission(task: TaskSpec, test: pd.DataFrame, model: object, x_test: objec
     return sub
 
 
-def _fit_predict(task: TaskSpec, train: pd.DataFrame, test: pd.DataFrame, factory: Callable[[], object],
+def _fit_predict(task: TaskSpec, train: pd.DataFrame, test: pd.DataFrame, factory: Callable[[], Estimator],
                  dense: bool, frac: float) -> pd.DataFrame:
     part = train.sample(frac=frac, random_state=0) if frac < 1 else train
     x_tr, x_te = features(task, part, test, dense=dense)
@@ -171,40 +190,43 @@ def _lexicon_span(train: pd.DataFrame, test: pd.DataFrame, frac: float, alpha: f
     return test[["textID"]].assign(selected_text=out)
 
 
+def _first_words(train: pd.DataFrame, test: pd.DataFrame, *, k: int) -> pd.DataFrame:
+    return test[["textID"]].assign(selected_text=test["text"].str.split().str[:k].str.join(" "))
+
+
 def solutions(task: TaskSpec) -> Iterator[tuple[str, Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]]]:
     """Every reference solution for ``task``: (name, fn(train, test) -> submission)."""
     yield "constant", lambda tr, te: _constant(task, tr, te)
     if task.grader == "jaccard":
         yield "full-text", lambda tr, te: te[["textID"]].assign(selected_text=te["text"])
         for k in (1, 3):
-            yield f"first-{k}-words", lambda tr, te, k=k: te[["textID"]].assign(
-                selected_text=te["text"].str.split().str[:k].str.join(" "))
+            yield f"first-{k}-words", functools.partial(_first_words, k=k)
         for frac in (0.01, 0.03, 0.1, 0.3, 1.0):
             for alpha in (0, 2, 10):
                 for contiguous in (True, False):
                     yield (f"lexicon-f{frac}-a{alpha}-{'span' if contiguous else 'words'}",
-                           lambda tr, te, f=frac, a=alpha, c=contiguous: _lexicon_span(tr, te, f, a, c))
+                           functools.partial(_lexicon_span, frac=frac, alpha=alpha, contiguous=contiguous))
         return
     kind = "reg" if task.grader in REGRESSION else "clf"
     for frac in (0.2, 1.0):
         for name, factory, needs_dense in _models(kind):
             if task.modality == "text" and needs_dense and frac < 1:
                 continue
-            yield (f"{name}-frac{frac}",
-                   lambda tr, te, f=factory, d=needs_dense, fr=frac: _fit_predict(task, tr, te, f, d, fr))
+            yield (f"{name}-frac{frac}", functools.partial(_fit_predict, task, factory=factory,
+                                                           dense=needs_dense, frac=frac))
 
 
 def score_solutions(task: TaskSpec) -> list[tuple[str, float | None]]:
     """(name, score or None if invalid) for every reference solution on a prepared task."""
     train, test = load_public(task)
     answers = load_answers(task)
-    results = []
+    results: list[tuple[str, float | None]] = []
     for name, fn in solutions(task):
         with warnings.catch_warnings(), threadpool_limits(1):
             warnings.simplefilter("ignore")
             try:
                 results.append((name, score_frame(task, fn(train, test), answers)))
-            except Exception:  # an invalid reference submission is simply left off the board
+            except Exception:  # noqa: BLE001 - an invalid reference submission is left off the board
                 results.append((name, None))
     return results
 
@@ -243,7 +265,8 @@ def calibrate(work_dir: Path, only: list[str] | None = None, resume: bool = Fals
         board = pd.read_csv(board_path)
         thresholds[task_id] = _thresholds_entry(board)
         write_standin_dirs(thresholds, only=[task_id])
-        print(f"{task_id}: {len(board)} solutions, best {board['score'].iloc[0]}, {thresholds[task_id]}", flush=True)
+        print(f"{task_id}: {len(board)} solutions, best {board['score'].iloc[0]}, "
+              f"{thresholds[task_id]}", flush=True)
     return thresholds
 
 

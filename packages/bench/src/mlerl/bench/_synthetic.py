@@ -128,7 +128,8 @@ def _comment(rng: np.random.Generator) -> tuple[str, int]:
     negated = rng.random() < 0.2
     word = (INSULTS if insulting else PRAISE)[int(rng.integers(len(INSULTS if insulting else PRAISE)))]
     subject = "you are" if second else f"{THIRD[int(rng.integers(len(THIRD)))]} is"
-    core = f"{subject} {'not ' if negated else ''}{'a ' if word in ('idiot', 'moron', 'loser', 'fool', 'troll', 'liar', 'clown') else ''}{word}"
+    article = "a " if word in ("idiot", "moron", "loser", "fool", "troll", "liar", "clown") else ""
+    core = f"{subject} {'not ' if negated else ''}{article}{word}"
     pre = CHATTER[int(rng.integers(len(CHATTER)))] if rng.random() < 0.6 else ""
     post = CHATTER[int(rng.integers(len(CHATTER)))] if rng.random() < 0.6 else ""
     label = int(second and insulting and not negated)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,7 +191,7 @@ class Registry:
         except KeyError:
             raise TaskError(f"unknown task {task_id!r}; see `mlerl-bench list`") from None
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[TaskSpec]:
         return iter(self._tasks[t] for t in self.ids())
 
     def __len__(self) -> int:

@@ -11,7 +11,7 @@ frozen copy from the same directory.
 The API: build (`BootstrapConfig`, `build_policy`, `read_manifest`, `instrumenter_dir`), the
 tasks it is built for (`default_task_ids`, `task_views`, `TaskView`), the corpus
 (`generate_corpus`, `Example`, `corpus_hash`, `corpus_stats`, `generate_program`, `Program`) and
-measuring a policy directory (`evaluate_policy`, `TaskEval`, `run_program`; `evaluate_improvement`:
+measuring a policy directory (`evaluate_drafts`, `TaskEval`, `run_program`; `evaluate_improvement`:
 can it revise a correct program?), and real-size
 architectures initialised at random for the GPU path (`ARCHITECTURES`, `build_random_model`,
 `architecture_config`, `padded_tokenizer`: Qwen2.5-0.5B and -3B from their published configs,
@@ -19,12 +19,19 @@ no download). The prompts,
 tokenizer and program templates are private modules.
 """
 
+from pathlib import Path
+
 from mlerl.embedded._config import BootstrapConfig, read_manifest
 from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus
-from mlerl.embedded._evaluate import TaskEval, evaluate_improvement, evaluate_policy, run_program
+from mlerl.embedded._evaluate import TaskEval, evaluate_drafts, evaluate_improvement, run_program
 from mlerl.embedded._model import build_policy
 from mlerl.embedded._programs import Program, generate_program
-from mlerl.embedded._random import ARCHITECTURES, architecture_config, build_random_model, padded_tokenizer
+from mlerl.embedded._random import (
+    ARCHITECTURES,
+    architecture_config,
+    build_random_model,
+    padded_tokenizer,
+)
 from mlerl.embedded._tasks import TaskView, default_task_ids, task_views
 
 __version__ = "0.1.0"
@@ -42,7 +49,7 @@ __all__ = [
     "corpus_hash",
     "corpus_stats",
     "default_task_ids",
-    "evaluate_policy",
+    "evaluate_drafts",
     "evaluate_improvement",
     "generate_corpus",
     "generate_program",
@@ -54,7 +61,7 @@ __all__ = [
 ]
 
 
-def instrumenter_dir(policy_dir):  # type: ignore[no-untyped-def]
+def instrumenter_dir(policy_dir: str | Path) -> str | Path:
     """The static instrumentation model's directory: the policy's own (same bootstrap weights).
 
     Load it separately and keep it frozen; RL updates only the policy's copy.

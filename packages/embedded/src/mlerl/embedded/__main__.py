@@ -62,7 +62,7 @@ def _parse_sets(items: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mlerl.embedded import BootstrapConfig, build_policy, evaluate_policy, read_manifest
+    from mlerl.embedded import BootstrapConfig, build_policy, evaluate_drafts, read_manifest
 
     args = _parser().parse_args(argv)
     if args.cmd == "random":
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["loss_first_last"] = [curve[0][2], curve[-1][2]] if curve else None
     tasks = [t for t in args.eval_tasks.split(",") if t]
     if tasks:
-        results = evaluate_policy(model_dir, tasks, data_dir, samples=args.samples,
+        results = evaluate_drafts(model_dir, tasks, data_dir, samples=args.samples,
                                   temperature=args.temperature, max_new_tokens=args.max_new_tokens)
         figures["eval"] = [{k: v for k, v in asdict(r).items() if k != "scores"} for r in results]
     print(model_dir)

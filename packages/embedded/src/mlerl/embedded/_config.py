@@ -68,9 +68,10 @@ class BootstrapConfig:
     """Longest training sequence in tokens; longer examples are dropped (and counted)."""
     sft_steps: int = 400
     """Upper bound on optimizer steps. 400, not 160: on wine (16 scratch answers at T = 0.9,
-    `benchmarks/experiments/embedded_improve.py`) 160 steps gave 7/16 valid programs and a final training
-    loss that depends on the seed (0.06 at seed 0, 0.27 at seed 1); 400 steps gave 14/16 and
-    16/16 (seeds 0 and 1; loss over the last 10 steps 0.032 and 0.033). About 6 min on 2 idle cores (docs/experiments/bootstrap-corpus.md)."""
+    `benchmarks/experiments/embedded_improve.py`) 160 steps gave 7/16 valid programs and a final
+    training loss that depends on the seed (0.06 at seed 0, 0.27 at seed 1); 400 steps gave 14/16
+    and 16/16 (seeds 0 and 1; loss over the last 10 steps 0.032 and 0.033). About 6 min on 2 idle
+    cores (docs/experiments/bootstrap-corpus.md)."""
     sft_seconds: float = 1800.0
     """Wall-clock guard on SFT; the learning-rate schedule follows max(step, time) progress. A
     build it stops before ``sft_steps`` is used by that run but never reused from the cache

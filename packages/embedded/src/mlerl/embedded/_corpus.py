@@ -21,19 +21,21 @@ Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from mlerl.embedded._families import families_for, make_model
 from mlerl.embedded._mistakes import inject, with_mistake
 from mlerl.embedded._programs import MISTAKES, Program, generate_program, sample_choices
 from mlerl.embedded._prompts import (
-    draft_messages, format_answer, improve_messages, instrument_messages,
+    draft_messages,
+    format_answer,
+    improve_messages,
+    instrument_messages,
 )
 from mlerl.embedded._tasks import TaskView
 
@@ -46,7 +48,8 @@ _FIX = {
     "wrong_path": "The data lives in ./input/, so I will read the files from there.",
     "wrong_column": "I will use the correct target column `{label}`.",
     "typo": "I will fix the misspelled variable name.",
-    "no_proba": "The metric needs probabilities, so I will submit predict_proba instead of hard labels.",
+    "no_proba": ("The metric needs probabilities, so I will submit predict_proba instead of hard "
+                 "labels."),
     "index": "I will write the CSV without the index column.",
 }
 
@@ -106,7 +109,7 @@ def _improve(view: TaskView, rng: random.Random, prompts: PromptConfig | None = 
     good = generate_program(view, rng, choices)
     if rng.random() < fix_share:
         bad = inject(good, view, rng.choice(MISTAKES), rng)
-        if bad is not None:
+        if bad is not None and bad.mistake is not None:  # inject() names the mistake it made
             fix = _FIX[bad.mistake].format(label=view.label_column)
             lead = f"The previous solution failed: {bad.error.splitlines()[-1]}. " if bad.error else \
                 "The previous solution had a bug. "
@@ -146,7 +149,7 @@ def _revise(view: TaskView, rng: random.Random, prompts: PromptConfig | None, st
     proba = view.problem in ("binary", "proba")
     if rng.random() < fix_share:
         bad = inject(parent, view, rng.choice(MISTAKES), rng)
-        if bad is not None:
+        if bad is not None and bad.mistake is not None:  # inject() names the mistake it made
             lead = (f"The previous solution failed: {bad.error.splitlines()[-1]}. " if bad.error
                     else "The previous solution had a bug. ")
             output = _crash_output(bad) if bad.error else _output(bad)
@@ -197,14 +200,13 @@ def with_real_outputs(examples: list[Example], views: list[TaskView],
     `run` takes (task, program) pairs and returns each program's terminal output as the actors
     show it (`mlerl.embedded._evaluate.terminal_outputs` runs them in the sandbox)."""
     tasks = {v.id: v.task for v in views}
-    todo = [i for i, ex in enumerate(examples) if ex.kind == "improve" and ex.parent is not None]
-    outputs = run([(tasks[examples[i].task_id], examples[i].parent[1]) for i in todo])
+    todo = [(i, ex.parent) for i, ex in enumerate(examples) if ex.kind == "improve" and ex.parent is not None]
+    outputs = run([(tasks[examples[i].task_id], parent[1]) for i, parent in todo])
     if len(outputs) != len(todo):
         raise ValueError(f"run returned {len(outputs)} outputs for {len(todo)} programs")
     out = list(examples)
-    for i, output in zip(todo, outputs, strict=True):
+    for (i, (plan, code)), output in zip(todo, outputs, strict=True):
         ex = examples[i]
-        plan, code = ex.parent
         out[i] = replace(ex, messages=_msgs(improve_messages(tasks[ex.task_id], plan, code, output, prompts)))
     return out
 

@@ -1,6 +1,6 @@
 """Measure a policy directory: sample programs for tasks, run them, validate and grade them.
 
-Two measurements: :func:`evaluate_policy` (from-scratch answers per task) and
+Two measurements: :func:`evaluate_drafts` (from-scratch answers per task) and
 :func:`evaluate_improvement` (improve answers to real, correct parent programs, beside as many
 from-scratch ones: can the policy revise a solution?).
 
@@ -150,16 +150,17 @@ async def _terminal_outputs(items, timeout_s: float, workers: int, tail_chars: i
         await sandbox.close()
 
 
-def evaluate_policy(model_dir: str | Path, task_ids: list[str], data_dir: str | Path, *,
+def evaluate_drafts(model_dir: str | Path, task_ids: list[str], data_dir: str | Path, *,
                     samples: int = 32, temperature: float = 0.8, max_new_tokens: int = 768,
                     timeout_s: float = 120.0, workers: int = 2, seed: int = 0) -> list[TaskEval]:
     """Sample `samples` C.1 answers per task, run them, and count what parses / runs / is valid.
 
     Prompts are built with the `PromptConfig` the policy was bootstrapped with (its manifest),
     so a policy trained on short data snippets is not evaluated on long ones."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from mlerl.actors import PromptConfig
     from mlerl.bench import Registry, prepare
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     trained_on = ((read_manifest(Path(model_dir)) or {}).get("config") or {}).get("prompts")
     prompts = PromptConfig(**trained_on) if trained_on else None
@@ -199,23 +200,27 @@ def evaluate_improvement(model_dir: str | Path, task_id: str, data_dir: str | Pa
     the best score."""
     import random
 
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from mlerl.actors import PromptConfig
     from mlerl.embedded._programs import generate_program, sample_choices
     from mlerl.embedded._prompts import improve_messages
     from mlerl.embedded._tasks import task_views
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     trained_on = ((read_manifest(Path(model_dir)) or {}).get("config") or {}).get("prompts")
     prompts = PromptConfig(**trained_on) if trained_on else PromptConfig()
     view = task_views(Path(data_dir), [task_id])[0]
-    task, lower = view.task, bool(view.task.lower_is_better)
+    task = view.task
+    if task is None:
+        raise ValueError(f"{task_id}: not a prepared task under {data_dir}")
+    lower = bool(task.lower_is_better)
     rng = random.Random(seed)
     progs = [generate_program(view, rng, sample_choices(view, rng, False)) for _ in range(parents)]
     outputs = terminal_outputs([(task, p.code) for p in progs])
     parent_runs = asyncio.run(run_programs([p.code for p in progs], task, timeout_s))
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    improve, beats, errors = [], [0, 0], {}
+    improve, beats, errors = [], [0, 0], dict[str, int]()
     for i, (p, out, pr) in enumerate(zip(progs, outputs, parent_runs, strict=True)):
         answers = sample_answers(model, tok, improve_messages(task, p.plan, p.code, out, prompts),
                                  per_parent, temperature, max_new_tokens, seed=i)
@@ -223,13 +228,13 @@ def evaluate_improvement(model_dir: str | Path, task_id: str, data_dir: str | Pa
             improve.append(r)
             if r.error:
                 errors[r.error] = errors.get(r.error, 0) + 1
-            if r.valid and pr.valid:
+            if r.valid and pr.valid and r.score is not None and pr.score is not None:
                 beats[1] += 1
                 beats[0] += (r.score < pr.score) if lower else (r.score > pr.score)
     answers = sample_answers(model, tok, draft_messages(task, prompts), parents * per_parent, temperature,
                              max_new_tokens, seed=99)
     scratch = asyncio.run(run_programs([extract_code(a) or "" for a in answers], task, timeout_s))
-    scores = [r.score for r in improve + scratch if r.valid]
+    scores = [r.score for r in improve + scratch if r.valid and r.score is not None]
     return {
         "model": str(model_dir), "task": task_id, "parents": parents, "per_parent": per_parent,
         "parents_valid": sum(r.valid for r in parent_runs),

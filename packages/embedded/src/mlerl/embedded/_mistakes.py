@@ -12,14 +12,15 @@ import random
 import re
 from dataclasses import replace
 
-from mlerl.embedded._programs import Program, _NAMES
+from mlerl.embedded._programs import _NAMES, Program
 from mlerl.embedded._tasks import TaskView
 
 
 def _traceback(code: str, needle: str, exc: str) -> str:
     for number, line in enumerate(code.splitlines(), start=1):
         if needle in line:
-            return (f'Traceback (most recent call last):\n  File "main.py", line {number}, in <module>\n'
+            return (f'Traceback (most recent call last):\n  File "main.py", line {number}, in '
+                    '<module>\n'
                     f"    {line.strip()}\n{exc}")
     return exc
 
@@ -63,8 +64,10 @@ def inject(program: Program, view: TaskView, mistake: str, rng: random.Random) -
     elif mistake == "wrong_path":
         wrong = rng.choice(["train.csv", "../input/train.csv", "data/train.csv", "/input/train.csv"])
         i = _find(chunks, "pd.read_csv(")
+        if i is None:  # a program that reads no CSV: this mistake does not apply
+            return None
         text, markers = chunks[i]
-        first, rest = text.split("\n", 1)
+        _, rest = text.split("\n", 1)
         needle = f'{n["train"]} = pd.read_csv("{wrong}")'
         chunks[i] = (needle + "\n" + rest, markers)
         error = f"FileNotFoundError: [Errno 2] No such file or directory: '{wrong}'"

@@ -23,11 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from mlerl.embedded._config import MANIFEST, BootstrapConfig, read_manifest
-from mlerl.embedded._corpus import Example, corpus_hash, corpus_stats, generate_corpus, with_real_outputs
+from mlerl.embedded._corpus import (
+    Example,
+    corpus_hash,
+    corpus_stats,
+    generate_corpus,
+    with_real_outputs,
+)
 from mlerl.embedded._evaluate import terminal_outputs
 from mlerl.embedded._tasks import task_views
 from mlerl.embedded._tokenizer import IM_END, phrase_tokens, stdlib_texts, train_tokenizer
-
 
 
 def encode_example(tok, ex: Example) -> tuple[list[int], list[int]]:
@@ -41,7 +46,7 @@ def encode_example(tok, ex: Example) -> tuple[list[int], list[int]]:
 def _batches(encoded: list[tuple[list[int], list[int]]], batch_tokens: int, rng: random.Random):
     """Length-sorted batches of at most `batch_tokens` padded tokens, in shuffled order."""
     order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i][0]), rng.random()))
-    batches, cur, longest = [], [], 0
+    batches, cur, longest = [], list[Any](), 0
     for i in order:
         n = len(encoded[i][0])
         if cur and max(longest, n) * (len(cur) + 1) > batch_tokens:
@@ -203,7 +208,8 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
         t_run = time.monotonic()
         examples = with_real_outputs(examples, task_views(data, list(cfg.task_ids) or None),
                                      terminal_outputs, cfg.prompts)
-        log(f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve parents "
+        log(f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve "
+            "parents "
             f"for their terminal output in {time.monotonic() - t_run:.0f} s")
         prompts = sorted({c for ex in examples for _, c in ex.messages})
     answers = [ex.answer for ex in examples]
@@ -229,9 +235,12 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
                 **record}
     save_model_dir(out, model, tok, MANIFEST, manifest)
     if record["steps"] < cfg.sft_steps:
-        log(f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after {record['steps']} of "
-            f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but not "
+        log(f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after "
+            f"{record['steps']} of "
+            f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but "
+            "not "
             f"reused: raise model.bootstrap.sft_seconds")
     log(f"embedded policy: {record['steps']} steps in {record['seconds']} s "
-        f"({record['steps_per_s']} steps/s), final loss {record['loss_curve'][-1][2] if record['loss_curve'] else None}")
+        f"({record['steps_per_s']} steps/s), final loss "
+        f"{record['loss_curve'][-1][2] if record['loss_curve'] else None}")
     return out

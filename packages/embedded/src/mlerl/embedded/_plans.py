@@ -33,22 +33,27 @@ _WHY.update(_SPAN_WHY)
 def _features(view, c, rng: random.Random) -> str:
     if view.problem == "span":
         ctx = f" and its `{view.context_column}`" if view.context_column else ""
-        return f"I will extract spans from the `{view.text_column}` column{ctx}, working on whitespace-separated words."
+        return (f"I will extract spans from the `{view.text_column}` column{ctx}, working on "
+                "whitespace-separated words.")
     if view.modality == "text":
         p = c.params
         kind = {"tfidf_char": "character 2-4-gram TF-IDF features",
                 "count": f"word 1-{p['ngram']}-gram counts",
                 "tfidf_word": f"TF-IDF word 1-{p['ngram']}-grams"}[c.features]
-        return f"I will represent the `{view.text_column}` column with {kind} (at most {p['max_features']} features)."
+        return (f"I will represent the `{view.text_column}` column with {kind} "
+                f"(at most {p['max_features']} features).")
     if view.modality == "image":
         resize = f"resize it to {c.params['size']}x{c.params['size']}, " if c.features == "resize" else ""
         extra = ", adding the row and column means" if c.features == "projections" else ""
         return (f"I will read every image from ./input/images as grayscale, {resize}scale the pixels "
                 f"to [0, 1] and flatten them into a feature vector{extra}.")
     base = rng.choice([
-        "I will load train.csv and test.csv from ./input and use every column except the id and the target as features",
-        "The data is tabular, so I will read the CSV files with pandas and keep all feature columns",
-        f"I will read the training data, take `{view.label_column}` as the target and the remaining columns as features",
+        "I will load train.csv and test.csv from ./input and use every column except the id "
+        "and the target as features",
+        "The data is tabular, so I will read the CSV files with pandas and keep all feature "
+        "columns",
+        f"I will read the training data, take `{view.label_column}` as the target and the "
+        "remaining columns as features",
     ])
     if c.features == "numeric":
         base += ", keeping only numeric columns"

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field, replace
 from mlerl.embedded._families import Model, families_for, make_model
 from mlerl.embedded._plans import plan_text
 from mlerl.embedded._render import (
-    features_chunk, fit_chunks, imports_chunk, multi_chunk, predict_chunk, write_chunk,
+    features_chunk,
+    fit_chunks,
+    imports_chunk,
+    multi_chunk,
+    predict_chunk,
+    write_chunk,
 )
 from mlerl.embedded._span import SPAN_FAMILIES, make_span_model, span_chunks, span_params
 from mlerl.embedded._tasks import TaskView
@@ -137,7 +142,7 @@ class _Ctx:
 
     def __init__(self, view: TaskView, c: Choices) -> None:
         self.view, self.c, self.n = view, c, _NAMES[c.names]
-        q = lambda s: f'"{s}"'  # noqa: E731
+        q = lambda s: f'"{s}"'  # noqa: E731 - a one-line local helper reads best as a lambda
         self.ID = "ID_COL" if c.constants else q(view.id_column)
         self.LABEL = "TARGET" if c.constants else q(view.label_column)
         self.TEXT = "TEXT_COL" if c.constants else q(view.text_column or "text")

@@ -10,7 +10,8 @@ Messages are plain `{"role", "content"}` dicts, the shape `apply_chat_template` 
 
 from __future__ import annotations
 
-from mlerl.instrument import MARKERS  # re-exported: the paper's seven markers
+from mlerl.instrument import MARKERS as MARKERS  # re-exported: the paper's seven markers
+
 
 def _dicts(messages) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]

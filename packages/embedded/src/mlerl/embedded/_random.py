@@ -6,7 +6,8 @@ released checkpoint. ``build_random_model(arch, out_dir)`` writes an ordinary Hu
 directory (``config.json``, safetensors, a tokenizer with a ChatML template, a generation
 config, ``random_model.json``) that the learner, ``HFEngine`` and vLLM load like any other.
 
-Architectures (``ARCHITECTURES``), from the published ``config.json`` of Qwen/Qwen2.5-0.5B(-Instruct)
+Architectures (``ARCHITECTURES``), from the published ``config.json`` of
+Qwen/Qwen2.5-0.5B(-Instruct)
 and Qwen/Qwen2.5-3B(-Instruct):
 
 ==============  =======  ==========  ======  =====  ========  ======  ====  ======
@@ -17,7 +18,8 @@ qwen2.5-3b      2048     11008       36      16     2         151936  yes   3,08
 tiny            128      256         2       2      1         4096    yes   ~0.9 M
 ==============  =======  ==========  ======  =====  ========  ======  ====  ======
 
-Both real sizes: head_dim 64 (0.5B) and 128 (3B), rope_theta 1e6, rms_norm_eps 1e-6, SiLU, biases on q/k/v only,
+Both real sizes: head_dim 64 (0.5B) and 128 (3B), rope_theta 1e6, rms_norm_eps 1e-6, SiLU, biases
+on q/k/v only,
 max_position_embeddings 32768, no sliding window. ``tiny`` is the same family scaled down (GQA,
 head_dim 64 as vLLM's CPU attention needs, tied embeddings, a padded tokenizer) so CI runs the
 same code in seconds.

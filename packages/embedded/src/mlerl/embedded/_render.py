@@ -30,7 +30,7 @@ def imports_chunk(x, body: str) -> str:
 
 
 def features_chunk(x) -> str:
-    n, v, c = x.n, x.view, x.c
+    n, v = x.n, x.view
     lines = []
     if v.modality == "text":
         lines += _text_features(x)
@@ -77,7 +77,8 @@ def _tabular_features(x) -> list[str]:
 def _text_features(x) -> list[str]:
     n, p = x.n, x.c.params
     if x.c.features == "tfidf_char":
-        vec = f'TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), max_features={p["max_features"]})'
+        vec = ('TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), '
+               f'max_features={p["max_features"]})')
     elif x.c.features == "count":
         vec = f'CountVectorizer(ngram_range=(1, {p["ngram"]}), max_features={p["max_features"]})'
     else:
@@ -139,7 +140,7 @@ def _metric(x, y: str, X: str) -> tuple[str, str]:
 def fit_chunks(x) -> list[tuple[str, tuple[str, ...]]]:
     n, c = x.n, x.c
     X, y, model = n["X"], n["y"], n["model"]
-    chunks = [(f"{model} = {model_expr(x)}", ("defined model",))]
+    chunks: list[tuple[str, tuple[str, ...]]] = [(f"{model} = {model_expr(x)}", ("defined model",))]
     fit = (f"{model}.fit({X}, {y})", ("trained model",))
     if c.validation == "holdout":
         strat = f", stratify={y}" if x.view.problem != "regression" else ""

@@ -59,7 +59,7 @@ def span_chunks(x) -> list[tuple[str, tuple[str, ...]]]:
                  "word_score = {k: inside[k] / total[k] for k in total}"]
         neutral = 'sentiment == "neutral" or ' if ctx else ""
         lookup = "(sentiment, w.lower())" if keyed else "w.lower()"
-        define = [f"def predict_span(text, sentiment=None):", "    words = str(text).split()",
+        define = ["def predict_span(text, sentiment=None):", "    words = str(text).split()",
                   f"    if {neutral}len(words) <= {p['short']}:", "        return str(text)",
                   f"    keep = [w for w in words if word_score.get({lookup}, 0.0) >= {p['thr']}]",
                   "    return \" \".join(keep) if keep else str(text)"]
@@ -69,7 +69,8 @@ def span_chunks(x) -> list[tuple[str, tuple[str, ...]]]:
         args = f"{tr}[{x.TEXT}], {tr}[{ctx}]" if ctx else f"{tr}[{x.TEXT}], {tr}[{x.TEXT}]"
         score = ["def jaccard(a, b):", "    a, b = set(str(a).lower().split()), set(str(b).lower().split())",
                  "    return len(a & b) / max(1, len(a | b))", "",
-                 f"train_score = sum(jaccard(predict_span(t, {sent if ctx else 'None'}), s) for t, {sent}, s in "
+                 f"train_score = sum(jaccard(predict_span(t, {sent if ctx else 'None'}), s) for t, "
+                 f"{sent}, s in "
                  f"zip({args}, {tr}[{x.LABEL}])) / len({tr})",
                  'print(f"train jaccard: {train_score:.4f}")']
         chunks.append(("\n".join(score), ("training loss:",)))

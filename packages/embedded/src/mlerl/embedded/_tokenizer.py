@@ -92,7 +92,7 @@ def phrase_tokens(frequent: Iterable[str], once: Iterable[str] = (), limit: int 
     for text in frequent:
         counts.update(set(_pieces(text)))
     for text in once:
-        counts.update({p: 2 for p in set(_pieces(text))})
+        counts.update(dict.fromkeys(set(_pieces(text)), 2))
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return [p for p, n in ranked if n >= 2 and len(p.strip()) >= min_chars][:limit]
 

@@ -18,6 +18,7 @@ See docs/instrument.md.
 """
 
 from mlerl.instrument._ast_instrument import instrument_ast
+from mlerl.instrument._channel import clean_output, prepare_run
 from mlerl.instrument._config import InstrumentConfig, InstrumentMode, MarkerMode
 from mlerl.instrument._lm import (
     INSTRUMENT_PROMPT,
@@ -35,7 +36,6 @@ from mlerl.instrument._reward import (
     normalised_score,
     reward_range,
 )
-from mlerl.instrument._run import clean_output, prepare_run
 from mlerl.instrument._scanner import MarkerScanner, scan_text
 
 __version__ = "0.1.0"

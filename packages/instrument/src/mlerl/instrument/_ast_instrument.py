@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from mlerl.instrument._markers import LOSS_MARKERS, MARKERS
 from mlerl.instrument._context import Context, make_context
+from mlerl.instrument._markers import LOSS_MARKERS, MARKERS
 from mlerl.instrument._rules import has_predict_calls, is_backward, triggers, value_name
 from mlerl.instrument._verify import Rejected, _Src, apply_edits, finalize
 

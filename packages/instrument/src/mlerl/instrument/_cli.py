@@ -22,13 +22,12 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from mlerl.protocol import ChatMessage, Completion, ExecStatus, SamplingParams
-
 from mlerl.instrument._ast_instrument import instrument_ast
+from mlerl.instrument._channel import MarkerMode, prepare_run
 from mlerl.instrument._lm import LMInstrumenter
 from mlerl.instrument._reward import RewardConfig, RewardKind, compute_reward
-from mlerl.instrument._run import MarkerMode, prepare_run
 from mlerl.instrument._scanner import scan_text
+from mlerl.protocol import ChatMessage, Completion, ExecStatus, SamplingParams, WeightUpdate
 
 
 class _OpenAIChat:
@@ -50,16 +49,17 @@ class _OpenAIChat:
         req = urllib.request.Request(
             self.url, json.dumps(body).encode(), {"Content-Type": "application/json"}
         )
-        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
+        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
             choice = json.load(resp)["choices"][0]
         text = choice["message"]["content"] or ""
         return Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text,
-                          finish_reason=choice.get("finish_reason") or "stop")  # fmt: skip
+                          finish_reason=choice.get("finish_reason") or "stop")
 
-    async def generate(self, conversations, params):  # type: ignore[no-untyped-def]
+    async def generate(self, conversations: Sequence[Sequence[ChatMessage]],
+                       params: SamplingParams) -> list[Completion]:
         return [await asyncio.to_thread(self._one, c, params) for c in conversations]
 
-    async def update_weights(self, update):  # type: ignore[no-untyped-def]
+    async def update_weights(self, update: WeightUpdate) -> None:
         raise NotImplementedError("the instrumenting model is frozen")
 
     async def close(self) -> None:
@@ -75,7 +75,7 @@ def _instrument(args: argparse.Namespace) -> int:
     if args.mode == "lm":
         if not (args.openai_base_url and args.model):
             print("mlerl-instrument: --mode lm needs an engine: pass --openai-base-url URL "
-                  "--model NAME (or use LMInstrumenter from Python)", file=sys.stderr)  # fmt: skip
+                  "--model NAME (or use LMInstrumenter from Python)", file=sys.stderr)
             return 2
         engine = _OpenAIChat(args.openai_base_url, args.model)
         result = asyncio.run(LMInstrumenter(engine).instrument(code))
@@ -115,7 +115,7 @@ def _credit(args: argparse.Namespace) -> int:
     if args.status:
         try:
             result = compute_reward(markers, ExecStatus(args.status), args.score, args.valid,
-                                    args.lower_is_better, cfg)  # fmt: skip
+                                    args.lower_is_better, cfg)
         except ValueError as exc:
             print(f"mlerl-instrument credit: {exc}", file=sys.stderr)
             return 2
@@ -137,7 +137,7 @@ def _parser_credit() -> argparse.ArgumentParser:
 
 def _parser_instrument() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mlerl-instrument", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file")
     p.add_argument("--mode", choices=["ast", "lm", "paper"], default="ast")
     p.add_argument("--plain", action="store_true", help="print marker prints, no channel")

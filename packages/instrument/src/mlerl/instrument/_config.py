@@ -6,8 +6,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from mlerl.instrument._channel import MarkerMode
 from mlerl.instrument._reward import RewardConfig
-from mlerl.instrument._run import MarkerMode
 
 
 class InstrumentMode(str, enum.Enum):

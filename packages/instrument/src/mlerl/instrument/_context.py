@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from mlerl.instrument._trust import bindings, imports, qualified
 
 ML_LIBS = frozenset(
-    "sklearn lightgbm xgboost catboost torch torchvision tensorflow keras tf_keras transformers "
-    "statsmodels timm sentence_transformers imblearn scipy pytorch_lightning lightning".split()
+    ["sklearn", "lightgbm", "xgboost", "catboost", "torch", "torchvision", "tensorflow", "keras", "tf_keras", "transformers", "statsmodels", "timm", "sentence_transformers", "imblearn", "scipy", "pytorch_lightning", "lightning"]
 )
 """Libraries whose estimators, losses and metrics earn markers (resolved through imports)."""
 _CHAIN = frozenset({"fit", "partial_fit", "to", "cuda", "cpu", "eval", "double", "float", "half",

@@ -23,13 +23,12 @@ from collections import Counter, OrderedDict
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
-from mlerl.protocol import ChatMessage, Completion, InferenceEngine, SamplingParams, check
-
 from mlerl.instrument._ast_instrument import instrument_ast
+from mlerl.instrument._channel import _alone
 from mlerl.instrument._markers import marker_of
 from mlerl.instrument._position import misplaced_markers, verification_context
-from mlerl.instrument._run import _alone
 from mlerl.instrument._verify import Rejected, count_markers, finalize, parse
+from mlerl.protocol import ChatMessage, Completion, InferenceEngine, SamplingParams, check
 
 INSTRUMENT_PROMPT = """\
 Please insert print statements in the given python script. The print statements are supposed \
@@ -62,7 +61,7 @@ PROMPT_VERSION = "c3-v1"
 """Part of the cache key: change it when the prompt changes."""
 
 REASONS = ("unparsable_input", "engine_error", "engine_timeout", "truncated", "no_code_block",
-           "syntax_error", "modified_program", "misplaced_marker", "no_markers")  # fmt: skip
+           "syntax_error", "modified_program", "misplaced_marker", "no_markers")
 """Every fallback reason :class:`Instrumented` can carry."""
 
 _FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)

@@ -94,5 +94,5 @@ def marker_of(stmt: ast.stmt) -> str | None:
         return None
     if marker not in LOSS_MARKERS:
         only_text = len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
-        return marker if only_text and text.strip() == marker else None  # type: ignore[union-attr]
+        return marker if only_text and text.strip() == marker else None  # type: ignore[union-attr]  # only_text: the one argument is a str Constant
     return marker if all(is_simple(a) for a in call.args) else None

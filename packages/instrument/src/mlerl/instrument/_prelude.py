@@ -1,4 +1,4 @@
-"""The secure marker channel's host side: the prelude :func:`mlerl.instrument._run.prepare_run`
+"""The secure marker channel's host side: the prelude :func:`mlerl.instrument._channel.prepare_run`
 puts at the top of a program, whose audit hooks turn marker statements (calls of ``sys.audit``)
 into authenticated lines on a duplicate of fd 1. Markers are bound to *where* they run, not to
 what is passed:

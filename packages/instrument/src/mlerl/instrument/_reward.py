@@ -14,7 +14,8 @@ submission's public score, else the metric's chance score) and ``B`` the metric'
 (1 for AUC, accuracy, QWK, Pearson, Jaccard; 0 for log loss and RMSLE), both given as
 ``reference``. So r = 0 at the baseline, 1 at a perfect score, and an arbitrarily bad valid
 score tends to -1 (reached only by floating-point rounding, for absurd scores): every valid
-submission is rewarded in [-1, 1], above the best failure, and r is increasing in the score. (+ ``per_marker * n`` with
+submission is rewarded in [-1, 1], above the best failure, and r is increasing in the score. (+
+``per_marker * n`` with
 ``markers_on_success``.) The config refuses constants that would break "valid > failure".
 
 Paper reward (section 3.2, :attr:`RewardKind.PAPER`, the raw signed score), with ``n`` = number
@@ -50,9 +51,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from mlerl.protocol import ExecStatus, check
-
 from mlerl.instrument._markers import MARKERS
+from mlerl.protocol import ExecStatus, check
 
 
 class RewardKind(str, enum.Enum):
@@ -94,7 +94,7 @@ class RewardConfig:
     def __post_init__(self) -> None:
         self.kind = RewardKind(self.kind)
         for name in ("failure", "per_marker", "mlagent_error", "mlagent_invalid",
-                     "mlagent_scale", "mlagent_init", "mlagent_best"):  # fmt: skip
+                     "mlagent_scale", "mlagent_init", "mlagent_best"):
             check(math.isfinite(getattr(self, name)), name, "must be finite")
         check(self.per_marker >= 0, "per_marker", "must be >= 0")
         check(self.mlagent_scale > 0, "mlagent_scale", "must be > 0")
@@ -157,23 +157,25 @@ def compute_reward(
         return RewardResult(None, "infra_error", {"n_markers": n})
     if valid and status is ExecStatus.OK and score is None:
         raise ValueError("valid submission without a score")
-    graded = status is ExecStatus.OK and valid and math.isfinite(score)  # type: ignore[arg-type]
+    ok = status is ExecStatus.OK and valid and score is not None and math.isfinite(score)
+    graded_score = score if ok else None
+    graded = graded_score is not None
     case = (
         "graded" if graded
         else "no_program" if status is ExecStatus.NOT_RUN
         else "invalid_submission" if status is ExecStatus.OK
         else "failed"
-    )  # fmt: skip
-    signed = (-score if lower_is_better else score) if graded else 0.0  # type: ignore[operator]
+    )
+    signed = 0.0 if graded_score is None else (-graded_score if lower_is_better else graded_score)
     if cfg.kind is RewardKind.MLAGENT:
         return _mlagent(cfg, case, signed, n, lower_is_better, reference)
-    if graded:
+    if graded_score is not None:
         bonus = cfg.per_marker * n if cfg.markers_on_success else 0.0
         value = signed
         if cfg.kind is RewardKind.NORMALIZED:
             if reference is None:
                 raise ValueError("the normalized reward needs the task's reference scores")
-            value = normalised_score(score, lower_is_better, reference.init, reference.best)  # type: ignore[arg-type]
+            value = normalised_score(graded_score, lower_is_better, reference.init, reference.best)
         parts = {"score": signed, "markers": bonus, "n_markers": n}
         if cfg.kind is RewardKind.NORMALIZED:
             parts["normalised"] = value
@@ -187,7 +189,8 @@ def normalised_score(score: float, lower_is_better: bool, baseline: float, best:
 
     With primes for sign-flipped values when lower is better, p = (s' - b') / (B' - b'); the
     result is min(p, 1) for p >= 0 and p / (1 - p) for p < 0 (increasing, continuous, slope 1
-    at p = 0; strictly increasing below 1 but for floating-point rounding near -1). Raises ValueError unless all three are finite and ``best`` is better
+    at p = 0; strictly increasing below 1 but for floating-point rounding near -1). Raises
+    ValueError unless all three are finite and ``best`` is better
     than ``baseline``.
     """
     if not all(math.isfinite(x) for x in (score, baseline, best)):

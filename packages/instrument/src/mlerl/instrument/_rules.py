@@ -53,17 +53,10 @@ from mlerl.instrument._context import (
 )
 
 _LOADS = frozenset(
-    "read_csv read_json read_parquet read_excel read_table read_feather read_pickle read_hdf "
-    "read_sql loadtxt genfromtxt fromfile imread load_dataset load_img read_image "
-    "load_files load_iris load_digits load_svmlight_file".split()
+    ["read_csv", "read_json", "read_parquet", "read_excel", "read_table", "read_feather", "read_pickle", "read_hdf", "read_sql", "loadtxt", "genfromtxt", "fromfile", "imread", "load_dataset", "load_img", "read_image", "load_files", "load_iris", "load_digits", "load_svmlight_file"]
 )
 _METRICS = frozenset(
-    "accuracy_score log_loss roc_auc_score mean_squared_error mean_absolute_error "
-    "root_mean_squared_error f1_score r2_score precision_score recall_score "
-    "balanced_accuracy_score matthews_corrcoef cohen_kappa_score mean_squared_log_error "
-    "median_absolute_error average_precision_score cross_val_score cross_validate "
-    "hamming_loss zero_one_loss hinge_loss brier_score_loss "
-    "pearsonr spearmanr kendalltau".split()  # scipy's correlations (numpy's: _is_metric)
+    ["accuracy_score", "log_loss", "roc_auc_score", "mean_squared_error", "mean_absolute_error", "root_mean_squared_error", "f1_score", "r2_score", "precision_score", "recall_score", "balanced_accuracy_score", "matthews_corrcoef", "cohen_kappa_score", "mean_squared_log_error", "median_absolute_error", "average_precision_score", "cross_val_score", "cross_validate", "hamming_loss", "zero_one_loss", "hinge_loss", "brier_score_loss", "pearsonr", "spearmanr", "kendalltau"]  # scipy's correlations (numpy's: _is_metric)
 )
 _PREDICTS = frozenset({"predict", "predict_proba", "predict_log_proba", "decision_function"})
 _FITS = frozenset({"fit", "partial_fit", "train_on_batch", "fit_generator"})
@@ -71,8 +64,7 @@ _WRITES = frozenset({"to_csv", "savetxt", "writerows"})
 _HELDOUT = frozenset({"val", "dev", "holdout", "oof", "eval", "validation", "cv"})
 
 DATA_LIBS = frozenset(
-    "pandas numpy json pickle joblib PIL cv2 datasets h5py scipy torchvision tensorflow keras "
-    "sklearn imageio skimage polars pyarrow librosa soundfile".split()
+    ["pandas", "numpy", "json", "pickle", "joblib", "PIL", "cv2", "datasets", "h5py", "scipy", "torchvision", "tensorflow", "keras", "sklearn", "imageio", "skimage", "polars", "pyarrow", "librosa", "soundfile"]
 )
 _LOAD_ROOTS = frozenset({"numpy", "json", "pickle", "joblib", "PIL", "h5py"})
 _LOSSY = re.compile(r"loss|criterion|entropy")

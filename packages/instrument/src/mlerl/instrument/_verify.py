@@ -41,7 +41,7 @@ def _same(orig: object, cand: object, own: list[ast.stmt]) -> bool:
         for field, oval in ast.iter_fields(orig):
             cval = getattr(cand, field, None)
             if _is_stmt_list(oval):
-                if not _same_body(oval, cval, own):
+                if not isinstance(cval, list) or not _same_body(oval, cval, own):
                     return False
             elif not _same(oval, cval, own):
                 return False
@@ -123,7 +123,7 @@ def finalize(original: str, candidate: str) -> str:
     src = _Src.of(candidate)
     edits = []
     for stmt in own:
-        last = stmt.value.args[-1]  # type: ignore[attr-defined]
+        last = stmt.value.args[-1]  # type: ignore[attr-defined]  # own holds marker Expr statements (Calls)
         edits.append((src.offset(last.end_lineno, last.end_col_offset), b', sep=" "'))
     result = apply_edits(src, edits)
     inserted = count_markers(ctree) - len(own)

@@ -22,12 +22,12 @@ from mlerl.learner._advantages import gae, group_advantages, terminal_rewards
 from mlerl.learner._batch import collate, token_logprobs
 from mlerl.learner._buffer import ExperienceBuffer, read_journal
 from mlerl.learner._config import DurationWeighting, LearnerConfig
+from mlerl.learner._duration_weights import duration_weights, update_running_mean, weight_stats
 from mlerl.learner._faults import FATAL_FILE
 from mlerl.learner._learner import Learner
 from mlerl.learner._losses import entropy_from_logits, ppo_policy_loss, value_loss
+from mlerl.learner._process import build_learner, run, train_step
 from mlerl.learner._publish import full_state_dict, publish_weights
-from mlerl.learner._run import build_learner, run, train_step
-from mlerl.learner._weights import duration_weights, update_running_mean, weight_stats
 
 __version__ = "0.1.0"
 

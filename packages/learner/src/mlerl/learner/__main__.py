@@ -11,14 +11,12 @@ import argparse
 import logging
 import os
 import sys
-
 from pathlib import Path
-
-from mlerl.protocol import ConfigError, MetricsConfig, die_with_parent, load_run, load_section
 
 from mlerl.learner._config import LearnerConfig
 from mlerl.learner._faults import RankFailed, die
-from mlerl.learner._run import run
+from mlerl.learner._process import run
+from mlerl.protocol import ConfigError, MetricsConfig, die_with_parent, load_run, load_section
 
 
 def main(argv: list[str] | None = None) -> int:

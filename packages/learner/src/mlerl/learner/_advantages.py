@@ -22,7 +22,8 @@ Tensor = torch.Tensor
 
 
 def terminal_rewards(rewards: Tensor, mask: Tensor) -> Tensor:
-    """(B,) rewards -> (B, T) token rewards with R_i on sample i's last response token (mask's last 1)."""
+    """(B,) rewards -> (B, T) token rewards with R_i on sample i's last response token (mask's last
+    1)."""
     token_rewards = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
     positions = torch.arange(1, mask.shape[-1] + 1, device=mask.device, dtype=torch.float32)
     last = (mask.float() * positions).argmax(-1)  # (B,) index of the last 1 in each row

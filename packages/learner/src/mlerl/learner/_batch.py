@@ -9,13 +9,19 @@ every per-token tensor shares one coordinate system.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from mlerl.learner._losses import entropy_from_logits
 from mlerl.protocol import Sample
 
-from mlerl.learner._losses import entropy_from_logits
+CausalLM = Any
+"""A Hugging Face causal LM (a ``transformers.PreTrainedModel``). Typed Any: torch types every
+attribute of a module as ``Tensor | Module``, and the code reads the model's own (``config``,
+``base_model_prefix``, ``get_output_embeddings``, ``save_pretrained``)."""
 
 Tensor = torch.Tensor
 
@@ -45,7 +51,8 @@ def collate(samples: list[Sample], pad_id: int = 0, device: str | torch.device =
     """Pad samples into a :class:`TokenBatch`. Samples need at least one response token."""
     for s in samples:
         if not s.response_ids or not s.prompt_ids:
-            raise ValueError(f"sample {s.sample_id}: needs non-empty prompt_ids and response_ids to be trained on")
+            raise ValueError(f"sample {s.sample_id}: needs non-empty prompt_ids and response_ids to be trained "
+                             "on")
     L = max(len(s.prompt_ids) + len(s.response_ids) for s in samples)
     B = len(samples)
     input_ids = torch.full((B, L), pad_id, dtype=torch.long)
@@ -59,7 +66,7 @@ def collate(samples: list[Sample], pad_id: int = 0, device: str | torch.device =
         # response token j sits at input position p + j, predicted at position p + j - 1
         mask[i, p - 1 : p - 1 + r] = 1.0
         behaviour[i, p - 1 : p - 1 + r] = torch.tensor(s.behaviour_logprobs, dtype=torch.float32)
-    to = lambda t: t.to(device)  # noqa: E731
+    to = lambda t: t.to(device)  # noqa: E731 - a one-line local helper reads best as a lambda
     temperature = torch.tensor([s.temperature for s in samples], dtype=torch.float32)
     return TokenBatch(to(input_ids), to(attention_mask), to(mask), to(behaviour), to(temperature))
 
@@ -71,7 +78,8 @@ variable-length attention without padding, for CPU and any GPU without flash-att
 argument names are flash-attention's, so a model on ``flash_attention_2`` packs the same way."""
 PACKING_ATTENTION = frozenset({VARLEN_ATTENTION, "flash_attention_2", "flash_attention_3"})
 HEAD_CHUNK_ELEMENTS = 1 << 23
-"""Logits computed at once by the fused head: 8 Mi floats (32 MiB), e.g. 1024 tokens x 8192 vocab."""
+"""Logits computed at once by the fused head: 8 Mi floats (32 MiB), e.g. 1024 tokens x 8192
+vocab."""
 
 
 def _varlen_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
@@ -88,12 +96,12 @@ def _varlen_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling
     outs = [
         sdpa_attention_forward(module, query[:, :, a:b], key[:, :, a:b], value[:, :, a:b], None,
                                dropout=dropout, scaling=scaling, is_causal=True, **kwargs)[0]
-        for a, b in zip(bounds[:-1], bounds[1:])
+        for a, b in itertools.pairwise(bounds)
     ]
     return torch.cat(outs, dim=1), None  # (1, N, heads, head_dim), like sdpa_attention_forward
 
 
-def use_varlen_attention(model: torch.nn.Module) -> bool:
+def use_varlen_attention(model: CausalLM) -> bool:
     """Switch an HF model on SDPA to :data:`VARLEN_ATTENTION` (identical when nothing is packed).
 
     Returns whether the model can now take packed rows (flash-attention models already can)."""
@@ -160,7 +168,7 @@ class _HeadLogprobs(torch.autograd.Function):
                 z = _logits(hidden[a : a + chunk].to(cdt), w, b, temperature)
                 lse[a : a + chunk] = torch.logsumexp(z, -1)
                 lp[a : a + chunk] = z.gather(-1, targets[a : a + chunk, None]).squeeze(-1) - lse[a : a + chunk]
-                if with_entropy:  # H = -sum_j p_j log p_j, in place on the chunk's logits
+                if ent is not None:  # H = -sum_j p_j log p_j, in place on the chunk's logits
                     logp = z.sub_(lse[a : a + chunk, None])
                     ent[a : a + chunk] = -torch.linalg.vecdot(logp.exp(), logp)
         ctx.save_for_backward(hidden, weight, bias, targets, lse, ent)
@@ -178,7 +186,8 @@ class _HeadLogprobs(torch.autograd.Function):
         with torch.autocast(hidden.device.type, enabled=False):
             w, b = weight.to(cdt), None if bias is None else bias.to(cdt)
             # d/dz of (g_lp log p_y + g_H H) = g_lp (onehot_y - p) - g_H p (log p + H)
-            #   = p * (c - g_H log p) + g_lp onehot_y,  c = -g_lp - g_H H; all over T (z = logits / T)
+            # = p * (c - g_H log p) + g_lp onehot_y,  c = -g_lp - g_H H; all over T (z = logits /
+            # T)
             g_lp = g_lp / temperature
             g_h = g_ent / temperature if ent is not None and g_ent is not None and g_ent.numel() else None
             for a in range(0, hidden.shape[0], chunk):
@@ -186,20 +195,21 @@ class _HeadLogprobs(torch.autograd.Function):
                 logp = _logits(h, w, b, temperature).sub_(lse[a : a + chunk, None])  # in place
                 p = logp.exp()
                 if g_h is not None:
+                    assert ent is not None  # saved whenever entropy was computed
                     c = -g_lp[a : a + chunk] - g_h[a : a + chunk] * ent[a : a + chunk]
                     gz = logp.mul_(-g_h[a : a + chunk, None]).add_(c[:, None]).mul_(p)
                 else:
                     gz = p.mul_(-g_lp[a : a + chunk, None])
                 gz.scatter_add_(-1, targets[a : a + chunk, None], g_lp[a : a + chunk, None])
                 gz = gz.to(cdt)
-                if need_h:
+                if grad_h is not None:
                     grad_h[a : a + chunk] = (gz @ w).to(hidden.dtype)
-                if need_w:
+                if grad_w is not None:
                     grad_w += (gz.t() @ h).float()
-                if need_b:
+                if grad_b is not None:
                     grad_b += gz.sum(0).float()
-        grad_w = grad_w.to(weight.dtype) if need_w else None
-        grad_b = grad_b.to(bias.dtype) if need_b else None
+        grad_w = grad_w.to(weight.dtype) if grad_w is not None else None
+        grad_b = grad_b.to(bias.dtype) if grad_b is not None else None
         return grad_h, grad_w, grad_b, None, None, None, None
 
 
@@ -220,7 +230,7 @@ def head_logprobs(
 
 
 def token_logprobs(
-    model: torch.nn.Module, batch: TokenBatch, with_entropy: bool = False,
+    model: CausalLM, batch: TokenBatch, with_entropy: bool = False,
     temperature: float | None = None, *, chunk: int | None = None, packed: Packed | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """log p(token_{t+1} | prefix) on the response positions of ``batch``, (B, L-1) fp32 with 0
@@ -260,7 +270,8 @@ def token_logprobs(
     if distributed or not hasattr(model, "get_output_embeddings") or model.get_output_embeddings() is None:
         if can_pack:  # one row: the head runs on the response-predicting positions only
             logits = model(**inputs, logits_to_keep=flat).logits.float()[0]  # (T, V)
-        else:  # a tensor logits_to_keep picks the same positions in every row: keep all, then select
+        else:
+            # a tensor logits_to_keep picks the same positions in every row: keep all, then select
             logits = model(**inputs).logits.float()
             logits = logits.reshape(-1, logits.shape[-1])[flat]
         if temperature != 1.0:
@@ -299,7 +310,7 @@ def token_values(critic: torch.nn.Module, batch: TokenBatch, *, packed: Packed |
     return grid.index_put((pk.rows, pk.cols), values)
 
 
-def _by_temperature(model: torch.nn.Module, batch: TokenBatch, with_entropy: bool,
+def _by_temperature(model: CausalLM, batch: TokenBatch, with_entropy: bool,
                     chunk: int | None) -> tuple[Tensor, Tensor | None]:
     """:func:`token_logprobs` of a batch mixing temperatures: one pass per temperature."""
     assert batch.temperature is not None

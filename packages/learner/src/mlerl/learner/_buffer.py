@@ -41,9 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mlerl.protocol import ExecStatus, ProtocolError, Sample, decode, encode
-
 from mlerl.learner._config import BatchPolicy
+from mlerl.protocol import ExecStatus, ProtocolError, Sample, decode, encode
 
 _HEADER = struct.Struct(">II")  # payload length, crc32(payload)
 Key = tuple[str, int]
@@ -124,14 +123,15 @@ class ExperienceBuffer:
                 f.truncate(good)
                 os.fsync(f.fileno())
         self._refused: set[Key] = self._read_refused()
-        self._refused_file = open(self.refused_path, "a", encoding="utf-8")  # noqa: SIM115
+        # both files stay open for the buffer's lifetime (appended per sample); close() closes them
+        self._refused_file = open(self.refused_path, "a", encoding="utf-8")  # noqa: SIM115 - see above
         self._refused_dirty = False
         self._stored |= self._refused
         for s in samples:
             self._admit(s)
         if self._refused_dirty:
             self.sync_refused()
-        self._file = open(self.path, "ab")
+        self._file = open(self.path, "ab")  # noqa: SIM115 - open until close(), as above
 
     def _read_refused(self) -> set[Key]:
         """Keys in ``refused.jsonl``; a torn last line (crash mid-write) is cut off."""
@@ -234,7 +234,8 @@ class ExperienceBuffer:
         return len(self._pending)
 
     def stored_keys(self) -> set[Key]:
-        """Every ``(actor_id, seq)`` in the journal (pending, consumed or INFRA_ERROR) or refused."""
+        """Every ``(actor_id, seq)`` in the journal (pending, consumed or INFRA_ERROR) or
+        refused."""
         return set(self._stored)
 
     def last_consumed_seq(self) -> dict[str, int]:

@@ -25,7 +25,7 @@ import os
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import numpy as np
 import torch
@@ -52,9 +52,10 @@ def learner_state(learner: Learner) -> dict[str, Any]:
 
     state: dict[str, Any] = {"version": learner.version, "running_dt": learner.running_dt}
     state["policy"], state["policy_opt"] = get_state_dict(learner.policy, learner.policy_opt, options=_options())
-    if learner.critic is not None:
+    if learner.critic is not None and learner.critic_opt is not None:
         state["critic"], state["critic_opt"] = get_state_dict(learner.critic, learner.critic_opt, options=_options())
-    name, keys, pos, has_gauss, cached = np.random.get_state()  # plain values: weights_only loads them
+    name, keys, pos, has_gauss, cached = cast(tuple[str, np.ndarray, int, int, float],
+                                              np.random.get_state())  # plain values: weights_only loads them
     numpy_state = [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)]
     state["rng"] = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": numpy_state}
     return state
@@ -65,7 +66,7 @@ def load_learner_state(learner: Learner, state: dict[str, Any]) -> None:
 
     opts = _options(broadcast_from_rank0=is_distributed())
     set_state_dict(learner.policy, learner.policy_opt, model_state_dict=state["policy"], optim_state_dict=state["policy_opt"], options=opts)
-    if learner.critic is not None:
+    if learner.critic is not None and learner.critic_opt is not None:
         set_state_dict(learner.critic, learner.critic_opt, model_state_dict=state["critic"], optim_state_dict=state["critic_opt"], options=opts)
     learner.version, learner.running_dt = int(state["version"]), state["running_dt"]
     torch.set_rng_state(state["rng"]["torch"])
@@ -122,7 +123,7 @@ def save_checkpoint(root: str | Path, learner: Learner, extra: dict[str, Any], k
     state["extra"] = extra
     with open(tmp / "state.pt", "wb") as f:
         writer = _HashingWriter(f)
-        torch.save(state, writer)
+        torch.save(state, cast(IO[bytes], writer))  # a write-only file that also hashes
         f.flush()
         os.fsync(f.fileno())
     _write_commit(tmp, writer.sha.hexdigest())
@@ -177,7 +178,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: state.pt does not match the sha256 in COMMIT (corrupt)")
     try:
         state = torch.load(path / "state.pt", map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling/zip failure means "not loadable"
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise CheckpointError(f"{path}: state.pt is not a loadable checkpoint: {type(exc).__name__}: {first}") from exc
     missing = [k for k in _REQUIRED if not isinstance(state, dict) or k not in state]

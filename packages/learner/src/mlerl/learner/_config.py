@@ -19,23 +19,25 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 from mlerl.protocol import ConfigError, check
 
 
 class AdvantageEstimator(str, enum.Enum):
     gae = "gae"
-    """GAE with a critic (the paper). With gamma = lambda = 1 and a terminal reward, A_t = R - V_t."""
+    """GAE with a critic (the paper). With gamma = lambda = 1 and a terminal reward, A_t = R -
+    V_t."""
     grpo = "grpo"
-    """Group baseline: (R - mean of the prompt's group) / (std + eps) if ``grpo_std`` else R - mean."""
+    """Group baseline: (R - mean of the prompt's group) / (std + eps) if ``grpo_std`` else R -
+    mean."""
     rloo = "rloo"
     """Leave-one-out baseline: R_i - mean of the other samples of the group."""
 
 
 class LossAgg(str, enum.Enum):
     token_mean = "token_mean"
-    """Sum of per-token losses / number of response tokens in the (mini)batch (long answers weigh more)."""
+    """Sum of per-token losses / number of response tokens in the (mini)batch (long answers weigh
+    more)."""
     seq_mean = "seq_mean"
     """Per-sample token mean, then mean over samples (each sample weighs the same)."""
 
@@ -124,8 +126,9 @@ class LearnerConfig:
     """Max global gradient norm (policy and critic separately); 0 disables."""
     clip_ratio: float = 0.2
     """PPO epsilon: the ratio is clipped to [1 - eps, 1 + eps]."""
-    dual_clip: Optional[float] = None
-    """If set (> 1), bounds the loss of negative-advantage tokens at dual_clip * |A| (dual-clip PPO)."""
+    dual_clip: float | None = None
+    """If set (> 1), bounds the loss of negative-advantage tokens at dual_clip * |A| (dual-clip
+    PPO)."""
     ratio_base: RatioBase = RatioBase.behaviour
     """What the PPO ratio is taken against."""
     is_cap: float = 2.0
@@ -210,7 +213,8 @@ class LearnerConfig:
     def __post_init__(self) -> None:
         kl_estimator = getattr(self.kl_estimator, "value", self.kl_estimator)
         check(kl_estimator != "k1", "kl_estimator",
-              "'k1' was removed: as a loss term its expected gradient is 0; use 'k3' (docs/learner.md)")
+              "'k1' was removed: as a loss term its expected gradient is 0; use 'k3' "
+              "(docs/learner.md)")
         for name, enum_type in _ENUM_FIELDS.items():
             value = getattr(self, name)
             try:

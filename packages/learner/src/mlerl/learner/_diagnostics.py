@@ -1,7 +1,8 @@
 """Per-update diagnostics split by prompt kind and task: what the update trained on, and where
 its policy gradient came from (issue #14, "see the learning").
 
-Pure functions but :func:`gather_rows` (a collective). :func:`per_sample_stats` turns the update's per-token tensors into one row of
+Pure functions but :func:`gather_rows` (a collective). :func:`per_sample_stats` turns the update's
+per-token tensors into one row of
 scalars per sample; :func:`gather_rows` collects every rank's rows (each rank holds only its
 share of the batch); :func:`split_metrics` groups rows (all / kind / task) into flat metric
 names ``split/<group>/<metric>`` that go to metrics.jsonl and W&B with the rest.
@@ -46,7 +47,8 @@ def _masked_row_mean(x: Tensor, mask: Tensor) -> Tensor:
 
 
 def pg_mass(advantages: Tensor, mask: Tensor, weights: Tensor, seq_mean: bool) -> Tensor:
-    """(B, T) advantages, mask, (B,) duration weights -> (B,) sum_t |A_t| w_i (/ n_i if seq_mean)."""
+    """(B, T) advantages, mask, (B,) duration weights -> (B,) sum_t |A_t| w_i (/ n_i if
+    seq_mean)."""
     m = mask.to(torch.float64)
     mass = (advantages.to(torch.float64).abs() * m).sum(-1) * weights.to(torch.float64)
     if seq_mean:
@@ -101,8 +103,8 @@ def _std(xs: Sequence[float]) -> float:
 def _group(rows: list[dict[str, Any]], total_mass: float) -> dict[str, float]:
     n = len(rows)
     scores = [r["score"] for r in rows if r["valid"] and r["score"] is not None and not math.isnan(r["score"])]
-    private = [r.get("private_score") for r in rows if r["valid"]]
-    private = [p for p in private if p is not None and not math.isnan(p)]
+    given = [r.get("private_score") for r in rows if r["valid"]]
+    private: list[float] = [p for p in given if p is not None and not math.isnan(p)]
     out = {
         "n": float(n),
         "valid_frac": sum(bool(r["valid"]) for r in rows) / n,
@@ -139,7 +141,8 @@ def gather_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def split_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Rows (keys: kind, task, valid, reward, score (public), status, exec_s, and optionally
-    private_score and the :func:`per_sample_stats` fields) -> ``split/<group>/<metric>``, groups ``all``,
+    private_score and the :func:`per_sample_stats` fields) -> ``split/<group>/<metric>``, groups
+    ``all``,
     ``kind/<scratch|improve>`` and ``task/<task_id>``. NaN metrics (e.g. the score mean of a
     group with no valid sample) are left out, so a logged value is always a measured one."""
     if not rows:

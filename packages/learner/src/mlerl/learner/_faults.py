@@ -59,9 +59,8 @@ def _distributed(exc: BaseException) -> bool:
 
 def lasting(exc: BaseException, *, starting: bool) -> bool:
     """Whether restarting the learner would meet ``exc`` again."""
-    from mlerl.protocol import ConfigError, CurveError
-
     from mlerl.learner._checkpoint import CheckpointError
+    from mlerl.protocol import ConfigError, CurveError
 
     found = leaves(exc)
     if any(_distributed(e) for e in found):
@@ -93,9 +92,8 @@ class RankFailed(Exception):
 def die(failed: RankFailed) -> None:
     """Log the failure, record it when lasting, and end this process now, with no collective:
     exit 2 for a config, keys or checkpoint error, 1 otherwise."""
-    from mlerl.protocol import ConfigError, CurveError
-
     from mlerl.learner._checkpoint import CheckpointError
+    from mlerl.protocol import ConfigError, CurveError
 
     exc = failed.__cause__ or failed
     rank, run_dir = failed.rank, failed.run_dir

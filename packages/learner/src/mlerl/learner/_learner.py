@@ -20,21 +20,42 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from mlerl.protocol import ExecStatus, PromptKind, Sample
-
 from mlerl.learner._advantages import gae, group_advantages, terminal_rewards, whiten
-from mlerl.learner._batch import TokenBatch, collate, token_logprobs, token_values, use_varlen_attention
-from mlerl.learner._config import AdvantageEstimator, ImproveGroup, LearnerConfig, LossAgg, RatioBase
+from mlerl.learner._batch import (
+    CausalLM,
+    TokenBatch,
+    collate,
+    token_logprobs,
+    token_values,
+    use_varlen_attention,
+)
+from mlerl.learner._config import (
+    AdvantageEstimator,
+    ImproveGroup,
+    LearnerConfig,
+    LossAgg,
+    RatioBase,
+)
 from mlerl.learner._diagnostics import gather_rows, per_sample_stats, split_metrics
+from mlerl.learner._duration_weights import duration_weights, update_running_mean, weight_stats
 from mlerl.learner._losses import aggregate, kl_penalty, ppo_policy_loss, value_loss
-from mlerl.learner._models import enable_checkpointing, is_distributed, make_critic, make_reference, shard
-from mlerl.learner._weights import duration_weights, update_running_mean, weight_stats
+from mlerl.learner._models import (
+    enable_checkpointing,
+    is_distributed,
+    make_critic,
+    make_reference,
+    shard,
+)
+from mlerl.protocol import ExecStatus, PromptKind, Sample
 
 Tensor = torch.Tensor
 
@@ -53,6 +74,11 @@ class _Prepared:
     weights: Tensor  # (b,) duration weights
 
 
+def _cut(t: Tensor, *, micro: Tensor, width: int) -> Tensor:
+    """The rows ``micro`` of a (B, T) tensor, cut to the micro-batch's ``width`` tokens."""
+    return t[micro][:, :width]
+
+
 def _all_reduce_sum(x: Tensor) -> Tensor:
     if is_distributed():
         torch.distributed.all_reduce(x, op=torch.distributed.ReduceOp.SUM)
@@ -60,9 +86,10 @@ def _all_reduce_sum(x: Tensor) -> Tensor:
 
 
 class Learner:
-    """Policy (+ frozen reference, + critic) and their optimizers; ``update`` does one PPO update."""
+    """Policy (+ frozen reference, + critic) and their optimizers; ``update`` does one PPO
+    update."""
 
-    def __init__(self, config: LearnerConfig, policy: torch.nn.Module, *, seed: int = 0, pad_token_id: int = 0,
+    def __init__(self, config: LearnerConfig, policy: CausalLM, *, seed: int = 0, pad_token_id: int = 0,
                  device: str = "cpu") -> None:
         self.config = config
         self.seed = seed
@@ -74,7 +101,8 @@ class Learner:
             raise ValueError("fsdp: must be true when running with more than one process")
         use_varlen_attention(policy)  # packed micro-batches: no padding computed (reference and critic copy it)
         self.ref = make_reference(policy) if config.kl_coef > 0 else None
-        # grpo / rloo take their baseline from the group: a critic would be built, trained and never read
+        # grpo / rloo take their baseline from the group: a critic would be built, trained and
+        # never read
         self.critic = make_critic(config, policy) if config.advantage is AdvantageEstimator.gae else None
         policy.train()
         if config.gradient_checkpointing:
@@ -84,7 +112,9 @@ class Learner:
         self.policy = shard(policy.to(self.device), config.bf16)
         self.ref = shard(self.ref.to(self.device), config.bf16) if self.ref is not None else None
         self.critic = shard(self.critic.to(self.device), config.bf16) if self.critic is not None else None
-        adamw = lambda params, lr: torch.optim.AdamW(params, lr=lr, weight_decay=config.weight_decay)  # noqa: E731
+        def adamw(params: Any, lr: float) -> torch.optim.AdamW:
+            return torch.optim.AdamW(params, lr=lr, weight_decay=config.weight_decay)
+
         self.policy_opt = adamw(self.policy.parameters(), config.lr)
         self.critic_opt = adamw(self.critic.parameters(), config.critic_lr) if self.critic is not None else None
         self.version = 0
@@ -98,7 +128,8 @@ class Learner:
         kept = [s for s in samples if s.exec_status is not ExecStatus.INFRA_ERROR]
         n = len(kept)
         if n == 0 or n % (cfg.minibatches * self.world) != 0:
-            raise ValueError(f"update: {n} trainable samples do not split into {cfg.minibatches} minibatches x {self.world} ranks")
+            raise ValueError(f"update: {n} trainable samples do not split into "
+                             f"{cfg.minibatches} minibatches x {self.world} ranks")
         rewards = torch.tensor([s.reward for s in kept], dtype=torch.float32)
         durations = torch.tensor([s.dt_s for s in kept], dtype=torch.float32)  # generation + execution
         weights = duration_weights(
@@ -164,6 +195,7 @@ class Learner:
         ref = self._per_token(lambda b: token_logprobs(self.ref, b)[0], tb) if self.ref is not None else None
         values = self._per_token(lambda b: token_values(self.critic, b), tb) if self.critic is not None else None
         if seq_adv is None:
+            assert values is not None  # GAE is the estimator that has a critic
             advantages, returns = gae(terminal_rewards(rewards, mask), values, mask, cfg.gamma, cfg.lam)
         else:
             advantages, returns = seq_adv.float()[:, None].to(self.device) * mask, None
@@ -183,16 +215,17 @@ class Learner:
         out: dict[str, float] = {}
         for micro in rows.split(cfg.micro_batch_size):
             sub = prep.tokens.rows(micro)
-            cut = lambda t: t[micro][:, : sub.mask.shape[1]]  # noqa: E731
+            cut = functools.partial(_cut, micro=micro, width=sub.mask.shape[1])
             share = float(sub.mask.sum()) / max(local_tokens, 1.0)
             for k, v in self._micro(prep, micro, sub, cut, norm).items():
                 out[k] = out.get(k, 0.0) + (v if k.startswith("loss/") else v * share)
         out["grad_norm/policy"] = self._clip_and_step(self.policy, self.policy_opt)
-        if self.critic is not None:
+        if self.critic is not None and self.critic_opt is not None:
             out["grad_norm/critic"] = self._clip_and_step(self.critic, self.critic_opt)
         return out
 
-    def _micro(self, prep: _Prepared, micro: Tensor, sub: TokenBatch, cut, norm: float) -> dict[str, float]:
+    def _micro(self, prep: _Prepared, micro: Tensor, sub: TokenBatch,
+               cut: Callable[[Tensor], Tensor], norm: float) -> dict[str, float]:
         cfg, scale = self.config, float(self.world)  # FSDP averages grads over ranks; undo it
         with self._autocast():
             logprobs, entropy = token_logprobs(self.policy, sub, with_entropy=cfg.entropy_coef > 0)
@@ -216,6 +249,7 @@ class Learner:
         if self.critic is not None:
             with self._autocast():
                 values = token_values(self.critic, sub)
+            assert prep.old_values is not None and prep.returns is not None  # set with a critic
             vf_loss, vm = value_loss(values, cut(prep.old_values), cut(prep.returns), sub.mask, clip=cfg.value_clip, agg=cfg.loss_agg, norm=norm)
             (vf_loss * cfg.value_coef * scale).backward()
             m.update({f"value/{k}": v for k, v in vm.items()})

@@ -10,11 +10,15 @@ initialised; with one process and no process group models stay plain modules.
 from __future__ import annotations
 
 import copy
+from typing import TypeVar
 
 import torch
 from torch import nn
 
+from mlerl.learner._batch import CausalLM
 from mlerl.learner._config import CriticKind, LearnerConfig
+
+M = TypeVar("M", bound=nn.Module)
 
 
 class ValueModel(nn.Module):
@@ -22,7 +26,7 @@ class ValueModel(nn.Module):
 
     def __init__(self, backbone: nn.Module, hidden_size: int) -> None:
         super().__init__()
-        self.backbone = backbone
+        self.backbone: CausalLM = backbone
         self.v_head = nn.Linear(hidden_size, 1)
         nn.init.zeros_(self.v_head.weight)
         nn.init.zeros_(self.v_head.bias)
@@ -32,31 +36,31 @@ class ValueModel(nn.Module):
         return self.v_head(hidden.to(self.v_head.weight.dtype)).squeeze(-1).float()  # (B, L)
 
     @classmethod
-    def from_policy(cls, policy: nn.Module) -> ValueModel:
+    def from_policy(cls, policy: CausalLM) -> ValueModel:
         base = getattr(policy, policy.base_model_prefix)  # e.g. Qwen2ForCausalLM.model
         return cls(copy.deepcopy(base), policy.config.hidden_size)
 
 
-def make_reference(policy: nn.Module) -> nn.Module:
+def make_reference(policy: CausalLM) -> CausalLM:
     ref = copy.deepcopy(policy)
     ref.eval()
     ref.requires_grad_(False)
     return ref
 
 
-def make_critic(config: LearnerConfig, policy: nn.Module) -> ValueModel | None:
+def make_critic(config: LearnerConfig, policy: CausalLM) -> ValueModel | None:
     if config.critic is CriticKind.none:
         return None
     return ValueModel.from_policy(policy)
 
 
-def decoder_layers(model: nn.Module) -> list[nn.Module]:
+def decoder_layers(model: CausalLM | ValueModel) -> list[nn.Module]:
     """The transformer blocks of an HF causal LM or a :class:`ValueModel`."""
     base = model.backbone if isinstance(model, ValueModel) else getattr(model, model.base_model_prefix)
     return list(base.layers)
 
 
-def enable_checkpointing(model: nn.Module) -> None:
+def enable_checkpointing(model: CausalLM | ValueModel) -> None:
     base = model.backbone if isinstance(model, ValueModel) else model
     base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
@@ -65,7 +69,7 @@ def is_distributed() -> bool:
     return torch.distributed.is_available() and torch.distributed.is_initialized()
 
 
-def shard(model: nn.Module, bf16: bool) -> nn.Module:
+def shard(model: M, bf16: bool) -> M:
     """FSDP2: fully_shard each decoder layer, then the root (no-op without a process group)."""
     if not is_distributed():
         return model

@@ -12,12 +12,12 @@ Guarantees:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import torch
 
-from mlerl.protocol import WeightUpdate, announce, encode_weights, load_into, tied_names
-
 from mlerl.learner._models import is_distributed
+from mlerl.protocol import WeightUpdate, announce, encode_weights, load_into, tied_names
 
 
 def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -25,7 +25,8 @@ def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     if is_distributed():
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        sd = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        sd = cast(dict[str, torch.Tensor],  # full_state_dict=True: tensors, not DTensors
+                  get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)))
     else:
         sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     return sd

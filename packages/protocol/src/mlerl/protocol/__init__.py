@@ -13,7 +13,9 @@ contents; they are grouped as in ``__all__``:
   learner's content checks on samples (``check_sample``, ``SampleLimits``),
 - the weight-file contract every engine loads (``encode_weights``, ``announce``,
   ``read_update_bytes``, ``load_into``, ``tied_names``, ``WeightUpdateError``),
-- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console; ``MetricsSink``, their protocol),
+- metrics (``MetricsConfig``, ``make_sink``: W&B, JSON lines, console; ``MetricsSink``, their
+protocol,
+  and ``MediaSink``, one that also keeps tables and images),
 - process lifetime (``die_with_parent``: a child ends with its parent, SIGKILL included),
 - the run contract (``RunContract`` with ``RunModel`` and ``RunTasks``; ``load_run``): the facts
   every process of a run reads (policy, seed, tasks, transport), typed and loaded once,
@@ -28,6 +30,7 @@ it when called).
 from mlerl.protocol._config import ConfigError, check, load_section, load_yaml, to_object
 from mlerl.protocol._curve import CurveError, CurveKeys, generate_keys
 from mlerl.protocol._engine import ChatMessage, Completion, InferenceEngine, SamplingParams
+from mlerl.protocol._lifetime import die_with_parent
 from mlerl.protocol._messages import (
     ExecStatus,
     ParseStatus,
@@ -38,13 +41,13 @@ from mlerl.protocol._messages import (
     decode,
     encode,
 )
-from mlerl.protocol._lifetime import die_with_parent
-from mlerl.protocol._metrics import MetricsConfig, MetricsSink, make_sink
+from mlerl.protocol._metrics import MediaSink, MetricsConfig, MetricsSink, make_sink
 from mlerl.protocol._receiver import SampleReceiver
-from mlerl.protocol._run import RunContract, RunModel, RunTasks, load_run
+from mlerl.protocol._run_contract import RunContract, RunModel, RunTasks, load_run
 from mlerl.protocol._sender import SampleSender
 from mlerl.protocol._transport_config import RunTransportConfig, TransportConfig
 from mlerl.protocol._validate import SampleLimits, check_sample
+from mlerl.protocol._weight_broadcast import WeightBroadcaster, WeightSubscriber
 from mlerl.protocol._weightfile import (
     WeightUpdateError,
     announce,
@@ -53,7 +56,6 @@ from mlerl.protocol._weightfile import (
     read_update_bytes,
     tied_names,
 )
-from mlerl.protocol._weights import WeightBroadcaster, WeightSubscriber
 
 __version__ = "0.1.0"
 
@@ -87,6 +89,7 @@ __all__ = [
     "tied_names",
     "WeightUpdateError",
     # metrics
+    "MediaSink",
     "MetricsConfig",
     "make_sink",
     "MetricsSink",

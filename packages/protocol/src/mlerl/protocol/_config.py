@@ -48,7 +48,7 @@ def to_object(cls: type[T], cfg: Any, prefix: str = "") -> T:
     try:
         merged = OmegaConf.merge(OmegaConf.structured(cls), cfg if cfg is not None else {})
         _check_sections(merged, "")
-        return OmegaConf.to_object(merged)  # type: ignore[return-value]
+        return OmegaConf.to_object(merged)  # type: ignore[return-value]  # OmegaConf.to_object of a structured cls is a cls
     except ConfigError as exc:
         raise exc.under(prefix) from None
     except OmegaConfBaseException as exc:

@@ -38,9 +38,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import zmq
 import zmq.asyncio
+
+if TYPE_CHECKING:
+    from zmq.auth.thread import ThreadAuthenticator
 
 log = logging.getLogger(__name__)
 
@@ -90,12 +94,12 @@ class CurveKeys:
     def server_keypair(self) -> tuple[bytes, bytes]:
         """(public, secret) of the learner: for the sockets it binds."""
         public, secret = _load(self.directory / f"{SERVER_NAME}.key_secret", True)
-        return public, secret  # type: ignore[return-value]
+        return public, secret  # type: ignore[return-value]  # zmq's load_certificate: a secret file has both keys
 
     def client_keypair(self) -> tuple[bytes, bytes]:
         """(public, secret) shared by the actors: for the sockets they connect."""
         public, secret = _load(self.directory / f"{CLIENT_NAME}.key_secret", True)
-        return public, secret  # type: ignore[return-value]
+        return public, secret  # type: ignore[return-value]  # zmq's load_certificate: a secret file has both keys
 
     def server_public(self) -> bytes:
         """The learner's public key: clients check the server against it."""
@@ -168,7 +172,7 @@ def _acquire_zap(context: zmq.Context, domain: str, allowed: frozenset[bytes]) -
         entry[1] += 1
 
 
-def _start_authenticator(context: zmq.Context):  # type: ignore[no-untyped-def]
+def _start_authenticator(context: zmq.Context) -> ThreadAuthenticator:
     """A started ZAP authenticator. Its endpoint (``inproc://zeromq.zap.01``) is freed
     asynchronously when a previous one stops, so a bind that finds it still taken is retried."""
     from zmq.auth.thread import ThreadAuthenticator

@@ -25,8 +25,8 @@ Invariants (checked):
 from __future__ import annotations
 
 import enum
+import itertools
 import math
-from typing import Union
 
 import msgspec
 
@@ -81,7 +81,7 @@ class _Message(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
             raise ProtocolError(f"v: unknown schema version {self.v} (this build reads {SCHEMA_VERSION})")
 
 
-class Sample(_Message, tag="sample", kw_only=True):
+class Sample(_Message, tag="sample", kw_only=True, frozen=True):
     """One completed action: a generated solution, its execution, grade and reward."""
 
     sample_id: str
@@ -125,6 +125,9 @@ class Sample(_Message, tag="sample", kw_only=True):
     valid_submission: bool = False
     reward: float
     reward_parts: dict[str, float] = {}
+    plan: str = ""
+    """The response's text before its program (the plan the prompts ask for); "" from senders
+    that predate the field."""
     code: str = ""
     """The program as generated (before instrumentation)."""
     output_tail: str = ""
@@ -156,7 +159,7 @@ class Sample(_Message, tag="sample", kw_only=True):
             ("t_graded", self.t_graded),
         ]
         present = [(name, t) for name, t in stamps if t is not None]
-        for (_, earlier), (name, later) in zip(present, present[1:]):
+        for (_, earlier), (name, later) in itertools.pairwise(present):
             if later < earlier:
                 raise ProtocolError(f"{name}: timestamp {later} precedes the previous one {earlier}")
 
@@ -167,7 +170,7 @@ class Sample(_Message, tag="sample", kw_only=True):
         return self.generation_s + self.duration_s
 
 
-class WeightUpdate(_Message, tag="weights", kw_only=True):
+class WeightUpdate(_Message, tag="weights", kw_only=True, frozen=True):
     """The learner announces policy ``version``; weights are inline or at ``uri``."""
 
     version: int
@@ -187,7 +190,7 @@ class WeightUpdate(_Message, tag="weights", kw_only=True):
             raise ProtocolError(f"size_bytes: {self.size_bytes} != payload length {len(self.payload)}")
 
 
-class Ack(_Message, tag="ack", kw_only=True):
+class Ack(_Message, tag="ack", kw_only=True, frozen=True):
     """The receiver has durably stored ``(actor_id, seq)`` and every earlier seq of that actor.
 
     Acks are cumulative: the receiver stores each actor's samples in seq order, so one ack
@@ -198,7 +201,7 @@ class Ack(_Message, tag="ack", kw_only=True):
     seq: int
 
 
-class Heartbeat(_Message, tag="heartbeat", kw_only=True):
+class Heartbeat(_Message, tag="heartbeat", kw_only=True, frozen=True):
     """Liveness, both directions. ``state`` carries small role-specific facts."""
 
     sender: str
@@ -208,7 +211,7 @@ class Heartbeat(_Message, tag="heartbeat", kw_only=True):
     state: dict[str, float] = {}
 
 
-Message = Union[Sample, WeightUpdate, Ack, Heartbeat]
+Message = Sample | WeightUpdate | Ack | Heartbeat
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Message)

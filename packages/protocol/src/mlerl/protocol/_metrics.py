@@ -16,6 +16,11 @@ W&B's single global step (which must be monotonic across *all* calls).
 Values must be real numbers (bool, int, float); a non-number raises ``TypeError`` naming the
 key. Non-finite floats are kept: JSONL writes them as the strings ``"nan"``, ``"inf"``,
 ``"-inf"`` (JSON has no literal for them).
+
+Tables and images (:class:`MediaSink`): W&B keeps them as ``wandb.Table`` and ``wandb.Image``
+under ``<stream>/<key>`` on the stream's step axis (offline too: the run's ``files/media``);
+:class:`MultiSink` hands them to the sinks that keep media and the others skip them (the JSONL
+and console sinks: what the tables show is in the run dir's own files already).
 """
 
 from __future__ import annotations
@@ -24,10 +29,15 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO, cast, runtime_checkable
+
+if TYPE_CHECKING:
+    import wandb
+
+_WandbMode = Literal["offline", "online", "disabled"]
 
 
 @runtime_checkable
@@ -37,6 +47,16 @@ class MetricsSink(Protocol):
     def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class MediaSink(MetricsSink, Protocol):
+    """A sink that also keeps tables and images (W&B; see the module docstring)."""
+
+    def log_table(self, key: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], step: int,
+                  *, stream: str = "learner") -> None: ...
+
+    def log_images(self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner") -> None: ...
 
 
 def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -93,16 +113,20 @@ class JsonlSink:
 
 
 class ConsoleSink:
-    """Print one line per call (with rich when installed), at most every ``every`` steps per stream."""
+    """Print one line per call (with rich when installed), at most every ``every`` steps per
+    stream."""
 
     def __init__(self, every: int = 1) -> None:
         if every < 1:
             raise ValueError("every: must be >= 1")
         self.every = every
+        self._print: Callable[[str], None]
         try:
             from rich.console import Console
 
-            self._print = Console(highlight=False, markup=False).print
+            console = Console(highlight=False, markup=False)
+            console.soft_wrap = not console.is_terminal  # a log file gets whole lines
+            self._print = console.print
         except ImportError:  # rich is an optional extra
             self._print = print
 
@@ -152,17 +176,24 @@ class WandbSink:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._streams: set[str] = set()
         self._teardown = teardown
-        self._run = wandb.init(
-            project=project, entity=entity, name=name, mode=mode, dir=os.fspath(self.run_dir),
+        self._run: wandb.Run | None = wandb.init(
+            project=project, entity=entity, name=name, mode=cast(_WandbMode, mode),  # checked above
+            dir=os.fspath(self.run_dir),
             config=dict(config or {}), tags=list(tags), reinit="create_new",
             id=run_id, resume="allow" if run_id else None,
         )
         self.run_id: str = self._run.id
 
+    @property
+    def _live(self) -> wandb.Run:
+        if self._run is None:
+            raise ValueError("WandbSink is closed")
+        return self._run
+
     def _define(self, stream: str) -> None:
         if stream not in self._streams:
-            self._run.define_metric(f"{stream}/step")
-            self._run.define_metric(f"{stream}/*", step_metric=f"{stream}/step")
+            self._live.define_metric(f"{stream}/step")
+            self._live.define_metric(f"{stream}/*", step_metric=f"{stream}/step")
             self._streams.add(stream)
 
     def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None:
@@ -170,7 +201,34 @@ class WandbSink:
         self._define(stream)
         data: dict[str, float] = {f"{stream}/{k}": v for k, v in _numbers(metrics).items()}
         data[f"{stream}/step"] = step
-        self._run.log(data)
+        self._live.log(data)
+
+    def log_table(self, key: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], step: int,
+                  *, stream: str = "learner") -> None:
+        """``rows`` (each as long as ``columns``) as one ``wandb.Table`` at ``<stream>/<key>``."""
+        import wandb
+
+        _check_stream(stream, step)
+        bad = [i for i, row in enumerate(rows) if len(row) != len(columns)]
+        if bad:
+            raise ValueError(f"{key}: row {bad[0]} has {len(rows[bad[0]])} cells, expected {len(columns)}")
+        self._define(stream)
+        # mixed types: a column may hold None beside numbers, or cells a markdown table gave as text
+        table = wandb.Table(columns=list(columns), data=[list(row) for row in rows], allow_mixed_types=True)
+        self._live.log({f"{stream}/{key}": table, f"{stream}/step": step})
+
+    def log_images(self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner") -> None:
+        """Each image file (PNG) as a ``wandb.Image`` at ``<stream>/<key>``."""
+        import wandb
+
+        _check_stream(stream, step)
+        missing = [os.fspath(p) for p in images.values() if not Path(p).is_file()]
+        if missing:
+            raise FileNotFoundError(f"images: no file {missing[0]}")
+        self._define(stream)
+        data: dict[str, Any] = {f"{stream}/{k}": wandb.Image(os.fspath(p)) for k, p in images.items()}
+        data[f"{stream}/step"] = step
+        self._live.log(data)
 
     def close(self) -> None:
         if self._run is not None:
@@ -192,12 +250,23 @@ class MultiSink:
         for sink in self.sinks:
             sink.log(metrics, step, stream=stream)
 
+    def log_table(self, key: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], step: int,
+                  *, stream: str = "learner") -> None:
+        for sink in self.sinks:
+            if isinstance(sink, MediaSink):
+                sink.log_table(key, columns, rows, step, stream=stream)
+
+    def log_images(self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner") -> None:
+        for sink in self.sinks:
+            if isinstance(sink, MediaSink):
+                sink.log_images(images, step, stream=stream)
+
     def close(self) -> None:
         errors: list[Exception] = []
         for sink in self.sinks:
             try:
                 sink.close()
-            except Exception as exc:  # close the rest; report after
+            except Exception as exc:  # noqa: BLE001 - close the rest; the first error is raised after
                 errors.append(exc)
         if errors:
             raise errors[0]
@@ -219,12 +288,18 @@ class MetricsConfig:
     ``mlerl tasks compare`` reads)."""
     console: bool = True
     """Print progress to the terminal."""
+    wandb_samples_per_update: int = 16
+    """W&B only: after each learner update, a ``samples`` table of (at most) this many of the
+    samples received since the previous one, the newest, with long texts cut (plan 1000,
+    program 4000, output 400 characters), so the run's table grows by a bounded amount per
+    update; every sample stays whole in ``samples.jsonl``. 0: no samples table."""
 
     def __post_init__(self) -> None:
         from mlerl.protocol._config import check
 
         check(self.wandb_mode in ("offline", "online", "disabled"), "wandb_mode",
               "must be 'offline', 'online' or 'disabled'")
+        check(self.wandb_samples_per_update >= 0, "wandb_samples_per_update", "must be >= 0")
 
 
 WANDB_RUN_ID_FILE = "mlerl-run-id"
@@ -234,7 +309,7 @@ WANDB_RUN_ID_FILE = "mlerl-run-id"
 def make_sink(
     config: MetricsConfig, run_dir: str | Path, *, name: str, run_config: Mapping[str, Any] | None = None,
     resume_step: int | None = None,
-) -> MetricsSink:
+) -> MediaSink:
     """The sinks ``config`` asks for, as one :class:`MultiSink` (JSONL first, then W&B).
 
     The W&B run id is kept in ``<run dir>/wandb/mlerl-run-id``; a later ``make_sink`` on the same

@@ -56,7 +56,8 @@ class SampleReceiver(Running):
 
     ``on_sample(sample)`` is called for each new sample in order; ``commit()`` (optional) once
     per received batch before the acks of that batch go out: append in ``on_sample``, fsync in
-    ``commit``. Either may be a plain function or a coroutine function (its result is awaited). An exception from either propagates out of :meth:`run`
+    ``commit``. Either may be a plain function or a coroutine function (its result is awaited). An
+    exception from either propagates out of :meth:`run`
     (nothing of that batch is acked). ``stored`` are the ``(actor_id, seq)`` pairs already stored
     by an earlier run (read back from the journal).
 
@@ -92,7 +93,8 @@ class SampleReceiver(Running):
         full: Callable[[], bool] | None = None,
     ) -> None:
         if (check is None) != (on_refused is None):
-            raise ValueError("check and on_refused go together: a refused sample is acked, so its key must be recorded")
+            raise ValueError("check and on_refused go together: a refused sample is acked, so its key must be "
+                             "recorded")
         self.address, self.name, self.max_batch = address, name, max_batch
         self._on_sample, self._commit = on_sample, commit
         self._check, self._on_refused = check, on_refused
@@ -164,7 +166,8 @@ class SampleReceiver(Running):
         return batch
 
     def _triage(self, batch: list[list[bytes]]) -> tuple[list[Sample], dict[tuple[bytes, str], None]]:
-        """Split a batch into samples to store (in order) and the (route, actor) pairs owed an ack."""
+        """Split a batch into samples to store (in order) and the (route, actor) pairs owed an
+        ack."""
         accept: list[Sample] = []
         ack_to: dict[tuple[bytes, str], None] = {}
         expected: dict[str, int] = {}
@@ -240,7 +243,7 @@ class SampleReceiver(Running):
                     self.counters["stored"] += 1
                 else:
                     self._refuse(sample, reason)
-                    await _call(self._on_refused, sample, reason)  # type: ignore[arg-type]
+                    await _call(self._on_refused, sample, reason)  # type: ignore[arg-type]  # on_refused is set whenever check is
                 self.tracker.mark_stored(sample.actor_id, sample.seq)
             if accept and self._commit is not None:
                 await _call(self._commit)

@@ -11,7 +11,8 @@ learner's :class:`mlerl.protocol._receiver.SampleReceiver` (ROUTER), over ``tcp:
   lost when the receiver died) is filled in order.
 - **Cumulative acks.** ``Ack(actor_id, seq)``, or the watermark in the receiver's heartbeat
   reply, releases every seq <= ``seq`` from the outbox; a lost ack is made good by any later one.
-  The heartbeat reply's ``full`` flag is the learner's backpressure (:attr:`SampleSender.learner_full`).
+  The heartbeat reply's ``full`` flag is the learner's backpressure
+  (:attr:`SampleSender.learner_full`).
 
 Not guaranteed: a sender process that dies loses its outbox (the actor must re-generate or
 persist them itself); an actor that restarts must continue its seq numbering, not restart at 0
@@ -128,8 +129,9 @@ class SampleSender(Running):
         self._transmit()
         self._notify()
 
-    async def flush(self, timeout: float | None = None) -> None:
-        """Wait until every sample sent so far is acknowledged (``TimeoutError`` after ``timeout``)."""
+    async def flush(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - public API; asyncio.timeout inside
+        """Wait until every sample sent so far is acknowledged (``TimeoutError`` after
+        ``timeout``)."""
         async with asyncio.timeout(timeout):
             while self._outbox:
                 self._changed.clear()
@@ -150,7 +152,8 @@ class SampleSender(Running):
         return True
 
     def _rewind_if_due(self) -> float:
-        """Go back N when the oldest unacked sample is overdue; return seconds until the next check."""
+        """Go back N when the oldest unacked sample is overdue; return seconds until the next
+        check."""
         if not self._outbox:
             return self.resend_after_s
         first = next(iter(self._outbox.values()))
@@ -188,7 +191,10 @@ class SampleSender(Running):
             wait = self._rewind_if_due()
             if not self._transmit():
                 # full: wait until writable (bounded, so overdue resends are still noticed)
-                await self._sock.poll(int(min(wait, self.resend_after_s) * 1000) + 1, zmq.POLLOUT)
+                timeout_ms = int(min(wait, self.resend_after_s) * 1000) + 1
+                # pyzmq's types give the asyncio socket's poll no flags; it has them
+                # (zmq/_future.py)
+                await self._sock.poll(timeout_ms, zmq.POLLOUT)  # type: ignore[call-arg]
                 continue
             self._changed.clear()
             try:

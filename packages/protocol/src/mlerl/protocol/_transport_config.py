@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
 
 from mlerl.protocol._config import check
 from mlerl.protocol._curve import CurveKeys
@@ -20,11 +19,11 @@ from mlerl.protocol._curve import CurveKeys
 class TransportConfig:
     samples_address: str = "tcp://127.0.0.1:5555"
     """Where actors send samples (DEALER connect)."""
-    samples_bind: Optional[str] = None
+    samples_bind: str | None = None
     """Where the learner receives samples (ROUTER bind); None: ``samples_address``."""
     weights_address: str = "tcp://127.0.0.1:5556"
     """Where actors subscribe to weight announcements (SUB connect)."""
-    weights_bind: Optional[str] = None
+    weights_bind: str | None = None
     """Where the learner publishes them (PUB bind); None: ``weights_address``."""
     resend_after_s: float = 5.0
     """Retransmit unacked samples (go-back-N) when the oldest was sent this long ago."""
@@ -42,11 +41,11 @@ class TransportConfig:
     """ZeroMQ reconnect interval (backs off to 2 s)."""
     republish_s: float = 1.0
     """The latest weight announcement is re-published this often for late joiners."""
-    keys_dir: Optional[str] = None
+    keys_dir: str | None = None
     """CURVE keys of the run (``mlerl.protocol.generate_keys``): both streams encrypted, the
     learner admits only the actors' key and actors talk only to the learner's. None: plain."""
 
-    def curve_keys(self) -> Optional[CurveKeys]:
+    def curve_keys(self) -> CurveKeys | None:
         return CurveKeys(self.keys_dir) if self.keys_dir else None
 
     def __post_init__(self) -> None:

@@ -9,11 +9,12 @@ hijack an update:
 field                       accepted                                   else
 ==========================  =========================================  ===========================
 ``behaviour_logprobs``      finite, ``MIN_LOGPROB <= lp <= 0``         NaN/inf weights after one
-                            (``LOGPROB_SLACK`` of rounding above 0)    update (ratio = exp(lp - old))
+                            (``LOGPROB_SLACK`` of rounding above 0)    update (ratio =
+                                                                       exp(lp - old))
 ``prompt_ids``,             ``0 <= id < vocab_size``                   IndexError in the embedding
 ``response_ids``
-``reward``                  finite, ``reward_min <= r <= reward_max``  one sample dominates the batch
-                            (the reward function's documented range)
+``reward``                  finite, ``reward_min <= r <= reward_max``  one sample dominates the
+                            (the reward function's documented range)   batch
 ``duration_s``,             finite, ``0 <= d <= max_duration_s``       Δt weights of every other
 ``generation_s``                                                       sample go to ~0
 ``t_*``                     finite                                     NaN breaks batch ordering

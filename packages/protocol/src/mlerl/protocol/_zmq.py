@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import Self
+from typing import Any, Self, cast
 
 import zmq
 import zmq.asyncio
@@ -34,7 +34,8 @@ def try_send(sock: zmq.asyncio.Socket, frames: list[bytes]) -> bool:
     Goes through the asyncio socket (not a sync shadow) so its edge-triggered readiness
     bookkeeping stays right; with ``NOBLOCK`` the returned future is already resolved.
     """
-    fut = sock.send_multipart(frames, flags=zmq.NOBLOCK)
+    # typed as an Awaitable; on an asyncio socket it is an asyncio.Future
+    fut = cast("asyncio.Future[Any]", sock.send_multipart(frames, flags=zmq.NOBLOCK))
     if not fut.done():  # only if someone awaits a blocking send on this socket: we never do
         fut.cancel()
         return False
@@ -66,6 +67,7 @@ class Running:
     ) -> bool | None:
         try:
             self._task.cancel()
-            return await self._tg.__aexit__(et, exc, tb)
+            await self._tg.__aexit__(et, exc, tb)  # raises, or returns None
+            return None
         finally:
             self.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 INNER_WORK = "/workspace"
@@ -52,7 +53,7 @@ def interpreter_roots() -> list[str]:
     return _outermost(os.path.realpath(p) for p in candidates if os.path.isdir(p))
 
 
-def _outermost(paths) -> list[str]:  # type: ignore[no-untyped-def]
+def _outermost(paths: Iterable[str]) -> list[str]:
     roots: list[str] = []
     for path in sorted(set(paths)):
         if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):

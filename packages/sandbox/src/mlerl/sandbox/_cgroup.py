@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
@@ -175,7 +176,7 @@ def create(owner: str, run_id: str, memory_mb: int, pids: int, cpus: float) -> R
     return RunCgroup(dirs)
 
 
-async def reap(is_alive, everything: bool = False) -> int:  # type: ignore[no-untyped-def]
+async def reap(is_alive: Callable[[str], bool], everything: bool = False) -> int:
     """Kill and remove run cgroups of dead owners (all when ``everything``); returns count."""
     runs: dict[tuple[str, str], dict[str, Path]] = {}
     for controller, base in base_dirs().items():

@@ -1,4 +1,5 @@
-"""``make_sandbox``, the reaper entry point and the leak count (no hidden registry: an explicit match)."""
+"""``make_sandbox``, the reaper entry point and the leak count (no hidden registry: an explicit
+match)."""
 
 from __future__ import annotations
 

@@ -119,10 +119,9 @@ def _namespace_args(config: SandboxConfig) -> list[str]:
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "sandbox"]
     if os.geteuid() == 0:  # mounts as root, then setpriv to the sandbox uid (no user ns)
-        return args + ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
-                       "--cap-add", "CAP_SETGID"]
+        return [*args, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     uid = str(config.sandbox_uid)
-    return args + ["--unshare-user", "--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
+    return [*args, "--unshare-user", "--uid", uid, "--gid", uid, "--cap-drop", "ALL"]
 
 
 def _drop_privileges(config: SandboxConfig) -> list[str]:
@@ -180,7 +179,7 @@ class LocalSandbox:
     def fresh_workdir(self, request: ExecutionRequest) -> WorkDir:
         data = request.data_dir
         return create_workdir(
-            self.config.work_root, request.program, request.limits.disk_mb,
+            self.config.work_root, request.program, request.resolved_limits.disk_mb,
             self.config.tmpfs_workdir,
             owner_uid=self.config.sandbox_uid if self.bwrap and os.geteuid() == 0 else None,
             data_link=data if data is not None and not self.bwrap else None,
@@ -189,7 +188,7 @@ class LocalSandbox:
     def _argv(self, request: ExecutionRequest, wd: WorkDir,
               cg: _cgroup.RunCgroup | None, status_fd: int, input_host: str | None,
               go_fd: int | None = None) -> list[str]:
-        lim = request.limits
+        lim = request.resolved_limits
         entry = list(request.entry)
         if entry[0] == "python":
             entry[0] = sys.executable
@@ -206,10 +205,9 @@ class LocalSandbox:
                      *_bwrap.mount_args(str(wd.path), input_host, self.roots),
                      "--", "/bin/bash", "-c"]
             if go_fd is not None and launchable(request.entry):  # the interpreter waits
-                return argv + [_bwrap.STARTED_KEEP_PIPES, "sh", str(status_fd), str(go_fd),
-                               *_drop_privileges(self.config), entry[0], "-c", LAUNCHER,
-                               str(status_fd), str(go_fd), ",".join(self.config.preload),
-                               *entry[1:]]
+                return [*argv, _bwrap.STARTED_KEEP_PIPES, "sh", str(status_fd), str(go_fd),
+                        *_drop_privileges(self.config), entry[0], "-c", LAUNCHER,
+                        str(status_fd), str(go_fd), ",".join(self.config.preload), *entry[1:]]
             argv += ([_bwrap.STARTED, "sh", str(status_fd)] if go_fd is None else
                      [_bwrap.STARTED_THEN_WAIT, "sh", str(status_fd), str(go_fd)])
             argv += _drop_privileges(self.config)
@@ -285,5 +283,5 @@ class LocalSandbox:
             *self._argv(request, wd, cg, status_w, input_host, go_fd=go_r),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=wd.path,
-            env=_base_env(request.limits, "/tmp" if self.bwrap else str(wd.path)) | request.env,
+            env=_base_env(request.resolved_limits, "/tmp" if self.bwrap else str(wd.path)) | request.env,
             start_new_session=True, pass_fds=passed if self.bwrap else ())

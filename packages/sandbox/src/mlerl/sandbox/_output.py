@@ -70,7 +70,7 @@ class OutputSink:
         if self._callback is not None and not self.callback_error:
             try:
                 self._callback(name, chunk)
-            except Exception as exc:  # a broken callback must not lose the execution
+            except Exception as exc:  # noqa: BLE001 - a broken callback must not lose the execution
                 self.callback_error = f"on_output raised {type(exc).__name__}: {exc}"
 
     @property

@@ -97,7 +97,7 @@ def launchable(entry: tuple[str, ...]) -> bool:
 def shape_of(request: ExecutionRequest) -> Shape:
     """What a warm sandbox was made for: everything but the program and what is collected."""
     data = None if request.data_dir is None else str(request.data_dir.resolve())
-    return (data, dataclasses.astuple(request.limits), tuple(request.entry),
+    return (data, dataclasses.astuple(request.resolved_limits), tuple(request.entry),
             tuple(sorted(request.env.items())))
 
 

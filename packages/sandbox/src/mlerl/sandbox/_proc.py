@@ -100,7 +100,12 @@ async def read_when_ready(fd: int) -> bytes:
     """Read a non-blocking descriptor once it has data or end-of-file."""
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
     try:
         await ready
     finally:

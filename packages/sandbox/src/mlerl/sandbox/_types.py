@@ -79,6 +79,14 @@ class ExecutionRequest:
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment variables (the host environment is never inherited)."""
 
+    @property
+    def resolved_limits(self) -> Limits:
+        """The limits of a request the runner resolved (``limits_in_force``) before a backend
+        sees it; a backend handed an unresolved one is a bug, said."""
+        if self.limits is None:
+            raise ValueError("limits: a backend got a request whose limits were not resolved")
+        return self.limits
+
     def __post_init__(self) -> None:
         check(isinstance(self.program, str), "program", "must be source text (str)")
         check(len(self.entry) > 0 and all(self.entry), "entry", "must be a non-empty command")
@@ -99,7 +107,7 @@ class ExecutionRequest:
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: object) -> ExecutionRequest:
         """A request whose program is the text of ``path``."""
-        return cls(program=Path(path).read_text(), **kwargs)  # type: ignore[arg-type]
+        return cls(program=Path(path).read_text(), **kwargs)  # type: ignore[arg-type]  # kwargs are ExecutionRequest's fields, checked by it
 
 
 @dataclass
@@ -192,8 +200,8 @@ class SandboxConfig:
     limits, entry, env) of recent runs. A run whose shape matches takes one and skips the
     start-up; each is used by one program only. 0 (the default): start every sandbox when its
     run begins. Opt-in because it did not raise the embedded run's updates per minute and
-    cost CPU (``benchmarks/throughput/prewarm_ab.py``; docs/benchmarks.md); 2 saves ~30 ms of latency
-    per run where programs are short and the host is idle."""
+    cost CPU (``benchmarks/throughput/prewarm_ab.py``; docs/benchmarks.md); 2 saves ~30 ms of
+    latency per run where programs are short and the host is idle."""
     preload: list[str] = field(default_factory=list)
     """Local, with ``prewarm``: modules the waiting interpreter imports before its program
     arrives (e.g. ``[numpy, pandas, sklearn]``), so a program's own imports of them are

@@ -24,7 +24,7 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from mlerl.protocol._config import ConfigError, check, load_yaml, to_object
 from mlerl.protocol._transport_config import RunTransportConfig
@@ -47,7 +47,7 @@ class RunTasks:
     ``config.yaml`` holds the resolved path)."""
     tasks_dir: str = ""
     """Extra task-spec directories (user tasks) besides the built-in ones."""
-    public_fraction: Optional[float] = None
+    public_fraction: float | None = None
     """Share of each task's answers on its public leaderboard, which rewards and selections read
     (the rest is the private one, which reports show). None: each task's own (``task.yaml``'s
     ``public_fraction``, else 0.5). 1: no split, rewards and reports on all answers (the paper)."""

@@ -7,7 +7,7 @@ import torch
 
 from mlerl.learner import DurationWeighting as W
 from mlerl.learner import LearnerConfig, duration_weights
-from mlerl.learner._weights import slot_durations, update_running_mean, weight_stats
+from mlerl.learner._duration_weights import slot_durations, update_running_mean, weight_stats
 
 D = torch.tensor([1.0, 2.0, 3.0, 6.0])  # mean 3
 

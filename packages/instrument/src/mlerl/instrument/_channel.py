@@ -83,7 +83,7 @@ _AUDIT = '__import__("sys").audit'
 
 
 def _emit_call(stmt: ast.Expr, marker: str) -> str:
-    args = stmt.value.args  # type: ignore[attr-defined]
+    args = stmt.value.args  # type: ignore[attr-defined]  # a marker statement: an Expr holding a Call
     call = f"{_AUDIT}({MARKER_EVENT!r}, {marker!r})"
     if len(args) == 1 and isinstance(args[0], ast.Constant):
         return call
@@ -144,7 +144,7 @@ def prepare_run(
         start = src.offset(node.lineno, node.col_offset)
         end = src.offset(node.end_lineno, node.end_col_offset)
         if untrusted is None and id(node) in alone:
-            edits.append((start, end, _emit_call(node, marker).encode(), marker))  # type: ignore[arg-type]
+            edits.append((start, end, _emit_call(node, marker).encode(), marker))  # type: ignore[arg-type]  # nodes in `alone` are marker Expr statements
         else:
             edits.append((start, end, b"None", None))
     start, end = _prelude_at(tree, src)

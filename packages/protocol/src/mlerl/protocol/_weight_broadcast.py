@@ -120,9 +120,11 @@ class WeightSubscriber:
         try:
             msg = decode(data)
         except ProtocolError as exc:
-            return self._reject(str(exc))
+            self._reject(str(exc))
+            return None
         if not isinstance(msg, WeightUpdate):
-            return self._reject(f"unexpected {type(msg).__name__}")
+            self._reject(f"unexpected {type(msg).__name__}")
+            return None
         return msg
 
     def _reject(self, why: str) -> None:

@@ -83,7 +83,8 @@ def duration_weights(
 def update_running_mean(
     previous: float | None, durations: Tensor, decay: float, floor: float = 0.0
 ) -> float | None:
-    """EMA of the batch-mean dt (:func:`slot_durations`): decay * previous + (1 - decay) * mean(batch).
+    """EMA of the batch-mean dt (:func:`slot_durations`): decay * previous + (1 - decay) *
+    mean(batch).
 
     The first batch initialises it to its own mean. Call after computing this batch's weights,
     so a batch is weighted by the scale seen *before* it (no self-normalisation).

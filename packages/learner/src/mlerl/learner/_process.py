@@ -23,6 +23,7 @@ vocabulary and the configured reward/duration bounds); a refused one is acked, r
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
 import functools
 import json
@@ -32,14 +33,22 @@ import os
 import shutil
 import signal
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from mlerl.learner._buffer import ExperienceBuffer
+from mlerl.learner._checkpoint import restore_checkpoint, save_checkpoint
+from mlerl.learner._config import LearnerConfig
+from mlerl.learner._faults import RankFailed
+from mlerl.learner._learner import Learner
+from mlerl.learner._models import is_distributed
+from mlerl.learner._publish import full_state_dict, publish_weights
 from mlerl.protocol import (
     ExecStatus,
+    MediaSink,
     MetricsConfig,
     MetricsSink,
     Sample,
@@ -53,20 +62,13 @@ from mlerl.protocol import (
     make_sink,
 )
 
-from mlerl.learner._buffer import ExperienceBuffer
-from mlerl.learner._checkpoint import restore_checkpoint, save_checkpoint
-from mlerl.learner._config import LearnerConfig
-from mlerl.learner._faults import RankFailed
-from mlerl.learner._learner import Learner
-from mlerl.learner._models import is_distributed
-from mlerl.learner._publish import full_state_dict, publish_weights
-
 log = logging.getLogger("mlerl.learner")
 
 
 def _init_distributed(timeout_s: float) -> torch.device:
     if "WORLD_SIZE" in os.environ and not is_distributed():
-        # NCCL for CUDA tensors, gloo for any CPU tensor a collective meets (object broadcasts, counts)
+        # NCCL for CUDA tensors, gloo for any CPU tensor a collective meets (object broadcasts,
+        # counts)
         backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
         # A collective waiting longer than this raises instead of hanging; ranks > 0 waiting
         # for the next batch are kept alive by rank 0 (``KEEPALIVE``).
@@ -121,27 +123,49 @@ def _done(learner: Learner) -> bool:
     return bool(learner.config.max_updates) and learner.version >= learner.config.max_updates
 
 
+SAMPLES_TABLE_COLUMNS = ("step", "task_id", "kind", "sample_id", "parent_id", "plan", "program",
+                         "output_tail", "parse", "status", "reward", "public_score", "private_score",
+                         "valid", "duration_s", "policy_version")
+"""The columns of the W&B ``learner/samples`` table (``MetricsConfig.wandb_samples_per_update``)."""
+
+_TABLE_TEXT_LIMITS = {"plan": 1000, "program": 4000, "output_tail": 400}
+"""Characters a samples-table cell keeps of each long text (``samples.jsonl`` keeps them whole)."""
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` whole when it fits in ``limit`` characters, else its head and a note of the rest."""
+    if len(text) <= limit:
+        return text
+    note = f"\n... ({len(text) - limit} more characters)"
+    return text[:limit] + note
+
+
 class SampleLog:
     """``RUN_DIR/samples.jsonl``: one record per sample received, the input of ``mlerl tasks
     compare`` (fields of docs/bench.md; ``score`` is the public leaderboard's, which the reward
-    read, ``private_score`` the private one's) plus reward, policy version, sample and parent id, parse
-    status, response length, markers, the program and the last 400 characters of its output
-    (so a run can be read, not only averaged).
+    read, ``private_score`` the private one's) plus reward, policy version, sample and parent id,
+    parse
+    status, response length, markers, the plan, the program and the last 400 characters of its
+    output (so a run can be read, not only averaged).
 
     ``t`` is seconds since the run first started (kept in ``RUN_DIR/started_at`` so a resumed
     run continues the same clock); ``step`` is the learner version when the sample arrived.
     Records are queued when a sample is stored and written after the journal commit, so a
     record never describes a sample the journal may still lose (a crash between commit and
-    write can drop a record, never duplicate one). The journal stays the source of truth."""
+    write can drop a record, never duplicate one). The journal stays the source of truth.
 
-    def __init__(self, run_dir: Path, method: str, seed: int) -> None:
+    ``table_rows`` > 0 also keeps, for the W&B samples table, the newest ``table_rows`` committed
+    records since the last :meth:`take_table` (columns :data:`SAMPLES_TABLE_COLUMNS`)."""
+
+    def __init__(self, run_dir: Path, method: str, seed: int, table_rows: int = 0) -> None:
         marker = run_dir / "started_at"
         if not marker.exists():
             marker.write_text(repr(time.time()))
         self.t0 = float(marker.read_text())
         self.method, self.seed = method, seed
-        self._pending: list[str] = []
-        self._file = open(run_dir / "samples.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._pending: list[dict[str, Any]] = []
+        self._table: collections.deque[list[Any]] = collections.deque(maxlen=max(table_rows, 0))
+        self._file = open(run_dir / "samples.jsonl", "a", encoding="utf-8")  # noqa: SIM115 - open for the process's lifetime, closed by close()
 
     def add(self, sample: Sample, step: int) -> None:
         if sample.exec_status is ExecStatus.INFRA_ERROR:
@@ -156,17 +180,42 @@ class SampleLog:
                   "status": sample.exec_status.value, "kind": sample.prompt_kind.value,
                   "sample_id": sample.sample_id, "parent_id": sample.parent_id,
                   "parse": sample.parse_status.value, "response_tokens": len(sample.response_ids),
-                  "markers": list(sample.markers), "code": sample.code, "output_tail": sample.output_tail[-400:]}
-        self._pending.append(json.dumps(record) + "\n")
+                  "markers": list(sample.markers), "plan": sample.plan, "code": sample.code,
+                  "output_tail": sample.output_tail[-400:]}
+        self._pending.append(record)
 
     def flush(self) -> None:
         """Write the queued records (call after the journal commit)."""
-        self._file.writelines(self._pending)
+        self._file.writelines(json.dumps(record) + "\n" for record in self._pending)
         self._file.flush()
+        if self._table.maxlen:
+            self._table.extend(table_row(record) for record in self._pending)
         self._pending.clear()
+
+    def take_table(self) -> list[list[Any]]:
+        """The table rows kept since the last call (oldest first), and forget them."""
+        rows = list(self._table)
+        self._table.clear()
+        return rows
 
     def close(self) -> None:
         self._file.close()
+
+
+def table_row(record: dict[str, Any]) -> list[Any]:
+    """A ``samples.jsonl`` record as a row of :data:`SAMPLES_TABLE_COLUMNS`, long texts cut."""
+    texts = {"plan": record["plan"], "program": record["code"], "output_tail": record["output_tail"]}
+    cells = {**record, "public_score": record["score"],
+             **{k: cut(v, _TABLE_TEXT_LIMITS[k]) for k, v in texts.items()}}
+    return [cells[column] for column in SAMPLES_TABLE_COLUMNS]
+
+
+def log_samples_table(samples: SampleLog, sink: MetricsSink, step: int) -> None:
+    """The rows ``samples`` kept since the last update as the ``learner/samples`` table at
+    ``step`` (sinks without tables, or no rows: nothing)."""
+    rows = samples.take_table()
+    if rows and isinstance(sink, MediaSink):
+        sink.log_table("samples", SAMPLES_TABLE_COLUMNS, rows, step)
 
 
 def pending_full(pending: int, pending_bytes: int, cfg: LearnerConfig) -> bool:
@@ -180,10 +229,10 @@ def open_receiver(buffer: ExperienceBuffer, transport: TransportConfig, cfg: Lea
                   on_refused: Callable[[Sample, str], None]) -> SampleReceiver:
     """The learner's door: stores into ``buffer``, refuses what its check refuses, and stops
     acking new samples while :func:`pending_full` holds for the buffer."""
-    refuse = {"check": buffer.check, "on_refused": on_refused} if buffer.check is not None else {}
     return SampleReceiver.from_config(
         transport, on_sample, stored=buffer.stored_keys(), commit=commit,
-        full=lambda: pending_full(len(buffer), buffer.pending_bytes, cfg), **refuse)
+        full=lambda: pending_full(len(buffer), buffer.pending_bytes, cfg), check=buffer.check,
+        on_refused=on_refused if buffer.check is not None else None)
 
 
 async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: MetricsSink,
@@ -213,6 +262,7 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
     broadcaster = WeightBroadcaster.from_config(transport)
     async with receiver, broadcaster:
         initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes)
+        assert initial is not None  # rank 0 publishes every version
         broadcaster.publish(initial)
         while not _done(learner):
             while not buffer.ready(cfg.batch_size):
@@ -230,11 +280,14 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             if is_distributed():
                 torch.distributed.broadcast_object_list([batch, state], src=0)
             metrics, update = await asyncio.to_thread(train_step, learner, batch, state, run_dir)
+            assert update is not None  # rank 0 publishes every version
             broadcaster.publish(update)
             metrics.update({f"buffer/{k}": float(v) for k, v in buffer.counters.items()}, **{"buffer/pending": float(len(buffer))})
             metrics.update({"buffer/pending_bytes": float(buffer.pending_bytes), "buffer/deferred": float(receiver.counters["deferred"])})
             metrics.update({f"refused/{k}": float(v) for k, v in buffer.refused_by_field.items()})
             sink.log(metrics, step=learner.version)
+            if samples is not None:
+                log_samples_table(samples, sink, learner.version)
         # PUB drops what is still queued when it closes: keep announcing the final version
         # for two republish periods so every subscriber (and a test) sees it.
         await asyncio.sleep(2 * transport.republish_s)
@@ -312,10 +365,13 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
             if transport.keys_dir:
                 generate_keys(transport.keys_dir)
             # updates after the restored version are done again: their old records are cut
-            sink = make_sink(metrics or MetricsConfig(wandb_mode="disabled"), run_dir, name=run_dir.name,
-                             resume_step=learner.version)
-            samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=seed)
+            metrics = metrics or MetricsConfig(wandb_mode="disabled")
+            sink = make_sink(metrics, run_dir, name=run_dir.name, resume_step=learner.version)
+            table_rows = metrics.wandb_samples_per_update if metrics.wandb_mode != "disabled" else 0
+            samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=seed,
+                                table_rows=table_rows)
             starting = False  # from here on a failure may be a peer's: restartable
+            assert buffer is not None  # rank 0 owns the buffer
             try:
                 asyncio.run(serve(learner, buffer, transport, sink, run_dir, samples))
             except (asyncio.CancelledError, KeyboardInterrupt):
@@ -331,7 +387,7 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
             starting = False
             follow(learner, run_dir)
         save_policy(learner, run_dir / "policy", model_path)
-    except BaseException as exc:  # noqa: BLE001 - every failure ends the rank the same way
+    except BaseException as exc:
         # no collective from here on: the other ranks may be in a different one
         raise RankFailed(rank, run_dir, starting) from exc
     if is_distributed():
