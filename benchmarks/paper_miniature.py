@@ -336,8 +336,8 @@ def _per_version(runs: list[dict[str, Any]], key: str) -> tuple[list[int], list[
 def plot(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> Path:
     """One row per task, one panel per finding (means over seeds): best private score against
     executions (RL, best-of-N, AIDE); execution time per step (with / without duration weighting);
-    mean score per step, -10 if invalid (with / without partial credit); final best per seed
-    (with / without improve prompts)."""
+    mean score per step, -10 if invalid (with / without partial credit); final best per seed,
+    paired (with / without improve prompts)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -372,14 +372,19 @@ def plot(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], summary: d
                 if xs:
                     ax.plot(xs, ys, color=colour, label=f"{name} ({len(rs)} seeds)")
             ax.set(title=title, xlabel="training step (policy version)", ylabel=ylabel)
-        ax = row[3]
-        for i, name in enumerate(("default", "no_improve")):
-            vals = [r["final_private"] for r in arm(name) if r["final_private"] is not None]
+        ax = row[3]  # paired: one line per seed from the default to scratch only, the mean in black
+        pairs = _by_seed(runs, "default", task, "final_private"), _by_seed(runs, "no_improve", task, "final_private")
+        for seed in sorted(set(pairs[0]) & set(pairs[1])):
+            if pairs[0][seed] is not None and pairs[1][seed] is not None:
+                ax.plot([0, 1], [pairs[0][seed], pairs[1][seed]], "o-", color="0.6", lw=0.8)
+        for i, values in enumerate(pairs):
+            vals = [v for v in values.values() if v is not None]
             if vals:
-                ax.bar(i, sum(vals) / len(vals), color=("tab:blue", "tab:orange")[i], alpha=0.5)
-                ax.scatter([i] * len(vals), vals, color="k", s=12, zorder=3)
+                ax.plot(i, sum(vals) / len(vals), "s", color="k", ms=8)
         ax.set_xticks([0, 1], ["improve + scratch", "scratch only"])
-        ax.set(title="4. final best private score (dots: seeds)", ylabel=summary[task]["direction"].replace("_", " "))
+        ax.set_xlim(-0.5, 1.5)
+        ax.set(title="4. final best private score\n(grey: one seed each, black: mean)",
+               ylabel=summary[task]["direction"].replace("_", " "))
         for ax in row[:3]:
             ax.legend(fontsize=7)
     fig.tight_layout()
