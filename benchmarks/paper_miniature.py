@@ -525,7 +525,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if (args.updates is not None and args.updates < 1) or (args.eval_samples is not None and args.eval_samples < 1):
         p.error("--updates and --eval-samples must be >= 1")
     for ov in overrides:
-        if "=" not in ov:
+        if "=" not in ov and not ov.startswith("~"):
             p.error(f"override {ov!r}: expected KEY=VALUE (Hydra syntax)")
         if duration_ablation.override_key(ov) in OWNED_KEYS:
             p.error(f"override {ov!r}: {duration_ablation.override_key(ov)} is set by this script per arm or by its options")

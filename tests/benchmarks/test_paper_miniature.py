@@ -110,17 +110,18 @@ VALID_V = {"no_partial_credit": ((False, True), (False, False), (True, True))}  
 KIND = {"default": ("scratch", "scratch", "improve")}
 
 
-def _write_run(runs_dir: Path, arm: str, i: int, seed: int, task=TASK, updates=2, k=4) -> Path:
+def _write_run(runs_dir: Path, arm: str, i: int, seed: int, task=TASK, updates=2, k=4, dead=False) -> Path:
     d = pm.run_dir_of(runs_dir, task, arm, seed)
     d.mkdir(parents=True)
     (d / "config.yaml").write_text(f"seed: {seed}\nlearner:\n  max_updates: {updates}\n")
-    valid = VALID_V.get(arm, ((True, True),) * 3)[i]
+    valid = (False, False) if dead else VALID_V.get(arm, ((True, True),) * 3)[i]
     v1 = EXEC_V1.get(arm, (3.0,) * 3)[i]
     samples = [_s(v, 0.10 if valid[v] else None, 0.11 if valid[v] else None, t=float(v + 1),
                   duration=1.0 if v == 0 else v1, code=f"{arm}-{seed}-{v}", task=task) for v in range(updates)]
     (d / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
-    closing = {"k": k, "best_public": 0.05, "best_score": FINAL[arm][i], "lower_is_better": True,
-               "best_kind": KIND.get(arm, ("scratch",) * 3)[i], "elapsed_s": [1.0, 2.0, 3.0, 4.0]}
+    closing = {"k": k, "best_public": None if dead else 0.05, "best_score": None if dead else FINAL[arm][i],
+               "lower_is_better": True, "best_kind": None if dead else KIND.get(arm, ("scratch",) * 3)[i],
+               "elapsed_s": [1.0, 2.0, 3.0, 4.0]}
     (d / "report.json").write_text(json.dumps({"seed": seed, "k": k, "initial": {"model": "/m"},
                                                "trained": {"per_seed": [{"tasks": {task: closing}}]}}))
     (d / "wall_clock_s").write_text("100")
@@ -196,6 +197,23 @@ def test_quick_prints_the_caveat_and_its_verdicts_say_too_few_seeds(tmp_path, ca
     assert {x["verdict"] for x in f.values()} == {"too few seeds"}
     assert f["rl_vs_best_of_n"]["mean"] == pytest.approx(0.005) and f["rl_vs_best_of_n"]["se"] is None
     assert f["duration"]["mean"] == pytest.approx(2.0) and f["partial_credit"]["mean"] == pytest.approx(4.95)
+
+
+def test_runs_that_never_produced_a_valid_program_are_counted_not_dropped(tmp_path, capsys):
+    for arm in pm.ARMS:  # nothing valid anywhere, as a policy that cannot write a program
+        for i, seed in enumerate(SEEDS):
+            _write_run(tmp_path / "runs", arm, i, seed, dead=True)
+    out = tmp_path / "out"
+    assert pm.main(["--no-launch", "--runs-dir", str(tmp_path / "runs"), "--tasks", TASK, "--out", str(out)]) == 0
+    s = json.loads((out / "paper_miniature.json").read_text())["summary"][TASK]
+    f = s["findings"]
+    for key in ("rl_vs_best_of_n", "improve"):  # no final score: no pair, each seed counted missing
+        assert f[key]["n"] == 0 and f[key]["missing"] == 3 and f[key]["verdict"] == "too few seeds"
+    # the Figure 9 quantity is defined (-10 everywhere): a tie in every seed, so not reproduced
+    assert f["partial_credit"]["mean"] == 0.0 and f["partial_credit"]["verdict"] == "not reproduced"
+    assert f["partial_credit"]["never_valid"] == {"default": 3, "no_partial_credit": 3}
+    assert s["arms"]["default"]["winner_kind_share"] == {"scratch": None, "improve": None, "n": 0, "none": 3}
+    assert "| - (0) | too few seeds |" in capsys.readouterr().out
 
 
 def test_no_launch_over_nothing_says_so(tmp_path, capsys):
