@@ -386,7 +386,8 @@ def plot(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], summary: d
         ax.set(title="4. final best private score\n(grey: one seed each, black: mean)",
                ylabel=summary[task]["direction"].replace("_", " "))
         for ax in row[:3]:
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:  # a panel without runs yet has nothing to label
+                ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
