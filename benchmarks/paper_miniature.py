@@ -30,7 +30,8 @@ holding only ``config.yaml`` (interrupted) is continued with ``mlerl train resum
 baseline whose file exists is not run again; a launch that fails is reported and the grid
 goes on (the next sitting retries it). ``--no-launch`` aggregates what is there.
 ``--quick``: one seed, the default task only, ``learner.max_updates=6`` and ``eval_samples=4``
-(the shape of every panel in well under an hour on 2 cores; one seed proves nothing).
+(the shape of every panel; aimed at < 30 min on 2 cores with the policy cached, not yet
+measured on the default policy; one seed proves nothing).
 
 Figures per (arm, task, seed), pure functions of the run dir's files:
 
