@@ -205,3 +205,18 @@ def test_a_best_failure_of_exactly_minus_one_is_refused() -> None:
     with pytest.raises(ConfigError, match="failure"):
         RewardConfig(failure=-1.875, per_marker=0.125)
     RewardConfig(failure=-1.875, per_marker=0.0625)  # -1.4375: below
+
+
+@pytest.mark.parametrize("kind", [RewardKind.NORMALIZED, RewardKind.PAPER])
+def test_without_partial_credit_every_failure_is_minus_ten_and_a_valid_run_is_unchanged(kind) -> None:
+    # `instrument.reward.per_marker=0`: the paper's ablation "without instrumentation" (Figure 9,
+    # benchmarks/experiments/paper_miniature.py's no_partial_credit arm): -10 + 0 * n whatever was printed
+    cfg = RewardConfig(kind=kind, per_marker=0.0)
+    ref = Reference(init=0.5, best=1.0)
+    for status, markers in ((ExecStatus.PROGRAM_ERROR, MARKERS), (ExecStatus.TIMEOUT, THREE),
+                            (ExecStatus.OK, MARKERS), (ExecStatus.NOT_RUN, [])):
+        r = compute_reward(markers, status, None, False, False, cfg, reference=ref)
+        assert r.reward == -10.0 and r.parts.get("markers", 0.0) == 0.0
+    # a valid submission scores as with partial credit: normalised (0.75 - 0.5) / (1 - 0.5) = 0.5, raw 0.75
+    graded = compute_reward(MARKERS, ExecStatus.OK, 0.75, True, False, cfg, reference=ref)
+    assert graded.reward == pytest.approx(0.5 if kind is RewardKind.NORMALIZED else 0.75)
