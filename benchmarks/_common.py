@@ -35,8 +35,12 @@ _SELF_RE = re.compile(rf"^{SELF_TIME} ([0-9.]+) ([0-9.]+)$", re.MULTILINE)
 def git_commit() -> str:
     """The checked-out commit, with ``+dirty`` when the working tree has changes."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
@@ -49,8 +53,12 @@ def command_line() -> str:
 
 def machine_info() -> dict[str, Any]:
     """Facts about the host that change how a timing should be read."""
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "load_avg": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def host_cpu_jiffies() -> tuple[int, int] | None:
@@ -116,8 +124,14 @@ def stats(values: list[float]) -> dict[str, float]:
         return {"n": 0, "mean": 0.0, "median": 0.0, "p90": 0.0, "min": 0.0, "max": 0.0}
     ordered = sorted(values)
     p90 = ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
-    return {"n": len(values), "mean": statistics.fmean(values), "median": statistics.median(values),
-            "p90": p90, "min": ordered[0], "max": ordered[-1]}
+    return {
+        "n": len(values),
+        "mean": statistics.fmean(values),
+        "median": statistics.median(values),
+        "p90": p90,
+        "min": ordered[0],
+        "max": ordered[-1],
+    }
 
 
 def overlap(a: float, b: float, lo: float, hi: float) -> float:
@@ -141,12 +155,16 @@ def lanes(intervals: list[tuple[float, float]]) -> list[int]:
 
 
 # ---- workload -------------------------------------------------------------------------------
-def draw_durations(n: int, median_s: float, sigma: float, seed: int, lo: float, hi: float) -> list[float]:
+def draw_durations(
+    n: int, median_s: float, sigma: float, seed: int, lo: float, hi: float
+) -> list[float]:
     """``n`` seeded lognormal durations (median ``median_s``, log-std ``sigma``) clipped to [lo, hi]."""
     if n < 1 or median_s <= 0 or sigma < 0 or not 0 < lo <= hi:
         raise ValueError("draw_durations: need n >= 1, median > 0, sigma >= 0 and 0 < lo <= hi")
     rng = random.Random(seed)
-    return [round(min(hi, max(lo, rng.lognormvariate(math.log(median_s), sigma))), 3) for _ in range(n)]
+    return [
+        round(min(hi, max(lo, rng.lognormvariate(math.log(median_s), sigma))), 3) for _ in range(n)
+    ]
 
 
 def program_source(pid: int, duration_s: float, compute_frac: float = 0.0) -> str:
@@ -186,8 +204,10 @@ print("{SELF_TIME}", repr(_t0), repr(time.time()))
 
 def response_text(pid: int, duration_s: float, compute_frac: float = 0.0) -> str:
     """What the scripted policy 'writes': a short plan and one fenced program."""
-    plan = ("Fit a nearest-centroid classifier on one feature and predict a sigmoid of the "
-            "distance to the midpoint of the two class means.")
+    plan = (
+        "Fit a nearest-centroid classifier on one feature and predict a sigmoid of the "
+        "distance to the midpoint of the two class means."
+    )
     return f"{plan}\n```python\n{program_source(pid, duration_s, compute_frac)}```"
 
 

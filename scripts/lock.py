@@ -74,11 +74,16 @@ class Lock:
 
     def render(self, what: str, python: str, platform: str) -> str:
         body = "".join(f"{name}=={self.pins[name]}\n" for name in sorted(self.pins))
-        return _HEADER.format(what=what, python=python, platform=platform,
-                              torch=self.pins.get("torch", "?")) + body
+        return (
+            _HEADER.format(
+                what=what, python=python, platform=platform, torch=self.pins.get("torch", "?")
+            )
+            + body
+        )
 
 
 # --- the workspace's requirements, from the pyprojects ----------------------------------------
+
 
 def workspace() -> dict[str, Path]:
     """canonical distribution name -> its pyproject.toml, for the root and packages/*."""
@@ -99,9 +104,11 @@ def install_roots(makefile: Path = ROOT / "Makefile") -> dict[str, set[str]]:
     line = m.group(1)
     if pkgs:  # expand $(foreach p,$(filter-out X,$(PKGS)),-e packages/$(p))
         names = pkgs.group(1).split()
-        line = re.sub(r"\$\(foreach p,\$\(filter-out ([\w ]+),\$\(PKGS\)\),-e packages/\$\(p\)\)",
-                      lambda f: " ".join(f"-e packages/{p}" for p in names if p not in f.group(1).split()),
-                      line)
+        line = re.sub(
+            r"\$\(foreach p,\$\(filter-out ([\w ]+),\$\(PKGS\)\),-e packages/\$\(p\)\)",
+            lambda f: " ".join(f"-e packages/{p}" for p in names if p not in f.group(1).split()),
+            line,
+        )
     by_dir = {path.parent: name for name, path in workspace().items()}
     roots: dict[str, set[str]] = {}
     for spec in re.findall(r"-e\s+'?([^'\s]+)'?", line):
@@ -126,8 +133,13 @@ def _applies(req: Requirement, extras: set[str]) -> bool:
 
 # --- the check ---------------------------------------------------------------------------------
 
-def problems(lock: Lock, requires: dict[str, list[Requirement]], roots: dict[str, list[Requirement]],
-             installed: dict[str, str] | None = None) -> list[str]:
+
+def problems(
+    lock: Lock,
+    requires: dict[str, list[Requirement]],
+    roots: dict[str, list[Requirement]],
+    installed: dict[str, str] | None = None,
+) -> list[str]:
     """Every way the lock is out of sync, as sentences (empty: in sync).
 
     ``roots``: the workspace's own requirements (from the pyprojects, extras applied, workspace
@@ -153,8 +165,10 @@ def problems(lock: Lock, requires: dict[str, list[Requirement]], roots: dict[str
             visited.add(key)
             stack += [(name, r, key[1]) for r in requires.get(name, [])]
     used = {name for name, _ in visited} | set(TOOLS)
-    out += [f"the lock pins {name}=={lock.pins[name]}, which nothing requires"
-            for name in sorted(set(lock.pins) - used)]
+    out += [
+        f"the lock pins {name}=={lock.pins[name]}, which nothing requires"
+        for name in sorted(set(lock.pins) - used)
+    ]
     if installed is not None:
         for name, version in sorted(lock.pins.items()):
             have = installed.get(name)
@@ -204,13 +218,32 @@ def check() -> list[str]:
 
 # --- refresh -----------------------------------------------------------------------------------
 
-def _resolve(pip_args: list[str], constraints: list[str]) -> tuple[dict[str, str], dict[str, list[Requirement]]]:
+
+def _resolve(
+    pip_args: list[str], constraints: list[str]
+) -> tuple[dict[str, str], dict[str, list[Requirement]]]:
     """(pins, requirements of each pinned package) of pip's resolution from an empty venv."""
     with tempfile.TemporaryDirectory() as tmp:
         report, cons = Path(tmp) / "report.json", Path(tmp) / "constraints.txt"
         cons.write_text("".join(f"{c}\n" for c in constraints))
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed",
-                        "--report", str(report), "-c", str(cons), *pip_args], check=True, cwd=ROOT)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--dry-run",
+                "--ignore-installed",
+                "--report",
+                str(report),
+                "-c",
+                str(cons),
+                *pip_args,
+            ],
+            check=True,
+            cwd=ROOT,
+        )
         items = json.loads(report.read_text())["install"]
     pins, requires = {}, {}
     for item in items:
@@ -221,14 +254,21 @@ def _resolve(pip_args: list[str], constraints: list[str]) -> tuple[dict[str, str
     return {n: v for n, v in pins.items() if n not in ws}, requires
 
 
-def unwanted_prereleases(pins: dict[str, str], requires: dict[str, list[Requirement]]) -> dict[str, str]:
+def unwanted_prereleases(
+    pins: dict[str, str], requires: dict[str, list[Requirement]]
+) -> dict[str, str]:
     """The pre-releases in ``pins`` that no resolved package pins exactly. A requirement that
     names a pre-release anywhere makes pip admit pre-releases of that package (``hydra-core>=
     1.1.0.dev7`` admits hydra-core 1.4.0rc3), so only an exact pin (opentelemetry-sdk's
     ``opentelemetry-semantic-conventions==0.66b2``, a project whose releases are all betas) says
     the pre-release is wanted."""
-    exact = {(canonicalize_name(r.name), s.version) for reqs in requires.values() for r in reqs
-             for s in r.specifier if s.operator in ("==", "===")}
+    exact = {
+        (canonicalize_name(r.name), s.version)
+        for reqs in requires.values()
+        for r in reqs
+        for s in r.specifier
+        if s.operator in ("==", "===")
+    }
     return {n: v for n, v in pins.items() if Version(v).is_prerelease and (n, v) not in exact}
 
 
@@ -241,8 +281,10 @@ def resolve(pip_args: list[str], keep: Lock | None = None) -> dict[str, str]:
         try:
             return resolve([*pip_args, *_constraint_args(held)])
         except subprocess.CalledProcessError:
-            print("lock: the earlier pins no longer resolve together: resolving everything anew",
-                  file=sys.stderr)
+            print(
+                "lock: the earlier pins no longer resolve together: resolving everything anew",
+                file=sys.stderr,
+            )
     constraints: list[str] = []
     for _ in range(10):
         pins, requires = _resolve(pip_args, constraints)
@@ -269,8 +311,9 @@ def changes(old: Lock, new: Lock) -> list[str]:
     return lines
 
 
-def refresh(pip_args: list[str], path: Path = LOCK, installer: str = "`make install`",
-            upgrade: bool = False) -> None:
+def refresh(
+    pip_args: list[str], path: Path = LOCK, installer: str = "`make install`", upgrade: bool = False
+) -> None:
     old = Lock.read(path) if path.exists() else Lock()
     pins = resolve(pip_args, None if upgrade else old)
     pins["pip"] = _pip_version()
@@ -279,15 +322,23 @@ def refresh(pip_args: list[str], path: Path = LOCK, installer: str = "`make inst
     new = Lock(pins)
     path.parent.mkdir(exist_ok=True)
     import platform
-    path.write_text(new.render(installer, platform.python_version().rsplit(".", 1)[0],
-                               f"{sys.platform} {platform.machine()}"))
+
+    path.write_text(
+        new.render(
+            installer,
+            platform.python_version().rsplit(".", 1)[0],
+            f"{sys.platform} {platform.machine()}",
+        )
+    )
     diff = changes(old, new)
     print(f"lock: {path.relative_to(ROOT)}: {len(new.pins)} packages, {len(diff)} changed")
     print("\n".join(diff) if diff else "  (no change)")
 
 
 def _pip_version() -> str:
-    out = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "--version"], capture_output=True, text=True, check=True
+    )
     return out.stdout.split()[1]
 
 
@@ -295,22 +346,35 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("refresh", help="resolve anew and write the lock; print what changed")
-    r.add_argument("--lock", type=Path, default=LOCK, help="the lock file to write (default: %(default)s)")
-    r.add_argument("--upgrade", action="store_true",
-                   help="move every package to the newest version admitted (default: keep the lock's "
-                        "versions where the pyprojects still admit them)")
+    r.add_argument(
+        "--lock", type=Path, default=LOCK, help="the lock file to write (default: %(default)s)"
+    )
+    r.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="move every package to the newest version admitted (default: keep the lock's "
+        "versions where the pyprojects still admit them)",
+    )
     r.add_argument("--installer", default="`make install`", help="what installs it, for the header")
     r.add_argument("pip_args", nargs=argparse.REMAINDER, help="after --: pip install arguments")
     sub.add_parser("check", help="the lock vs the pyprojects vs this venv")
     args = ap.parse_args(argv)
     if args.cmd == "refresh":
-        refresh([a for a in args.pip_args if a != "--"], args.lock.resolve(), args.installer, args.upgrade)
+        refresh(
+            [a for a in args.pip_args if a != "--"],
+            args.lock.resolve(),
+            args.installer,
+            args.upgrade,
+        )
         return 0
     found = check()
     for line in found:
         print(f"lock: {line}", file=sys.stderr)
     if found:
-        print("lock: out of sync; `make lock` refreshes it (README, 'Locked installs')", file=sys.stderr)
+        print(
+            "lock: out of sync; `make lock` refreshes it (README, 'Locked installs')",
+            file=sys.stderr,
+        )
         return 1
     print(f"lock: in sync ({len(Lock.read().pins)} packages)")
     return 0

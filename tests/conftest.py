@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-NO_CUDA = ("needs a CUDA GPU: torch.cuda.is_available() is False here (no GPU, or the CPU torch "
-           "wheel); run `pytest -m gpu` on a GPU machine (README, 'Running at the paper's scale')")
+NO_CUDA = (
+    "needs a CUDA GPU: torch.cuda.is_available() is False here (no GPU, or the CPU torch "
+    "wheel); run `pytest -m gpu` on a GPU machine (README, 'Running at the paper's scale')"
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -53,11 +55,11 @@ def _wandb_log_records(path: Path) -> list[bytes]:
         if left < _RECORD_HEADER:  # a block's tail too short for a header is zero padding
             offset += left
             continue
-        length = int.from_bytes(data[offset + 4:offset + 6], "little")
+        length = int.from_bytes(data[offset + 4 : offset + 6], "little")
         kind = data[offset + 6]
         if kind == 0 and length == 0:
             break
-        chunk = data[offset + _RECORD_HEADER:offset + _RECORD_HEADER + length]
+        chunk = data[offset + _RECORD_HEADER : offset + _RECORD_HEADER + length]
         offset += _RECORD_HEADER + length
         parts.append(chunk)
         if kind in (1, 4):  # full, last
@@ -115,8 +117,12 @@ class OfflineWandb:
 @pytest.fixture
 def wandb_offline(monkeypatch: pytest.MonkeyPatch) -> type[OfflineWandb]:
     """Quiet offline W&B (no git, code or console capture) and the reader of its run files."""
-    for key, value in {"WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true",
-                       "WANDB_DISABLE_CODE": "true", "WANDB_CONSOLE": "off"}.items():
+    for key, value in {
+        "WANDB_SILENT": "true",
+        "WANDB_DISABLE_GIT": "true",
+        "WANDB_DISABLE_CODE": "true",
+        "WANDB_CONSOLE": "off",
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("WANDB_MODE", raising=False)
     return OfflineWandb

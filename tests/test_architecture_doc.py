@@ -31,18 +31,29 @@ def declared_all(package: str) -> list[str]:
     """The literal `__all__` of the package's `__init__.py`."""
     tree = ast.parse((source_dir(package) / "__init__.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
             return list(ast.literal_eval(node.value))
     raise AssertionError(f"mlerl.{package} has no literal __all__ in its __init__.py")
 
 
 def project(package: str) -> dict:
-    return tomllib.loads((ROOT / "packages" / package / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return tomllib.loads(
+        (ROOT / "packages" / package / "pyproject.toml").read_text(encoding="utf-8")
+    )["project"]
 
 
 def requirement_names(project_table: dict) -> set[str]:
-    return {re.split(r"[\s\[<>=!~;]", dep, maxsplit=1)[0].lower() for dep in project_table.get("dependencies", [])}
+    return {
+        re.split(r"[\s\[<>=!~;]", dep, maxsplit=1)[0].lower()
+        for dep in project_table.get("dependencies", [])
+    }
 
 
 def mlerl_references(package: str) -> set[str]:
@@ -54,7 +65,9 @@ def mlerl_references(package: str) -> set[str]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names: list[str] = []
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+                names = [node.module] + [
+                    f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")
+                ]
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -62,7 +75,12 @@ def mlerl_references(package: str) -> set[str]:
                     names = [node.value.split(":")[0]]
             for name in names:
                 parts = name.split(".")
-                if parts[0] == "mlerl" and len(parts) > 1 and parts[1] in known and parts[1] != package:
+                if (
+                    parts[0] == "mlerl"
+                    and len(parts) > 1
+                    and parts[1] in known
+                    and parts[1] != package
+                ):
                     found.add(name)
     return found
 
@@ -73,14 +91,23 @@ def mlerl_references(package: str) -> set[str]:
 def package_table(text: str) -> dict[str, dict[str, str]]:
     """The rows of the table whose header starts `| package | distribution |`, by package."""
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if re.match(r"\|\s*package\s*\|\s*distribution\s*\|", line)), None)
+    start = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if re.match(r"\|\s*package\s*\|\s*distribution\s*\|", line)
+        ),
+        None,
+    )
     assert start is not None, "docs/architecture.md: no `| package | distribution | ...` table"
     header = [c.strip() for c in lines[start].strip("|").split("|")]
     rows = {}
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
-        cells = dict(zip(header, (c.strip().strip("`") for c in line.strip().strip("|").split("|"))))
+        cells = dict(
+            zip(header, (c.strip().strip("`") for c in line.strip().strip("|").split("|")))
+        )
         rows[cells["package"]] = cells
     return rows
 
@@ -95,9 +122,11 @@ def public_names(text: str) -> dict[str, list[str]]:
             continue
         lines = section.splitlines()
         start = next((i for i, line in enumerate(lines) if line.strip() == "Public names:"), None)
-        assert start is not None, f"docs/architecture.md: section mlerl.{title.group(1)} has no 'Public names:' list"
+        assert start is not None, (
+            f"docs/architecture.md: section mlerl.{title.group(1)} has no 'Public names:' list"
+        )
         names = []
-        for line in lines[start + 1:]:
+        for line in lines[start + 1 :]:
             if not line.startswith("- "):
                 break
             names += re.findall(r"`([A-Za-z_]\w*)`", line)
@@ -130,9 +159,17 @@ Then `w` is prose again.
 
 def test_the_readers_take_only_the_table_and_the_lists():
     table = package_table(SAMPLE)
-    assert table["b"] == {"package": "b", "distribution": "mlerl-b", "depends on": "a, c", "torch": "yes",
-                          "public names": "1"}
-    assert dependency_cell(table["a"]["depends on"]) == set() and dependency_cell("a, c") == {"a", "c"}
+    assert table["b"] == {
+        "package": "b",
+        "distribution": "mlerl-b",
+        "depends on": "a, c",
+        "torch": "yes",
+        "public names": "1",
+    }
+    assert dependency_cell(table["a"]["depends on"]) == set() and dependency_cell("a, c") == {
+        "a",
+        "c",
+    }
     assert public_names(SAMPLE) == {"a": ["x", "Y", "z"]}
 
 
@@ -157,9 +194,13 @@ def test_each_row_matches_the_pyproject_and_the_imports(package):
     assert row["distribution"] == meta["name"], (package, row["distribution"], meta["name"])
     declared = {d.removeprefix("mlerl-") for d in requirement_names(meta) if d.startswith("mlerl-")}
     stated = dependency_cell(row["depends on"])
-    assert stated == declared, f"{package}: the page says {sorted(stated)}, the pyproject {sorted(declared)}"
+    assert stated == declared, (
+        f"{package}: the page says {sorted(stated)}, the pyproject {sorted(declared)}"
+    )
     imported = {name.split(".")[1] for name in mlerl_references(package)}
-    assert imported == declared, f"{package}: declared {sorted(declared)}, imported {sorted(imported)}"
+    assert imported == declared, (
+        f"{package}: declared {sorted(declared)}, imported {sorted(imported)}"
+    )
     assert row["torch"] == ("yes" if "torch" in requirement_names(meta) else "no"), package
     assert int(row["public names"]) == len(declared_all(package)), (package, row["public names"])
 
@@ -169,8 +210,12 @@ def test_each_public_names_list_is_the_packages_all(package):
     listed = public_names(TEXT).get(package)
     assert listed is not None, f"docs/architecture.md has no section `mlerl.{package}`"
     exported = declared_all(package) if package != "cli" else cli_public_names()
-    assert len(listed) == len(set(listed)), f"{package}: listed twice: {sorted({n for n in listed if listed.count(n) > 1})}"
-    assert set(listed) - set(exported) == set(), f"{package}: the page lists names it does not export"
+    assert len(listed) == len(set(listed)), (
+        f"{package}: listed twice: {sorted({n for n in listed if listed.count(n) > 1})}"
+    )
+    assert set(listed) - set(exported) == set(), (
+        f"{package}: the page lists names it does not export"
+    )
     assert set(exported) - set(listed) == set(), f"{package}: exported but not on the page"
 
 
@@ -192,14 +237,24 @@ def cli_public_names() -> list[str]:
 def test_the_root_distribution_depends_on_every_package():
     root = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert root["name"] == "mlerl"
-    assert {d for d in requirement_names(root) if d.startswith("mlerl-")} == {project(p)["name"] for p in PACKAGES}
+    assert {d for d in requirement_names(root) if d.startswith("mlerl-")} == {
+        project(p)["name"] for p in PACKAGES
+    }
 
 
 @pytest.mark.parametrize("package", [*PACKAGES, "cli"])
 def test_private_modules_of_another_package_are_only_its_console_scripts(package):
     """The page's one exception: `mlerl sandbox|instrument|tasks` run the packages' own
     `[project.scripts]` targets. Any other private name of another package is drift."""
-    scripts = {target.split(":")[0] for p in PACKAGES for target in project(p).get("scripts", {}).values()}
-    private = {name for name in mlerl_references(package) if any(part.startswith("_") for part in name.split(".")[2:])}
+    scripts = {
+        target.split(":")[0] for p in PACKAGES for target in project(p).get("scripts", {}).values()
+    }
+    private = {
+        name
+        for name in mlerl_references(package)
+        if any(part.startswith("_") for part in name.split(".")[2:])
+    }
     allowed = scripts if package == "cli" else set()
-    assert private - allowed == set(), f"{package} names private modules of other packages: {sorted(private - allowed)}"
+    assert private - allowed == set(), (
+        f"{package} names private modules of other packages: {sorted(private - allowed)}"
+    )

@@ -31,12 +31,21 @@ def test_relative_links_skips_urls_and_anchors():
 
 
 def markdown_files() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
-                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return [ROOT / name for name in listed if (ROOT / name).is_file()]
 
 
 @pytest.mark.parametrize("page", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_resolves(page):
-    dead = [t for t in relative_links(page.read_text(encoding="utf-8")) if not (page.parent / t).exists()]
+    dead = [
+        t
+        for t in relative_links(page.read_text(encoding="utf-8"))
+        if not (page.parent / t).exists()
+    ]
     assert dead == [], f"{page.relative_to(ROOT)}: dead links {dead}"

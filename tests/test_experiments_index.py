@@ -23,10 +23,16 @@ def test_indexed_reads_local_page_links_only():
 
 def test_every_page_is_in_the_index_and_the_index_names_no_missing_page():
     listed = indexed((EXPERIMENTS / "README.md").read_text(encoding="utf-8"))
-    assert set(PAGES) - listed == set(), f"add a row to docs/experiments/README.md for {sorted(set(PAGES) - listed)}"
-    assert listed - set(PAGES) == set(), f"docs/experiments/README.md lists missing pages {sorted(listed - set(PAGES))}"
+    assert set(PAGES) - listed == set(), (
+        f"add a row to docs/experiments/README.md for {sorted(set(PAGES) - listed)}"
+    )
+    assert listed - set(PAGES) == set(), (
+        f"docs/experiments/README.md lists missing pages {sorted(listed - set(PAGES))}"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_gives_its_command(page):
-    assert "```" in (EXPERIMENTS / page).read_text(encoding="utf-8"), f"{page}: no command (fenced code block)"
+    assert "```" in (EXPERIMENTS / page).read_text(encoding="utf-8"), (
+        f"{page}: no command (fenced code block)"
+    )

@@ -29,8 +29,14 @@ def _reqs(*lines: str) -> list[Requirement]:
 
 
 # a workspace needing a>=1 and b[x]; a needs c; b's extra x needs d; d is on Windows only for e
-REQUIRES = {"a": _reqs("c<3"), "b": _reqs("d; extra == 'x'", "f; extra == 'y'"),
-            "c": [], "d": _reqs("e; sys_platform == 'win32'"), "e": [], "f": []}
+REQUIRES = {
+    "a": _reqs("c<3"),
+    "b": _reqs("d; extra == 'x'", "f; extra == 'y'"),
+    "c": [],
+    "d": _reqs("e; sys_platform == 'win32'"),
+    "e": [],
+    "f": [],
+}
 ROOTS = {"mlerl": _reqs("a>=1", "b[x]")}
 
 
@@ -43,7 +49,9 @@ def test_a_closed_lock_that_satisfies_every_requirement_is_in_sync():
 
 def test_every_way_out_of_sync_is_named():
     pins = lock.Lock({"a": "0.9", "b": "2.0", "c": "3.0", "f": "1.0", "pip": "26.3"})
-    found = lock.problems(pins, REQUIRES, ROOTS, {"a": "0.9", "b": "2.1", "c": "3.0", "pip": "26.3"})
+    found = lock.problems(
+        pins, REQUIRES, ROOTS, {"a": "0.9", "b": "2.1", "c": "3.0", "pip": "26.3"}
+    )
     assert found == [
         'b requires d; extra == "x", which the lock does not hold',
         "the workspace requires a>=1, but the lock pins a==0.9",
@@ -56,18 +64,36 @@ def test_every_way_out_of_sync_is_named():
 
 def test_a_local_build_satisfies_its_public_pin():
     pins = lock.Lock({"torch": "2.13.0"})
-    assert lock.problems(pins, {"torch": []}, {"m": _reqs("torch>=2.6")}, {"torch": "2.13.0+cpu"}) == []
+    assert (
+        lock.problems(pins, {"torch": []}, {"m": _reqs("torch>=2.6")}, {"torch": "2.13.0+cpu"})
+        == []
+    )
 
 
 def test_only_prereleases_nobody_pins_exactly_are_unwanted():
-    pins = {"hydra-core": "1.4.0rc3", "otel-sdk": "1.45.2", "otel-semconv": "0.66b2", "numpy": "2.4.6"}
-    requires = {"launcher": _reqs("hydra-core>=1.1.0.dev7"), "otel-sdk": _reqs("otel-semconv==0.66b2")}
+    pins = {
+        "hydra-core": "1.4.0rc3",
+        "otel-sdk": "1.45.2",
+        "otel-semconv": "0.66b2",
+        "numpy": "2.4.6",
+    }
+    requires = {
+        "launcher": _reqs("hydra-core>=1.1.0.dev7"),
+        "otel-sdk": _reqs("otel-semconv==0.66b2"),
+    }
     assert lock.unwanted_prereleases(pins, requires) == {"hydra-core": "1.4.0rc3"}
 
 
 def test_changes_lists_old_and_new_versions():
-    old, new = lock.Lock({"a": "1", "b": "2", "gone": "3"}), lock.Lock({"a": "1", "b": "2.1", "new": "4"})
-    assert lock.changes(old, new) == ["  b: 2 -> 2.1", "  gone: 3 -> (removed)", "  new: (new) -> 4"]
+    old, new = (
+        lock.Lock({"a": "1", "b": "2", "gone": "3"}),
+        lock.Lock({"a": "1", "b": "2.1", "new": "4"}),
+    )
+    assert lock.changes(old, new) == [
+        "  b: 2 -> 2.1",
+        "  gone: 3 -> (removed)",
+        "  new: (new) -> 4",
+    ]
 
 
 def test_lock_file_lines_are_checked(tmp_path):

@@ -58,15 +58,36 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
-from _common import RESULTS, command_line, fmt_mean_se, git_commit, machine_info, mean_se, read_jsonl, write_json
+from _common import (
+    RESULTS,
+    command_line,
+    fmt_mean_se,
+    git_commit,
+    machine_info,
+    mean_se,
+    read_jsonl,
+    write_json,
+)
 
 METHODS = ("none", "paper")
 SAMPLE_FIGURES = ("duration_ran_s", "duration_mix_s", "duration_s", "reward", "valid_frac")
 WINDOWS = ("all", "first_quarter", "second_half", "last_quarter")
-UPDATE_FIGURES = {"batch/duration_mean": "duration_s", "batch/reward_mean": "reward", "batch/valid_frac": "valid_frac"}
-OWNED_KEYS = ("learner.duration_weighting", "seed", "learner.max_updates", "eval_samples", "hydra.sweep.dir",
-              "hydra.sweep.subdir", "hydra.job.config.override_dirname.exclude_keys")
+UPDATE_FIGURES = {
+    "batch/duration_mean": "duration_s",
+    "batch/reward_mean": "reward",
+    "batch/valid_frac": "valid_frac",
+}
+OWNED_KEYS = (
+    "learner.duration_weighting",
+    "seed",
+    "learner.max_updates",
+    "eval_samples",
+    "hydra.sweep.dir",
+    "hydra.sweep.subdir",
+    "hydra.job.config.override_dirname.exclude_keys",
+)
 NOISE_SE = 2.0
 
 
@@ -101,16 +122,37 @@ def override_key(override: str) -> str:
 def parse_args(argv: list[str] | None) -> AblationConfig:
     """The command line as a config; exits with a usage error naming the bad argument."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=AblationConfig.seeds, help="seeds per method (default 3)")
-    parser.add_argument("--first-seed", type=int, default=AblationConfig.first_seed,
-                        help="first seed (default 0); seeds run from it upwards")
-    parser.add_argument("--updates", type=int, default=AblationConfig.updates, help="learner updates per run (default 20)")
-    parser.add_argument("--eval-samples", type=int, default=AblationConfig.eval_samples,
-                        help="K of the closing best-of-K report (default 8)")
-    parser.add_argument("--runs-dir", type=Path, default=AblationConfig.runs_dir, help="hydra.sweep.dir of the runs")
+    parser.add_argument(
+        "--seeds", type=int, default=AblationConfig.seeds, help="seeds per method (default 3)"
+    )
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=AblationConfig.first_seed,
+        help="first seed (default 0); seeds run from it upwards",
+    )
+    parser.add_argument(
+        "--updates",
+        type=int,
+        default=AblationConfig.updates,
+        help="learner updates per run (default 20)",
+    )
+    parser.add_argument(
+        "--eval-samples",
+        type=int,
+        default=AblationConfig.eval_samples,
+        help="K of the closing best-of-K report (default 8)",
+    )
+    parser.add_argument(
+        "--runs-dir", type=Path, default=AblationConfig.runs_dir, help="hydra.sweep.dir of the runs"
+    )
     parser.add_argument("--out", type=Path, default=AblationConfig.out, help="results directory")
-    parser.add_argument("--no-launch", action="store_true", help="only aggregate the run dirs in --runs-dir")
-    parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job (after --)")
+    parser.add_argument(
+        "--no-launch", action="store_true", help="only aggregate the run dirs in --runs-dir"
+    )
+    parser.add_argument(
+        "overrides", nargs="*", help="extra Hydra overrides for every job (after --)"
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.updates < 1 or args.eval_samples < 1:
         parser.error("--seeds, --updates and --eval-samples must be >= 1")
@@ -120,17 +162,27 @@ def parse_args(argv: list[str] | None) -> AblationConfig:
         if "=" not in ov and not ov.startswith("~"):
             parser.error(f"override {ov!r}: expected KEY=VALUE (Hydra syntax)")
         if override_key(ov) in OWNED_KEYS:
-            parser.error(f"override {ov!r}: {override_key(ov)} is set by this script "
-                         "(use --seeds, --updates, --eval-samples or --runs-dir)")
-    return AblationConfig(seeds=args.seeds, first_seed=args.first_seed, updates=args.updates,
-                          eval_samples=args.eval_samples,
-                          runs_dir=args.runs_dir.resolve(), out=args.out, launch=not args.no_launch,
-                          overrides=list(args.overrides))
+            parser.error(
+                f"override {ov!r}: {override_key(ov)} is set by this script "
+                "(use --seeds, --updates, --eval-samples or --runs-dir)"
+            )
+    return AblationConfig(
+        seeds=args.seeds,
+        first_seed=args.first_seed,
+        updates=args.updates,
+        eval_samples=args.eval_samples,
+        runs_dir=args.runs_dir.resolve(),
+        out=args.out,
+        launch=not args.no_launch,
+        overrides=list(args.overrides),
+    )
 
 
 def launch_argv(cfg: AblationConfig) -> list[str]:
     """The one multirun command line; extra overrides are kept out of the run dirs' names."""
-    excluded = sorted({override_key(o) for o in cfg.overrides if not override_key(o).startswith("hydra")})
+    excluded = sorted(
+        {override_key(o) for o in cfg.overrides if not override_key(o).startswith("hydra")}
+    )
     return [
         sys.executable, "-m", "mlerl.cli", "train", "-m",
         "seed=" + ",".join(str(s) for s in range(cfg.first_seed, cfg.first_seed + cfg.seeds)),
@@ -147,8 +199,10 @@ def launch(cfg: AblationConfig) -> dict[str, Any]:
     """Run the sweep to completion. Refuses a runs dir that is not empty: a job would append to
     the files an earlier run left in its subdir."""
     if cfg.runs_dir.is_dir() and any(cfg.runs_dir.iterdir()):
-        raise SystemExit(f"duration_ablation: {cfg.runs_dir} is not empty; aggregate its runs with "
-                         "--no-launch or remove the directory first")
+        raise SystemExit(
+            f"duration_ablation: {cfg.runs_dir} is not empty; aggregate its runs with "
+            "--no-launch or remove the directory first"
+        )
     argv = launch_argv(cfg)
     env = {**os.environ, "WANDB_SILENT": "true", "TOKENIZERS_PARALLELISM": "false"}
     print("launching:", " ".join(argv), flush=True)
@@ -156,8 +210,10 @@ def launch(cfg: AblationConfig) -> dict[str, Any]:
     code = subprocess.run(argv, env=env, check=False).returncode
     wall = time.time() - t0
     if code != 0:
-        raise SystemExit(f"duration_ablation: the sweep exited with {code} after {wall:.0f} s; "
-                         f"see the logs under {cfg.runs_dir}, then rerun with --no-launch to aggregate what finished")
+        raise SystemExit(
+            f"duration_ablation: the sweep exited with {code} after {wall:.0f} s; "
+            f"see the logs under {cfg.runs_dir}, then rerun with --no-launch to aggregate what finished"
+        )
     return {"argv": ["python", *argv[1:]], "returncode": code, "wall_s": wall}
 
 
@@ -166,7 +222,9 @@ def find_runs(runs_dir: Path) -> list[Path]:
     """Run dirs under ``runs_dir``: those holding both ``config.yaml`` and ``samples.jsonl``."""
     if not runs_dir.is_dir():
         return []
-    return sorted(p.parent for p in runs_dir.rglob("samples.jsonl") if (p.parent / "config.yaml").is_file())
+    return sorted(
+        p.parent for p in runs_dir.rglob("samples.jsonl") if (p.parent / "config.yaml").is_file()
+    )
 
 
 def _mean(values: list[float]) -> float | None:
@@ -183,7 +241,9 @@ def typical_durations(samples: list[dict[str, Any]]) -> dict[str, float]:
     return {code: statistics.median(t) for code, t in times.items()}
 
 
-def sample_figures(samples: list[dict[str, Any]], typical: dict[str, float] | None = None) -> dict[str, Any]:
+def sample_figures(
+    samples: list[dict[str, Any]], typical: dict[str, float] | None = None
+) -> dict[str, Any]:
     """Means over ``samples``: execution time of programs that ran, the same with each program's
     typical time (``duration_mix_s``, from :func:`typical_durations`; None without it), duration
     (0 when none ran), reward, valid fraction.
@@ -191,19 +251,36 @@ def sample_figures(samples: list[dict[str, Any]], typical: dict[str, float] | No
     ``duration_mix_s`` measures which programs the policy chose, not how busy the host was while
     they ran: the same program text counts the same in every run and either method."""
     ran = [float(s["duration_s"]) for s in samples if s["status"] != "not_run"]
-    mix = [typical[s["code"]] for s in samples if typical and s["status"] != "not_run" and s.get("code") in typical]
-    return {"n": len(samples), "n_ran": len(ran), "duration_ran_s": _mean(ran), "duration_mix_s": _mean(mix),
-            "duration_s": _mean([float(s["duration_s"]) for s in samples]),
-            "reward": _mean([float(s["reward"]) for s in samples]),
-            "valid_frac": _mean([1.0 if s["valid"] else 0.0 for s in samples])}
+    mix = [
+        typical[s["code"]]
+        for s in samples
+        if typical and s["status"] != "not_run" and s.get("code") in typical
+    ]
+    return {
+        "n": len(samples),
+        "n_ran": len(ran),
+        "duration_ran_s": _mean(ran),
+        "duration_mix_s": _mean(mix),
+        "duration_s": _mean([float(s["duration_s"]) for s in samples]),
+        "reward": _mean([float(s["reward"]) for s in samples]),
+        "valid_frac": _mean([1.0 if s["valid"] else 0.0 for s in samples]),
+    }
 
 
 def task_scores(samples: list[dict[str, Any]]) -> dict[str, float | None]:
     """Per task: the mean grader score of the valid samples (tasks differ in metric and direction,
     so scores are never pooled across tasks)."""
     tasks = sorted({s["task_id"] for s in samples})
-    return {t: _mean([float(s["score"]) for s in samples if s["task_id"] == t and s["valid"] and s["score"] is not None])
-            for t in tasks}
+    return {
+        t: _mean(
+            [
+                float(s["score"])
+                for s in samples
+                if s["task_id"] == t and s["valid"] and s["score"] is not None
+            ]
+        )
+        for t in tasks
+    }
 
 
 def windows(samples: list[dict[str, Any]], updates: int) -> dict[str, list[dict[str, Any]]]:
@@ -212,15 +289,20 @@ def windows(samples: list[dict[str, Any]], updates: int) -> dict[str, list[dict[
     version < U), q = ceil(U / 4), so both quarters span q versions."""
     v = lambda s: int(s["policy_version"])  # noqa: E731
     q = math.ceil(updates / 4)
-    return {"all": samples, "second_half": [s for s in samples if v(s) >= (updates + 1) // 2],
-            "first_quarter": [s for s in samples if v(s) < q],
-            "last_quarter": [s for s in samples if updates - q <= v(s) < updates]}
+    return {
+        "all": samples,
+        "second_half": [s for s in samples if v(s) >= (updates + 1) // 2],
+        "first_quarter": [s for s in samples if v(s) < q],
+        "last_quarter": [s for s in samples if updates - q <= v(s) < updates],
+    }
 
 
 Figures = Callable[[list[dict[str, Any]]], dict[str, Any]]
 
 
-def per_version(samples: list[dict[str, Any]], figures: Figures = sample_figures) -> dict[int, dict[str, Any]]:
+def per_version(
+    samples: list[dict[str, Any]], figures: Figures = sample_figures
+) -> dict[int, dict[str, Any]]:
     """``figures`` (default :func:`sample_figures`) per policy version that wrote the samples."""
     versions = sorted({int(s["policy_version"]) for s in samples})
     return {v: figures([s for s in samples if int(s["policy_version"]) == v]) for v in versions}
@@ -228,8 +310,14 @@ def per_version(samples: list[dict[str, Any]], figures: Figures = sample_figures
 
 def per_update(metrics: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """The learner's batch means per update step (``metrics.jsonl``, learner stream)."""
-    return {int(m["step"]): {"t": m["time"], **{name: m.get(key) for key, name in UPDATE_FIGURES.items()}}
-            for m in metrics if m.get("stream") == "learner"}
+    return {
+        int(m["step"]): {
+            "t": m["time"],
+            **{name: m.get(key) for key, name in UPDATE_FIGURES.items()},
+        }
+        for m in metrics
+        if m.get("stream") == "learner"
+    }
 
 
 def final_scores(report: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -243,8 +331,13 @@ def final_scores(report: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
             raise ValueError(f"report.json: expected one seed per policy, got {len(per_seed)}")
         for task, s in per_seed[0]["tasks"].items():
             row = out.setdefault(task, {"lower_is_better": bool(s["lower_is_better"])})
-            row.update({f"{which}_best": s["best_score"], f"{which}_mean": s["mean_score"],
-                        f"{which}_valid": s["valid_frac"]})
+            row.update(
+                {
+                    f"{which}_best": s["best_score"],
+                    f"{which}_mean": s["mean_score"],
+                    f"{which}_valid": s["valid_frac"],
+                }
+            )
     return out
 
 
@@ -254,7 +347,11 @@ def wall_clock(run_dir: Path, metrics: list[dict[str, Any]]) -> dict[str, float 
     started = run_dir / "started_at"
     train_s = max(learner) - float(started.read_text()) if learner and started.is_file() else None
     job_start, report = run_dir / ".hydra" / "config.yaml", run_dir / "report.json"
-    job_s = report.stat().st_mtime - job_start.stat().st_mtime if job_start.is_file() and report.is_file() else None
+    job_s = (
+        report.stat().st_mtime - job_start.stat().st_mtime
+        if job_start.is_file() and report.is_file()
+        else None
+    )
     return {"train_s": train_s, "job_s": job_s}
 
 
@@ -270,7 +367,10 @@ def summarise_run(run_dir: Path, typical: dict[str, float] | None = None) -> dic
     report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else None
     by_window = windows(samples, updates)
     return {
-        "run_dir": str(run_dir), "method": method, "seed": seed, "max_updates": updates,
+        "run_dir": str(run_dir),
+        "method": method,
+        "seed": seed,
+        "max_updates": updates,
         "windows": {w: sample_figures(rows, typical) for w, rows in by_window.items()},
         "scores": {w: task_scores(rows) for w, rows in by_window.items()},
         "per_version": per_version(samples, functools.partial(sample_figures, typical=typical)),
@@ -283,6 +383,7 @@ def summarise_run(run_dir: Path, typical: dict[str, float] | None = None) -> dic
 
 
 # ---- across seeds and methods ---------------------------------------------------------------
+
 
 def across_seeds(rows: list[dict[str, Any]], figures: tuple[str, ...]) -> dict[str, Any]:
     """:func:`mean_se` of each figure over the rows (one per seed)."""
@@ -298,28 +399,49 @@ def aggregate_method(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One method's runs (one per seed) -> mean +- s.e. over seeds of every figure."""
     tasks = sorted({t for r in runs for t in r["final"]})
     score_tasks = tuple(sorted({t for r in runs for t in r["scores"]["all"]}))
-    final_figures = ("trained_best", "trained_mean", "trained_valid", "initial_best", "initial_mean", "initial_valid")
+    final_figures = (
+        "trained_best",
+        "trained_mean",
+        "trained_valid",
+        "initial_best",
+        "initial_mean",
+        "initial_valid",
+    )
     return {
         "seeds": sorted(r["seed"] for r in runs),
-        "windows": {w: across_seeds([r["windows"][w] for r in runs], SAMPLE_FIGURES) for w in WINDOWS},
+        "windows": {
+            w: across_seeds([r["windows"][w] for r in runs], SAMPLE_FIGURES) for w in WINDOWS
+        },
         "scores": {w: across_seeds([r["scores"][w] for r in runs], score_tasks) for w in WINDOWS},
         "per_version": _by_key(runs, "per_version", SAMPLE_FIGURES),
         "per_version_scores": _by_key(runs, "per_version_scores", score_tasks),
         "per_update": _by_key(runs, "per_update", tuple(UPDATE_FIGURES.values())),
-        "final": {t: {"lower_is_better": next(r["final"][t]["lower_is_better"] for r in runs if t in r["final"]),
-                      **across_seeds([r["final"][t] for r in runs if t in r["final"]], final_figures)}
-                  for t in tasks},
+        "final": {
+            t: {
+                "lower_is_better": next(
+                    r["final"][t]["lower_is_better"] for r in runs if t in r["final"]
+                ),
+                **across_seeds([r["final"][t] for r in runs if t in r["final"]], final_figures),
+            }
+            for t in tasks
+        },
         "wall": across_seeds([r["wall"] for r in runs], ("train_s", "job_s")),
     }
 
 
-def difference(paper: dict[str, Any], none: dict[str, Any], higher_is_better: bool | None = None) -> dict[str, Any]:
+def difference(
+    paper: dict[str, Any], none: dict[str, Any], higher_is_better: bool | None = None
+) -> dict[str, Any]:
     """paper - none with the s.e. of a difference of independent means, and a plain verdict."""
     if paper["mean"] is None or none["mean"] is None:
         return {"diff": None, "se": None, "verdict": "missing: a method has no value"}
     diff = paper["mean"] - none["mean"]
     if paper["se"] is None or none["se"] is None:
-        return {"diff": diff, "se": None, "verdict": "no s.e. (fewer than 2 seeds): cannot be told from noise"}
+        return {
+            "diff": diff,
+            "se": None,
+            "verdict": "no s.e. (fewer than 2 seeds): cannot be told from noise",
+        }
     se = math.sqrt(paper["se"] ** 2 + none["se"] ** 2)
     if abs(diff) <= NOISE_SE * se:
         return {"diff": diff, "se": se, "verdict": f"within noise (|diff| <= {NOISE_SE:g} s.e.)"}
@@ -333,16 +455,33 @@ def differences(methods: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The headline differences paper - none: sample figures per window, final scores, wall-clock."""
     p, n = methods["paper"], methods["none"]
     better = {"reward": True, "valid_frac": True}
-    out: dict[str, Any] = {"windows": {w: {f: difference(p["windows"][w][f], n["windows"][w][f], better.get(f))
-                                           for f in SAMPLE_FIGURES} for w in p["windows"]},
-                           "wall": {f: difference(p["wall"][f], n["wall"][f]) for f in p["wall"]}, "final": {}}
+    out: dict[str, Any] = {
+        "windows": {
+            w: {
+                f: difference(p["windows"][w][f], n["windows"][w][f], better.get(f))
+                for f in SAMPLE_FIGURES
+            }
+            for w in p["windows"]
+        },
+        "wall": {f: difference(p["wall"][f], n["wall"][f]) for f in p["wall"]},
+        "final": {},
+    }
     for task in sorted(set(p["final"]) & set(n["final"])):
         hib = not p["final"][task]["lower_is_better"]
-        out["final"][task] = {f: difference(p["final"][task][f], n["final"][task][f], hib)
-                              for f in ("trained_best", "trained_mean")}
+        out["final"][task] = {
+            f: difference(p["final"][task][f], n["final"][task][f], hib)
+            for f in ("trained_best", "trained_mean")
+        }
     lower = {t: f["lower_is_better"] for m in (p, n) for t, f in m["final"].items()}
-    out["scores"] = {w: {t: difference(p["scores"][w][t], n["scores"][w][t], None if t not in lower else not lower[t])
-                         for t in sorted(set(p["scores"][w]) & set(n["scores"][w]))} for w in p["scores"]}
+    out["scores"] = {
+        w: {
+            t: difference(
+                p["scores"][w][t], n["scores"][w][t], None if t not in lower else not lower[t]
+            )
+            for t in sorted(set(p["scores"][w]) & set(n["scores"][w]))
+        }
+        for w in p["scores"]
+    }
     return out
 
 
@@ -364,23 +503,53 @@ def table(result: dict[str, Any]) -> str:
     rows = [("figure", "none", "paper", "paper - none", "verdict")]
     for w in WINDOWS:
         for f in SAMPLE_FIGURES:
-            rows.append((f"{f} ({w.replace('_', ' ')})", _ms(m["none"]["windows"][w][f]), _ms(m["paper"]["windows"][w][f]),
-                         _diff(d["windows"][w][f]), d["windows"][w][f]["verdict"]))
+            rows.append(
+                (
+                    f"{f} ({w.replace('_', ' ')})",
+                    _ms(m["none"]["windows"][w][f]),
+                    _ms(m["paper"]["windows"][w][f]),
+                    _diff(d["windows"][w][f]),
+                    d["windows"][w][f]["verdict"],
+                )
+            )
         for task, diff in d["scores"][w].items():
-            rows.append((f"score of valid samples, {task} ({w.replace('_', ' ')})", _ms(m["none"]["scores"][w][task], ".4f"),
-                         _ms(m["paper"]["scores"][w][task], ".4f"), _diff(diff, ".4f"), diff["verdict"]))
+            rows.append(
+                (
+                    f"score of valid samples, {task} ({w.replace('_', ' ')})",
+                    _ms(m["none"]["scores"][w][task], ".4f"),
+                    _ms(m["paper"]["scores"][w][task], ".4f"),
+                    _diff(diff, ".4f"),
+                    diff["verdict"],
+                )
+            )
     for task, figs in d["final"].items():
         for f, diff in figs.items():
             arrow = "↓" if m["paper"]["final"][task]["lower_is_better"] else "↑"
-            rows.append((f"{task} {f} {arrow}", _ms(m["none"]["final"][task][f], ".4f"),
-                         _ms(m["paper"]["final"][task][f], ".4f"), _diff(diff, ".4f"), diff["verdict"]))
+            rows.append(
+                (
+                    f"{task} {f} {arrow}",
+                    _ms(m["none"]["final"][task][f], ".4f"),
+                    _ms(m["paper"]["final"][task][f], ".4f"),
+                    _diff(diff, ".4f"),
+                    diff["verdict"],
+                )
+            )
     for f, diff in d["wall"].items():
-        rows.append((f"wall {f}", _ms(m["none"]["wall"][f], ".0f"), _ms(m["paper"]["wall"][f], ".0f"),
-                     _diff(diff, ".0f"), diff["verdict"]))
+        rows.append(
+            (
+                f"wall {f}",
+                _ms(m["none"]["wall"][f], ".0f"),
+                _ms(m["paper"]["wall"][f], ".0f"),
+                _diff(diff, ".0f"),
+                diff["verdict"],
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [f"Duration ablation: seeds {m['none']['seeds']} (none) / {m['paper']['seeds']} (paper), "
-             f"{'/'.join(map(str, cfg['updates_in_runs']))} updates, best of "
-             f"{'/'.join(map(str, cfg['eval_k_in_runs'])) or 'n/a'}; mean ± s.e. over seeds"]
+    lines = [
+        f"Duration ablation: seeds {m['none']['seeds']} (none) / {m['paper']['seeds']} (paper), "
+        f"{'/'.join(map(str, cfg['updates_in_runs']))} updates, best of "
+        f"{'/'.join(map(str, cfg['eval_k_in_runs'])) or 'n/a'}; mean ± s.e. over seeds"
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     return "\n".join(lines)
 
@@ -388,14 +557,23 @@ def table(result: dict[str, Any]) -> str:
 def headline(result: dict[str, Any]) -> str:
     """One plain sentence per headline figure: the difference and whether it is within noise."""
     d = result["difference"]["windows"]["second_half"]
-    parts = [("execution time of programs that ran", d["duration_ran_s"], " s"),
-             ("the same, each program at its typical time (load removed)", d["duration_mix_s"], " s"),
-             ("reward", d["reward"], ""),
-             ("valid fraction", d["valid_frac"], "")]
-    lines = ["paper - none (sample figures: second half of training; scores: the closing best-of-K):"]
-    lines += [f"- {name}: {_diff(x)}{unit if x['diff'] is not None else ''}: {x['verdict']}" for name, x, unit in parts]
+    parts = [
+        ("execution time of programs that ran", d["duration_ran_s"], " s"),
+        ("the same, each program at its typical time (load removed)", d["duration_mix_s"], " s"),
+        ("reward", d["reward"], ""),
+        ("valid fraction", d["valid_frac"], ""),
+    ]
+    lines = [
+        "paper - none (sample figures: second half of training; scores: the closing best-of-K):"
+    ]
+    lines += [
+        f"- {name}: {_diff(x)}{unit if x['diff'] is not None else ''}: {x['verdict']}"
+        for name, x, unit in parts
+    ]
     for task, x in result["difference"]["scores"]["last_quarter"].items():
-        lines.append(f"- {task}, mean score of valid samples (last quarter): {_diff(x, '.4f')}: {x['verdict']}")
+        lines.append(
+            f"- {task}, mean score of valid samples (last quarter): {_diff(x, '.4f')}: {x['verdict']}"
+        )
     for task, figs in result["difference"]["final"].items():
         x = figs["trained_best"]
         lines.append(f"- {task}, trained best-of-K: {_diff(x, '.4f')}: {x['verdict']}")
@@ -410,20 +588,34 @@ def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    tasks = sorted({t for m in METHODS for v in result["methods"][m]["per_version_scores"].values() for t in v})
-    panels = [("per_version", "duration_ran_s", "mean execution time (s) of programs that ran"),
-              ("per_version", "reward", "mean reward"),
-              *[("per_version_scores", t, f"{t}: mean score of valid samples") for t in tasks]]
+    tasks = sorted(
+        {t for m in METHODS for v in result["methods"][m]["per_version_scores"].values() for t in v}
+    )
+    panels = [
+        ("per_version", "duration_ran_s", "mean execution time (s) of programs that ran"),
+        ("per_version", "reward", "mean reward"),
+        *[("per_version_scores", t, f"{t}: mean score of valid samples") for t in tasks],
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
     for ax, (part, figure, label) in zip(axes[0], panels):
         for method, colour in zip(METHODS, ("tab:orange", "tab:blue")):
             series = result["methods"][method][part]
-            pts = [(int(v), s[figure]) for v, s in series.items() if figure in s and s[figure]["mean"] is not None]
+            pts = [
+                (int(v), s[figure])
+                for v, s in series.items()
+                if figure in s and s[figure]["mean"] is not None
+            ]
             xs = [v for v, _ in pts]
             ys = [s["mean"] for _, s in pts]
             ses = [s["se"] or 0.0 for _, s in pts]
             ax.plot(xs, ys, marker=".", color=colour, label=f"duration_weighting={method}")
-            ax.fill_between(xs, [y - e for y, e in zip(ys, ses)], [y + e for y, e in zip(ys, ses)], color=colour, alpha=0.2)
+            ax.fill_between(
+                xs,
+                [y - e for y, e in zip(ys, ses)],
+                [y + e for y, e in zip(ys, ses)],
+                color=colour,
+                alpha=0.2,
+            )
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("training step (policy version that wrote the sample)")
         ax.set_ylabel(label, fontsize=8)
@@ -432,8 +624,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
     cfg = result["config"]
     seeds = len(result["methods"]["paper"]["seeds"])
     updates = "/".join(map(str, cfg["updates_in_runs"]))
-    fig.suptitle(f"Duration-aware vs plain policy gradient, embedded setup ({seeds} seeds, "
-                 f"{updates} updates; band: ± 1 s.e. over seeds)", fontsize=10)
+    fig.suptitle(
+        f"Duration-aware vs plain policy gradient, embedded setup ({seeds} seeds, "
+        f"{updates} updates; band: ± 1 s.e. over seeds)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -443,13 +638,17 @@ def check_runs(runs: list[dict[str, Any]], runs_dir: Path) -> None:
     """Both methods present, at most one run per (method, seed); else exit naming the problem."""
     missing = [m for m in METHODS if not any(r["method"] == m for r in runs)]
     if missing:
-        raise SystemExit(f"duration_ablation: no runs of duration_weighting={','.join(missing)} under {runs_dir}")
+        raise SystemExit(
+            f"duration_ablation: no runs of duration_weighting={','.join(missing)} under {runs_dir}"
+        )
     seen: dict[tuple[str, int], str] = {}
     for r in runs:
         key = (r["method"], r["seed"])
         if key in seen:
-            raise SystemExit(f"duration_ablation: two runs of duration_weighting={key[0]} seed={key[1]}: "
-                             f"{seen[key]} and {r['run_dir']}")
+            raise SystemExit(
+                f"duration_ablation: two runs of duration_weighting={key[0]} seed={key[1]}: "
+                f"{seen[key]} and {r['run_dir']}"
+            )
         seen[key] = r["run_dir"]
 
 
@@ -459,19 +658,29 @@ def main(argv: list[str] | None = None) -> int:
     launched = launch(cfg) if cfg.launch else None
     run_dirs = find_runs(cfg.runs_dir)
     if not run_dirs:
-        raise SystemExit(f"duration_ablation: no run dirs (config.yaml + samples.jsonl) under {cfg.runs_dir}")
+        raise SystemExit(
+            f"duration_ablation: no run dirs (config.yaml + samples.jsonl) under {cfg.runs_dir}"
+        )
     typical = typical_durations([s for d in run_dirs for s in read_jsonl(d / "samples.jsonl")])
     runs = [summarise_run(d, typical) for d in run_dirs]
     check_runs(runs, cfg.runs_dir)
     methods = {m: aggregate_method([r for r in runs if r["method"] == m]) for m in METHODS}
     result: dict[str, Any] = {
-        "benchmark": "duration_ablation", "command": command_line(), "git_commit": git_commit(),
+        "benchmark": "duration_ablation",
+        "command": command_line(),
+        "git_commit": git_commit(),
         "machine": {**before, "load_avg_after": machine_info()["load_avg"]},
-        "config": {"seeds": cfg.seeds, "updates": cfg.updates, "eval_samples": cfg.eval_samples,
-                   "runs_dir": str(cfg.runs_dir), "overrides": cfg.overrides, "launched": cfg.launch,
-                   "updates_in_runs": sorted({r["max_updates"] for r in runs}),
-                   "eval_k_in_runs": sorted({r["eval_k"] for r in runs if r["eval_k"] is not None}),
-                   "methods_ignored": sorted({r["method"] for r in runs} - set(METHODS))},
+        "config": {
+            "seeds": cfg.seeds,
+            "updates": cfg.updates,
+            "eval_samples": cfg.eval_samples,
+            "runs_dir": str(cfg.runs_dir),
+            "overrides": cfg.overrides,
+            "launched": cfg.launch,
+            "updates_in_runs": sorted({r["max_updates"] for r in runs}),
+            "eval_k_in_runs": sorted({r["eval_k"] for r in runs if r["eval_k"] is not None}),
+            "methods_ignored": sorted({r["method"] for r in runs} - set(METHODS)),
+        },
         "launch": launched,
         "runs": runs,
         "methods": methods,

@@ -79,7 +79,9 @@ class Run:
     p_slow: list[float] = field(default_factory=list)
     mean_duration: list[float] = field(default_factory=list)
     grad_mass_slow: list[float] = field(default_factory=list)
-    measured: dict[int, list[float]] = field(default_factory=lambda: {a: [] for a in range(len(ARMS))})
+    measured: dict[int, list[float]] = field(
+        default_factory=lambda: {a: [] for a in range(len(ARMS))}
+    )
     """Measured execution time of every trained sample, per arm (checks the loop kept up)."""
 
     def __post_init__(self) -> None:
@@ -97,8 +99,14 @@ def _choose(run: Run) -> tuple[int, float, int]:
     return arm, float(torch.log(probs[arm])), run.version
 
 
-async def _execute(run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, actor: str, seq: int,
-                   choice: tuple[int, float, int] | None = None) -> None:
+async def _execute(
+    run: Run,
+    buffer: ExperienceBuffer,
+    arrived: asyncio.Event,
+    actor: str,
+    seq: int,
+    choice: tuple[int, float, int] | None = None,
+) -> None:
     """Execute ``choice`` (arm, behaviour log-prob, version; default: sample one now), deliver the Sample."""
     arm, logprob, version = choice if choice is not None else _choose(run)
     _, duration, mean_reward = ARMS[arm]
@@ -107,17 +115,32 @@ async def _execute(run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, a
     await asyncio.sleep(duration * jitter)
     t1 = time.time()
     reward = mean_reward + 0.1 * float(torch.randn(1, generator=run.rng))
-    buffer.add(Sample(
-        sample_id=f"{actor}:{seq}", actor_id=actor, seq=seq, task_id="bandit",
-        prompt_kind=PromptKind.SCRATCH, prompt_ids=[0], response_ids=[arm],
-        behaviour_logprobs=[logprob], policy_version=version,
-        t_sampled=t0, t_exec_started=t0, t_exec_finished=t1, duration_s=t1 - t0,
-        exec_status=ExecStatus.OK, reward=reward,
-    ), sync=False)
+    buffer.add(
+        Sample(
+            sample_id=f"{actor}:{seq}",
+            actor_id=actor,
+            seq=seq,
+            task_id="bandit",
+            prompt_kind=PromptKind.SCRATCH,
+            prompt_ids=[0],
+            response_ids=[arm],
+            behaviour_logprobs=[logprob],
+            policy_version=version,
+            t_sampled=t0,
+            t_exec_started=t0,
+            t_exec_finished=t1,
+            duration_s=t1 - t0,
+            exec_status=ExecStatus.OK,
+            reward=reward,
+        ),
+        sync=False,
+    )
     arrived.set()
 
 
-async def _slot(run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, worker: int, hold_s: float) -> None:
+async def _slot(
+    run: Run, buffer: ExperienceBuffer, arrived: asyncio.Event, worker: int, hold_s: float
+) -> None:
     """One execution slot, refilled as soon as its execution completes. With ``hold_s`` > 0
     (``lanes`` regime) the slot keeps re-running the arm it chose for ``hold_s`` seconds."""
     seq, choice, until = 0, None, 0.0
@@ -136,14 +159,20 @@ def bandit_update(run: Run, batch: list[Sample]) -> None:
     rewards = torch.tensor([s.reward for s in batch])
     durations = torch.tensor([s.duration_s for s in batch])
     old_logprobs = torch.tensor([s.behaviour_logprobs for s in batch])  # (B, 1)
-    old_values = run.value.detach().expand(B)[:, None] if run.baseline == "critic" else torch.zeros(B, 1)
-    advantages, returns = gae(terminal_rewards(rewards, mask), old_values, mask, 1.0, 1.0)  # A = R - V
+    old_values = (
+        run.value.detach().expand(B)[:, None] if run.baseline == "critic" else torch.zeros(B, 1)
+    )
+    advantages, returns = gae(
+        terminal_rewards(rewards, mask), old_values, mask, 1.0, 1.0
+    )  # A = R - V
     weights = duration_weights(durations, run.mode, clip=5.0, running_mean=run.running_dt)
     run.running_dt = update_running_mean(run.running_dt, durations, 0.9)
 
     logprobs = torch.log_softmax(run.theta, -1)[arms][:, None]  # (B, 1)
     pg_loss, _ = ppo_policy_loss(logprobs, old_logprobs, advantages, mask, weights, clip_ratio=0.2)
-    entropy = entropy_from_logits(run.theta)  # every sample's (one-token) policy is the same softmax
+    entropy = entropy_from_logits(
+        run.theta
+    )  # every sample's (one-token) policy is the same softmax
     run.opt_pi.zero_grad()
     (pg_loss - 0.001 * entropy).backward()
     torch.nn.utils.clip_grad_norm_([run.theta], 1.0)
@@ -168,7 +197,16 @@ async def _wait_for(buffer: ExperienceBuffer, arrived: asyncio.Event, n: int) ->
         await arrived.wait()
 
 
-async def simulate(run: Run, *, regime: str, updates: int, batch_size: int, slots: int, multiplier: int, workdir: Path) -> Run:
+async def simulate(
+    run: Run,
+    *,
+    regime: str,
+    updates: int,
+    batch_size: int,
+    slots: int,
+    multiplier: int,
+    workdir: Path,
+) -> Run:
     """``pool``: ``slots`` executions always in flight, train on the first B completed, slow ones
     kept for later batches. ``lanes``: the same, but each slot holds its chosen arm for 0.4 s of
     back-to-back re-runs (time share of an arm = its probability: the paper's model, n_x =
@@ -180,7 +218,9 @@ async def simulate(run: Run, *, regime: str, updates: int, batch_size: int, slot
         if regime in ("pool", "lanes"):
             hold_s = max(d for _, d, _ in ARMS) if regime == "lanes" else 0.0
             async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(_slot(run, buffer, arrived, w, hold_s)) for w in range(slots)]
+                tasks = [
+                    tg.create_task(_slot(run, buffer, arrived, w, hold_s)) for w in range(slots)
+                ]
                 while run.version < updates:
                     await _wait_for(buffer, arrived, batch_size)
                     bandit_update(run, buffer.take(batch_size))  # the first B completed
@@ -190,7 +230,10 @@ async def simulate(run: Run, *, regime: str, updates: int, batch_size: int, slot
             seq = 0
             while run.version < updates:
                 async with asyncio.TaskGroup() as tg:
-                    tasks = [tg.create_task(_execute(run, buffer, arrived, "wave", seq + i)) for i in range(multiplier * batch_size)]
+                    tasks = [
+                        tg.create_task(_execute(run, buffer, arrived, "wave", seq + i))
+                        for i in range(multiplier * batch_size)
+                    ]
                     seq += len(tasks)
                     await _wait_for(buffer, arrived, batch_size)
                     for task in tasks:
@@ -204,7 +247,12 @@ async def simulate(run: Run, *, regime: str, updates: int, batch_size: int, slot
 
 
 def _summary(values: list[float]) -> dict[str, float]:
-    return {"mean": statistics.fmean(values), "std": statistics.pstdev(values), "min": min(values), "max": max(values)}
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.pstdev(values),
+        "min": min(values),
+        "max": max(values),
+    }
 
 
 def _to_90(p: list[float]) -> int | None:
@@ -223,24 +271,33 @@ def _mode_summary(mine: list[Run]) -> dict:
         "mean_exec_s_last10": _summary([statistics.fmean(r.mean_duration[-10:]) for r in mine]),
         "grad_mass_slow_mean": statistics.fmean(x for r in mine for x in r.grad_mass_slow),
         "measured_exec_s_per_arm": {
-            ARMS[a][0]: statistics.fmean(x for r in mine for x in r.measured[a]) if any(r.measured[a] for r in mine) else None
+            ARMS[a][0]: statistics.fmean(x for r in mine for x in r.measured[a])
+            if any(r.measured[a] for r in mine)
+            else None
             for a in range(len(ARMS))
         },
-        "trained_samples_per_arm": {ARMS[a][0]: sum(len(r.measured[a]) for r in mine) for a in range(len(ARMS))},
+        "trained_samples_per_arm": {
+            ARMS[a][0]: sum(len(r.measured[a]) for r in mine) for a in range(len(ARMS))
+        },
         "p_slow_per_update": [r.p_slow for r in mine],
     }
 
 
 def report(runs: list[tuple[str, Run]], args: argparse.Namespace, wall_s: float) -> dict:
     out: dict = {
-        "command": "python benchmarks/experiments/duration_bias.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
+        "command": "python benchmarks/experiments/duration_bias.py "
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
         "arms": [{"name": n, "duration_s": d, "reward_mean": r} for n, d, r in ARMS],
-        "setup": {k: v for k, v in vars(args).items() if k != "out"}, "wall_s": wall_s, "scenarios": {},
+        "setup": {k: v for k, v in vars(args).items() if k != "out"},
+        "wall_s": wall_s,
+        "scenarios": {},
     }
     for regime in dict.fromkeys(g for g, _ in runs):
         modes = dict.fromkeys(r.mode for g, r in runs if g == regime)
-        out["scenarios"][regime] = {m.value: _mode_summary([r for g, r in runs if g == regime and r.mode is m]) for m in modes}
+        out["scenarios"][regime] = {
+            m.value: _mode_summary([r for g, r in runs if g == regime and r.mode is m])
+            for m in modes
+        }
     return out
 
 
@@ -254,7 +311,7 @@ def plot(result: dict, path: Path) -> None:
     cols = 2
     rows = (len(regimes) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.0 * rows), squeeze=False)
-    for ax in axes.flat[len(regimes):]:
+    for ax in axes.flat[len(regimes) :]:
         ax.set_visible(False)
     for ax, regime in zip(axes.flat, regimes):
         for mode, data in result["scenarios"][regime].items():
@@ -275,14 +332,25 @@ def plot(result: dict, path: Path) -> None:
 async def _main(args: argparse.Namespace) -> list[tuple[str, Run]]:
     modes = [DurationWeighting(m) for m in args.modes.split(",")]
     scenarios = [tuple(x.split(":")) for x in args.scenarios.split(",")]
-    jobs = [(f"{regime}:{baseline}", Run(mode, seed, args.lr, args.jitter, baseline))
-            for regime, baseline in scenarios for mode in modes for seed in range(args.seeds)]
+    jobs = [
+        (f"{regime}:{baseline}", Run(mode, seed, args.lr, args.jitter, baseline))
+        for regime, baseline in scenarios
+        for mode in modes
+        for seed in range(args.seeds)
+    ]
     gate = asyncio.Semaphore(args.parallel)  # too many concurrent runs would make the sleeps late
 
     async def one(scenario: str, run: Run, workdir: Path) -> None:
         async with gate:
-            await simulate(run, regime=scenario.split(":")[0], updates=args.updates, batch_size=args.batch_size,
-                           slots=args.slots, multiplier=args.multiplier, workdir=workdir)
+            await simulate(
+                run,
+                regime=scenario.split(":")[0],
+                updates=args.updates,
+                batch_size=args.batch_size,
+                slots=args.slots,
+                multiplier=args.multiplier,
+                workdir=workdir,
+            )
 
     with tempfile.TemporaryDirectory() as tmp:
         async with asyncio.TaskGroup() as tg:
@@ -299,12 +367,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--slots", type=int, default=16, help="concurrent executions per run")
     p.add_argument("--lr", type=float, default=2.0, help="SGD learning rate of the logits")
     p.add_argument("--modes", default="none,paper,clipped,log,running")
-    p.add_argument("--scenarios", default="lanes:none,lanes:critic,pool:critic,wave:critic",
-                   help="REGIME:BASELINE pairs; regimes lanes|pool|wave (see simulate), baselines critic|none")
+    p.add_argument(
+        "--scenarios",
+        default="lanes:none,lanes:critic,pool:critic,wave:critic",
+        help="REGIME:BASELINE pairs; regimes lanes|pool|wave (see simulate), baselines critic|none",
+    )
     p.add_argument("--multiplier", type=int, default=2, help="m of Algorithm 1 (wave regime)")
-    p.add_argument("--jitter", type=float, default=0.3, help="sigma of the lognormal noise on execution times")
+    p.add_argument(
+        "--jitter", type=float, default=0.3, help="sigma of the lognormal noise on execution times"
+    )
     p.add_argument("--parallel", type=int, default=5, help="runs sharing the event loop at once")
-    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "duration_bias.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "duration_bias.json")
+    )
     args = p.parse_args(argv)
     t0 = time.time()
     runs = asyncio.run(_main(args))
@@ -316,8 +391,10 @@ def main(argv: list[str] | None = None) -> None:
     for regime, modes in result["scenarios"].items():
         for mode, data in modes.items():
             f = data["final_p_slow"]
-            print(f"{regime:>12} {mode:>8}: final P(slow_best) {f['mean']:.3f} +- {f['std']:.3f} [{f['min']:.3f}, {f['max']:.3f}]  "
-                  f"updates to 90%: {data['updates_to_90']}  exec s (last 10): {data['mean_exec_s_last10']['mean']:.3f}")
+            print(
+                f"{regime:>12} {mode:>8}: final P(slow_best) {f['mean']:.3f} +- {f['std']:.3f} [{f['min']:.3f}, {f['max']:.3f}]  "
+                f"updates to 90%: {data['updates_to_90']}  exec s (last 10): {data['mean_exec_s_last10']['mean']:.3f}"
+            )
     print(f"wrote {out} and {out.with_suffix('.png')} in {result['wall_s']:.0f} s")
 
 

@@ -28,8 +28,9 @@ def measure(model_dir: Path, task_id: str, parents: int, per_parent: int, seed: 
     from mlerl.bench import default_data_dir
     from mlerl.embedded import evaluate_improvement
 
-    return evaluate_improvement(model_dir, task_id, default_data_dir(), parents=parents, per_parent=per_parent,
-                                seed=seed)
+    return evaluate_improvement(
+        model_dir, task_id, default_data_dir(), parents=parents, per_parent=per_parent, seed=seed
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,8 +60,11 @@ def split_samples(samples: list[Any]) -> tuple[list[Any], list[Any]]:
     return samples[0::2], samples[1::2]
 
 
-def probe_deltas(before: dict[str, list[float]], after: dict[str, list[float]], valid: list[bool]) -> dict[str, float | None]:
+def probe_deltas(
+    before: dict[str, list[float]], after: dict[str, list[float]], valid: list[bool]
+) -> dict[str, float | None]:
     """Per-sample mean log-prob / entropy before and after -> the reported differences."""
+
     def mean_diff(key: str, pick: bool | None) -> float | None:
         idx = [i for i, v in enumerate(valid) if pick is None or v == pick]
         if not idx:
@@ -69,9 +72,12 @@ def probe_deltas(before: dict[str, list[float]], after: dict[str, list[float]], 
         return sum(after[key][i] - before[key][i] for i in idx) / len(idx)
 
     dv, df = mean_diff("logp", True), mean_diff("logp", False)
-    return {"dlogp_valid": dv, "dlogp_failed": df,
-            "dlogp_valid_minus_failed": None if dv is None or df is None else dv - df,
-            "dentropy": mean_diff("entropy", None)}
+    return {
+        "dlogp_valid": dv,
+        "dlogp_failed": df,
+        "dlogp_valid_minus_failed": None if dv is None or df is None else dv - df,
+        "dentropy": mean_diff("entropy", None),
+    }
 
 
 def _probe(model: Any, samples: list[Any], temperature: float) -> dict[str, list[float]]:
@@ -82,7 +88,7 @@ def _probe(model: Any, samples: list[Any], temperature: float) -> dict[str, list
     logp_out, ent_out = [], []
     with torch.no_grad():
         for i in range(0, len(samples), 8):
-            tb = collate(samples[i:i + 8])
+            tb = collate(samples[i : i + 8])
             logp, ent = token_logprobs(model, tb, with_entropy=True, temperature=temperature)
             m = tb.mask.float()
             n = m.sum(-1).clamp(min=1)
@@ -102,12 +108,22 @@ def _on_policy(model: Any, samples: list[Any], temperature: float) -> list[Any]:
     out = []
     for i, s in enumerate(samples):
         p, r = len(s.prompt_ids), len(s.response_ids)
-        out.append(msgspec.structs.replace(s, behaviour_logprobs=logp[i, p - 1: p - 1 + r].tolist()))
+        out.append(
+            msgspec.structs.replace(s, behaviour_logprobs=logp[i, p - 1 : p - 1 + r].tolist())
+        )
     return out
 
 
-def run_variant(model0: Any, cfg0: Any, overrides: dict[str, Any], train: list[Any], probe: list[Any],
-                updates: int, before: dict[str, list[float]], temperature: float | None = None) -> dict[str, Any]:
+def run_variant(
+    model0: Any,
+    cfg0: Any,
+    overrides: dict[str, Any],
+    train: list[Any],
+    probe: list[Any],
+    updates: int,
+    before: dict[str, list[float]],
+    temperature: float | None = None,
+) -> dict[str, Any]:
     import dataclasses
 
     from mlerl.learner import Learner
@@ -116,18 +132,35 @@ def run_variant(model0: Any, cfg0: Any, overrides: dict[str, Any], train: list[A
     learner = Learner(cfg, copy.deepcopy(model0))
     b, per_update = cfg.batch_size, []
     for u in range(updates):
-        batch = train[(u * b) % len(train):][:b]
+        batch = train[(u * b) % len(train) :][:b]
         if len(batch) < b:
             break
         m = learner.update(_on_policy(learner.policy, batch, temperature))
-        per_update.append({k: m.get(k) for k in ("split/all/pg_share_failed", "split/all/adv_std", "grad_norm/policy", "split/all/valid_frac")})
+        per_update.append(
+            {
+                k: m.get(k)
+                for k in (
+                    "split/all/pg_share_failed",
+                    "split/all/adv_std",
+                    "grad_norm/policy",
+                    "split/all/valid_frac",
+                )
+            }
+        )
     learner.policy.eval()
     after = _probe(learner.policy, probe, temperature)
-    mean = lambda k: sum(x[k] for x in per_update if x[k] is not None) / max(1, sum(x[k] is not None for x in per_update))  # noqa: E731
-    return {"overrides": overrides, "updates": len(per_update),
-            **probe_deltas(before, after, [s.valid_submission for s in probe]),
-            "pg_share_failed": mean("split/all/pg_share_failed"), "adv_std": mean("split/all/adv_std"),
-            "grad_norm": mean("grad_norm/policy")}
+    mean = lambda k: (
+        sum(x[k] for x in per_update if x[k] is not None)
+        / max(1, sum(x[k] is not None for x in per_update))
+    )  # noqa: E731
+    return {
+        "overrides": overrides,
+        "updates": len(per_update),
+        **probe_deltas(before, after, [s.valid_submission for s in probe]),
+        "pg_share_failed": mean("split/all/pg_share_failed"),
+        "adv_std": mean("split/all/adv_std"),
+        "grad_norm": mean("grad_norm/policy"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,20 +181,36 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg0 = load_section(LearnerConfig, str(args.run_dir / "config.yaml"), "learner")
-    samples = [s for s in read_journal(args.run_dir / "buffer" / "journal.bin")[0] if s.exec_status is not ExecStatus.INFRA_ERROR]
+    samples = [
+        s
+        for s in read_journal(args.run_dir / "buffer" / "journal.bin")[0]
+        if s.exec_status is not ExecStatus.INFRA_ERROR
+    ]
     train, probe = split_samples(samples)
-    model0 = AutoModelForCausalLM.from_pretrained(load_run(args.run_dir / "config.yaml").model.path, dtype=torch.float32)
+    model0 = AutoModelForCausalLM.from_pretrained(
+        load_run(args.run_dir / "config.yaml").model.path, dtype=torch.float32
+    )
     model0.eval()
     temperature = getattr(cfg0, "temperature", None)  # None: each sample's own sampling temperature
     before = _probe(model0, probe, temperature)
     variants = dict(parse_variant(v) for v in args.variant) if args.variant else DEFAULT_VARIANTS
     results = {}
     for name, overrides in variants.items():
-        results[name] = run_variant(model0, cfg0, overrides, train, probe, args.updates, before, temperature)
+        results[name] = run_variant(
+            model0, cfg0, overrides, train, probe, args.updates, before, temperature
+        )
         print(name, json.dumps(results[name]), flush=True)
-    out = {"command": command_line(), "commit": git_commit(), "machine": machine_info(), "run_dir": str(args.run_dir),
-           "samples": len(samples), "train": len(train), "probe": len(probe),
-           "probe_valid": sum(s.valid_submission for s in probe), "variants": results}
+    out = {
+        "command": command_line(),
+        "commit": git_commit(),
+        "machine": machine_info(),
+        "run_dir": str(args.run_dir),
+        "samples": len(samples),
+        "train": len(train),
+        "probe": len(probe),
+        "probe_valid": sum(s.valid_submission for s in probe),
+        "variants": results,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "embedded_rl_replay.json").write_text(json.dumps(out, indent=1))
     return 0

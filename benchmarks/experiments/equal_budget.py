@@ -60,7 +60,9 @@ def rl_curve(samples: list[dict[str, Any]], task_id: str, lower: bool) -> dict[s
     """RL's best so far over one task's training samples, in the order they finished (``t``):
     after each sample, the private score of the best public score yet (None before the first
     valid one) and the run's clock then."""
-    rows = sorted((r for r in samples if r.get("task_id") == task_id), key=lambda r: float(r.get("t") or 0.0))
+    rows = sorted(
+        (r for r in samples if r.get("task_id") == task_id), key=lambda r: float(r.get("t") or 0.0)
+    )
     best_public: float | None = None
     best_private: float | None = None
     privates: list[float | None] = []
@@ -71,14 +73,18 @@ def rl_curve(samples: list[dict[str, Any]], task_id: str, lower: bool) -> dict[s
         if score is not None and _better(score, best_public, lower):
             private = row.get("private_score")
             best_public = score
-            best_private = score if private is None or not math.isfinite(float(private)) else float(private)
+            best_private = (
+                score if private is None or not math.isfinite(float(private)) else float(private)
+            )
         privates.append(best_private)
         publics.append(best_public)
         clock.append(float(row.get("t") or 0.0))
     return {"best_private": privates, "best_public": publics, "t": clock}
 
 
-def rl_final(curve: dict[str, list[Any]], closing: dict[str, Any], lower: bool) -> tuple[float | None, float | None]:
+def rl_final(
+    curve: dict[str, list[Any]], closing: dict[str, Any], lower: bool
+) -> tuple[float | None, float | None]:
     """(private, public) of RL's result: the better on public of the training best and the
     closing best-of-K (``closing``: that task's summary in the trained policy's evaluation)."""
     public = curve["best_public"][-1] if curve["best_public"] else None
@@ -101,7 +107,9 @@ def baseline_task(result: dict[str, Any] | None, task_id: str) -> dict[str, Any]
     return result["per_seed"][0]["tasks"].get(task_id)
 
 
-def seed_rows(run_dir: Path, aide: dict[str, Any] | None, bon: dict[str, Any] | None) -> list[dict[str, Any]]:
+def seed_rows(
+    run_dir: Path, aide: dict[str, Any] | None, bon: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     """One row per task of the run in ``run_dir`` (``report.json``, ``samples.jsonl``) with the
     two baselines' ``mlerl eval`` outputs (None: not run)."""
     report = json.loads((run_dir / "report.json").read_text())
@@ -114,26 +122,40 @@ def seed_rows(run_dir: Path, aide: dict[str, Any] | None, bon: dict[str, Any] | 
         private, public = rl_final(curve, closing, lower)
         n = budget(samples, task_id, int(closing.get("k") or report["k"]))
         row: dict[str, Any] = {
-            "seed": seed, "task": task_id, "direction": "lower_is_better" if lower else "higher_is_better",
+            "seed": seed,
+            "task": task_id,
+            "direction": "lower_is_better" if lower else "higher_is_better",
             "budget_executions": n,
-            "rl_private": private, "rl_public": public,
-            "rl_wall_s": (curve["t"][-1] if curve["t"] else 0.0) + ((closing.get("elapsed_s") or [0.0])[-1] or 0.0),
+            "rl_private": private,
+            "rl_public": public,
+            "rl_wall_s": (curve["t"][-1] if curve["t"] else 0.0)
+            + ((closing.get("elapsed_s") or [0.0])[-1] or 0.0),
             "rl_curve": curve["best_private"] + [private] * max(n - len(curve["best_private"]), 0),
         }
         for name, result in (("aide", aide), ("initial_bon", bon)):
             summary = baseline_task(result, task_id)
             if summary is None:
-                row.update({f"{name}_private": None, f"{name}_public": None, f"{name}_wall_s": None,
-                            f"{name}_curve": None, f"{name}_executions": None})
+                row.update(
+                    {
+                        f"{name}_private": None,
+                        f"{name}_public": None,
+                        f"{name}_wall_s": None,
+                        f"{name}_curve": None,
+                        f"{name}_executions": None,
+                    }
+                )
                 continue
             elapsed = summary.get("elapsed_s") or []
-            row.update({
-                f"{name}_private": summary.get("best_score"), f"{name}_public": summary.get("best_public"),
-                f"{name}_wall_s": elapsed[-1] if elapsed else None,
-                f"{name}_curve": summary.get("best_vs_executions"),
-                f"{name}_executions": summary.get("k"),
-                f"{name}_valid_frac": summary.get("valid_frac"),
-            })
+            row.update(
+                {
+                    f"{name}_private": summary.get("best_score"),
+                    f"{name}_public": summary.get("best_public"),
+                    f"{name}_wall_s": elapsed[-1] if elapsed else None,
+                    f"{name}_curve": summary.get("best_vs_executions"),
+                    f"{name}_executions": summary.get("k"),
+                    f"{name}_valid_frac": summary.get("valid_frac"),
+                }
+            )
         rows.append(row)
     return rows
 
@@ -145,22 +167,31 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for task_id in dict.fromkeys(r["task"] for r in rows):
         mine = [r for r in rows if r["task"] == task_id]
         lower = mine[0]["direction"] == "lower_is_better"
-        out: dict[str, Any] = {"seeds": [r["seed"] for r in mine], "direction": mine[0]["direction"],
-                               "budget_executions": [r["budget_executions"] for r in mine]}
+        out: dict[str, Any] = {
+            "seeds": [r["seed"] for r in mine],
+            "direction": mine[0]["direction"],
+            "budget_executions": [r["budget_executions"] for r in mine],
+        }
         for method in METHODS:
             stats = mean_se([r[f"{method}_private"] for r in mine])
             out[f"{method}_private_mean"], out[f"{method}_private_se"] = stats["mean"], stats["se"]
             out[f"{method}_public_mean"] = mean_se([r[f"{method}_public"] for r in mine])["mean"]
         for base in ("aide", "initial_bon"):
             # paired: only the seeds where both RL and the baseline have a result
-            pairs = [(r["rl_private"], r[f"{base}_private"]) for r in mine
-                     if r[f"{base}_private"] is not None and r["rl_private"] is not None]
+            pairs = [
+                (r["rl_private"], r[f"{base}_private"])
+                for r in mine
+                if r[f"{base}_private"] is not None and r["rl_private"] is not None
+            ]
             out[f"{base}_paired_seeds"] = len(pairs)
             out[f"rl_at_least_{base}_seeds"] = sum(not _better(b, rl, lower) for rl, b in pairs)
             rl_mean = mean_se([rl for rl, _ in pairs])["mean"]
             base_mean = mean_se([b for _, b in pairs])["mean"]
             out[f"rl_at_least_{base}_in_mean"] = (
-                None if rl_mean is None or base_mean is None else not _better(base_mean, rl_mean, lower))
+                None
+                if rl_mean is None or base_mean is None
+                else not _better(base_mean, rl_mean, lower)
+            )
         per_task[task_id] = out
     summary: dict[str, Any] = {"tasks": per_task}
     if len(per_task) == 1:  # the default run: one task, its figures at the top
@@ -171,9 +202,23 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def launch(run_dir: Path, model: str, method: str, seed: int, k: int) -> None:
     """``mlerl eval`` of ``model`` (the run's initial policy) at ``k`` executions, into the run dir."""
     out = run_dir / f"equal_budget_{method}.json"
-    cmd = [str(REPO / ".venv" / "bin" / "mlerl"), "eval", "--model", model,
-           "--run", str(run_dir), "--k", str(k), "--seeds", "1", "--first-seed", str(seed),
-           "--out", str(out), *(["--aide"] if method == "aide" else [])]
+    cmd = [
+        str(REPO / ".venv" / "bin" / "mlerl"),
+        "eval",
+        "--model",
+        model,
+        "--run",
+        str(run_dir),
+        "--k",
+        str(k),
+        "--seeds",
+        "1",
+        "--first-seed",
+        str(seed),
+        "--out",
+        str(out),
+        *(["--aide"] if method == "aide" else []),
+    ]
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
 
@@ -198,8 +243,11 @@ def plot(rows: list[dict[str, Any]], out: Path, name: str) -> Path:
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     fig, axes = plt.subplots(len(tasks), 2, figsize=(11, 4 * len(tasks)), squeeze=False)
     colours = {"rl": "tab:blue", "aide": "tab:orange", "initial_bon": "tab:green"}
-    labels = {"rl": "RL (training, then best-of-K)", "aide": "AIDE, initial policy",
-              "initial_bon": "best-of-N, initial policy"}
+    labels = {
+        "rl": "RL (training, then best-of-K)",
+        "aide": "AIDE, initial policy",
+        "initial_bon": "best-of-N, initial policy",
+    }
     for (ax_n, ax_t), task_id in zip(axes, tasks):
         mine = [r for r in rows if r["task"] == task_id]
         for method in METHODS:
@@ -207,11 +255,21 @@ def plot(rows: list[dict[str, Any]], out: Path, name: str) -> Path:
             if curves:
                 mean = _mean_curve(curves)
                 xs = [i + 1 for i, v in enumerate(mean) if v is not None]
-                ax_n.plot(xs, [v for v in mean if v is not None], color=colours[method], label=labels[method])
+                ax_n.plot(
+                    xs,
+                    [v for v in mean if v is not None],
+                    color=colours[method],
+                    label=labels[method],
+                )
             for r in mine:
                 if r.get(f"{method}_wall_s") is not None and r.get(f"{method}_private") is not None:
-                    ax_t.scatter(r[f"{method}_wall_s"] / 60, r[f"{method}_private"], color=colours[method])
-        ax_n.set_title(f"{task_id}\nbest private score (chosen on public), mean of {len(mine)} seeds", fontsize=9)
+                    ax_t.scatter(
+                        r[f"{method}_wall_s"] / 60, r[f"{method}_private"], color=colours[method]
+                    )
+        ax_n.set_title(
+            f"{task_id}\nbest private score (chosen on public), mean of {len(mine)} seeds",
+            fontsize=9,
+        )
         ax_n.set(xlabel="program executions", ylabel=mine[0]["direction"].replace("_", " "))
         ax_t.set_title("final best against wall-clock\n(one point per seed)", fontsize=9)
         ax_t.set(xlabel="minutes", ylabel="private score")
@@ -235,10 +293,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--name", default="equal_budget")
     p.add_argument("--no-launch", action="store_true", help="aggregate only")
-    p.add_argument("--methods", default="initial_bon,aide",
-                   help="baselines to launch where missing (comma-separated; e.g. one per process)")
-    p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
-                   help="seeds the default configuration was chosen on (recorded in the results)")
+    p.add_argument(
+        "--methods",
+        default="initial_bon,aide",
+        help="baselines to launch where missing (comma-separated; e.g. one per process)",
+    )
+    p.add_argument(
+        "--chosen-on",
+        type=lambda v: [int(x) for x in v.split(",") if x],
+        default=None,
+        help="seeds the default configuration was chosen on (recorded in the results)",
+    )
     args = p.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -257,13 +322,22 @@ def main(argv: list[str] | None = None) -> int:
                 p.error(f"--methods: unknown baseline {method!r} (initial_bon, aide)")
             if not args.no_launch and not (run_dir / f"equal_budget_{method}.json").is_file():
                 launch(run_dir, report["initial"]["model"], method, seed, n)
-        rows += seed_rows(run_dir, _load(run_dir / "equal_budget_aide.json"),
-                          _load(run_dir / "equal_budget_initial_bon.json"))
+        rows += seed_rows(
+            run_dir,
+            _load(run_dir / "equal_budget_aide.json"),
+            _load(run_dir / "equal_budget_initial_bon.json"),
+        )
     if not rows:
         p.error(f"no finished runs under {args.runs_dir}")
-    result = {"benchmark": args.name, "command": command_line(), "commit": git_commit(),
-              "machine": machine_info(), "selection": selection(args.chosen_on, [r["seed"] for r in rows]),
-              "rows": rows, "summary": summarise(rows)}
+    result = {
+        "benchmark": args.name,
+        "command": command_line(),
+        "commit": git_commit(),
+        "machine": machine_info(),
+        "selection": selection(args.chosen_on, [r["seed"] for r in rows]),
+        "rows": rows,
+        "summary": summarise(rows),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result["summary"], indent=1))

@@ -82,11 +82,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the
 import duration_ablation  # noqa: E402
 import embedded_rl  # noqa: E402
 import equal_budget  # noqa: E402
-from _common import RESULTS, command_line, fmt_mean_se, git_commit, machine_info, mean_se, read_jsonl  # noqa: E402
+from _common import (
+    RESULTS,
+    command_line,
+    fmt_mean_se,
+    git_commit,
+    machine_info,
+    mean_se,
+    read_jsonl,
+)  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TASK = "standin-materials-rmsle-tiny"
-SECOND_TASK = "standin-insults-auc-tiny"  # the testbed's second task is not final (issue 40): --tasks
+SECOND_TASK = (
+    "standin-insults-auc-tiny"  # the testbed's second task is not final (issue 40): --tasks
+)
 ARMS: dict[str, list[str]] = {
     "default": [],
     "no_duration": ["learner.duration_weighting=none"],
@@ -98,29 +108,46 @@ FAILURE_SCORE = -10.0  # the paper's Figure 9: a sample without a valid submissi
 NOISE_SE = 2.0
 MIN_SEEDS = 3
 QUICK = {"seeds": 1, "updates": 6, "eval_samples": 4}
-OWNED_KEYS = ("seed", "tasks.ids", "hydra.run.dir", "resume", "learner.max_updates", "eval_samples",
-              *(o.split("=", 1)[0] for arm in ARMS.values() for o in arm))
+OWNED_KEYS = (
+    "seed",
+    "tasks.ids",
+    "hydra.run.dir",
+    "resume",
+    "learner.max_updates",
+    "eval_samples",
+    *(o.split("=", 1)[0] for arm in ARMS.values() for o in arm),
+)
 FINDINGS: dict[str, dict[str, str]] = {
     "rl_vs_best_of_n": {
         "title": "1a. RL beats best-of-N of the initial policy at equal executions",
         "paper": "Figs. 1, 7: RL's best rises above static use of the model over time",
-        "figure": "final best private score, RL - best-of-N (signed: + is better)", "unit": ""},
+        "figure": "final best private score, RL - best-of-N (signed: + is better)",
+        "unit": "",
+    },
     "rl_vs_aide": {
         "title": "1b. RL beats AIDE driven by the initial policy at equal executions",
         "paper": "Figs. 1, 7: RL (Qwen2.5-3B) ends above AIDE (Claude-3.5-Sonnet) on most tasks",
-        "figure": "final best private score, RL - AIDE (signed: + is better)", "unit": ""},
+        "figure": "final best private score, RL - AIDE (signed: + is better)",
+        "unit": "",
+    },
     "duration": {
         "title": "2. Duration-aware gradients choose slower programs",
         "paper": "Fig. 8: longer mean execution time with it (gradient boosting over logistic regression)",
-        "figure": "mean execution time of programs run in the 2nd half (typical time), default - none", "unit": " s"},
+        "figure": "mean execution time of programs run in the 2nd half (typical time), default - none",
+        "unit": " s",
+    },
     "partial_credit": {
         "title": "3. Partial credit (instrumentation) speeds learning",
         "paper": "Fig. 9: mean score (-10 if invalid) grows faster; runs without it more often never valid",
-        "figure": "mean over updates of the mean score (-10 if invalid), default - no partial credit", "unit": ""},
+        "figure": "mean over updates of the mean score (-10 if invalid), default - no partial credit",
+        "unit": "",
+    },
     "improve": {
         "title": "4. Improve prompts beat scratch only",
         "paper": "Table 4: better on 10 of 12 tasks, +8 % on average",
-        "figure": "final best private score, default - scratch only (signed: + is better)", "unit": ""},
+        "figure": "final best private score, default - scratch only (signed: + is better)",
+        "unit": "",
+    },
 }
 
 
@@ -138,46 +165,72 @@ def paper_score(sample: dict[str, Any], lower: bool) -> float:
     return FAILURE_SCORE if s is None else s
 
 
-def learning_curve(samples: list[dict[str, Any]], task: str, lower: bool, updates: int) -> dict[str, Any]:
+def learning_curve(
+    samples: list[dict[str, Any]], task: str, lower: bool, updates: int
+) -> dict[str, Any]:
     """Per policy version (< ``updates``) of one task's training samples: the mean paper score,
     the valid fraction and the mean signed score of the valid ones; their means over versions
     (``paper_score_mean``: each version weighs the same) and ``never_valid``."""
     mine = [s for s in samples if s.get("task_id") == task and int(s["policy_version"]) < updates]
     versions = sorted({int(s["policy_version"]) for s in mine})
-    curve: dict[str, list[Any]] = {"version": versions, "paper_score": [], "valid_frac": [], "valid_score": []}
+    curve: dict[str, list[Any]] = {
+        "version": versions,
+        "paper_score": [],
+        "valid_frac": [],
+        "valid_score": [],
+    }
     for v in versions:
         rows = [s for s in mine if int(s["policy_version"]) == v]
-        ok = [x for x in (signed(s.get("score"), lower) for s in rows if s.get("valid")) if x is not None]
+        ok = [
+            x
+            for x in (signed(s.get("score"), lower) for s in rows if s.get("valid"))
+            if x is not None
+        ]
         curve["paper_score"].append(sum(paper_score(s, lower) for s in rows) / len(rows))
         curve["valid_frac"].append(len(ok) / len(rows))
         curve["valid_score"].append(sum(ok) / len(ok) if ok else None)
-    return {"curve": curve,
-            "paper_score_mean": mean_se(curve["paper_score"])["mean"],
-            "valid_frac_mean": mean_se(curve["valid_frac"])["mean"],
-            "never_valid": bool(mine) and not any(s.get("valid") for s in mine)}
+    return {
+        "curve": curve,
+        "paper_score_mean": mean_se(curve["paper_score"])["mean"],
+        "valid_frac_mean": mean_se(curve["valid_frac"])["mean"],
+        "never_valid": bool(mine) and not any(s.get("valid") for s in mine),
+    }
 
 
-def exec_times(samples: list[dict[str, Any]], task: str, updates: int, typical: dict[str, float]) -> dict[str, Any]:
+def exec_times(
+    samples: list[dict[str, Any]], task: str, updates: int, typical: dict[str, float]
+) -> dict[str, Any]:
     """Mean execution time of the task's programs that ran in the second half of training,
     measured (``exec_ran_s``) and at each program's typical time (``exec_mix_s``)."""
     mine = [s for s in samples if s.get("task_id") == task]
     half = duration_ablation.windows(mine, updates)["second_half"]
     figs = duration_ablation.sample_figures(half, typical)
-    return {"exec_ran_s_second_half": figs["duration_ran_s"], "exec_mix_s_second_half": figs["duration_mix_s"],
-            "n_ran_second_half": figs["n_ran"]}
+    return {
+        "exec_ran_s_second_half": figs["duration_ran_s"],
+        "exec_mix_s_second_half": figs["duration_mix_s"],
+        "n_ran_second_half": figs["n_ran"],
+    }
 
 
-def winner_kind(samples: list[dict[str, Any]], task: str, closing: dict[str, Any], lower: bool) -> str | None:
+def winner_kind(
+    samples: list[dict[str, Any]], task: str, closing: dict[str, Any], lower: bool
+) -> str | None:
     """The prompt kind of the program RL's result is (``equal_budget.rl_final``'s choice): the
     first training sample to reach the best public score, unless the closing best-of-K's best is
     strictly better on public, then the closing winner's ``best_kind``; None without a valid one."""
     best: dict[str, Any] | None = None
-    for s in sorted((s for s in samples if s.get("task_id") == task), key=lambda r: float(r.get("t") or 0.0)):
+    for s in sorted(
+        (s for s in samples if s.get("task_id") == task), key=lambda r: float(r.get("t") or 0.0)
+    ):
         pub = equal_budget._valid_score(s)
-        if pub is not None and embedded_rl._better(pub, None if best is None else best["score"], lower):
+        if pub is not None and embedded_rl._better(
+            pub, None if best is None else best["score"], lower
+        ):
             best = s
     c_public = closing.get("best_public")
-    if c_public is not None and embedded_rl._better(float(c_public), None if best is None else best["score"], lower):
+    if c_public is not None and embedded_rl._better(
+        float(c_public), None if best is None else best["score"], lower
+    ):
         return closing.get("best_kind")
     return None if best is None else best.get("kind")
 
@@ -209,9 +262,13 @@ def paired(ref: dict[int, float | None], cand: dict[int, float | None], diff) ->
     per_seed = {s: diff(cand.get(s), ref.get(s)) for s in seeds}
     values = [v for v in per_seed.values() if v is not None]
     d = mean_se(values)
-    return {**d, "seeds": [s for s, v in per_seed.items() if v is not None],
-            "per_seed": {str(s): v for s, v in per_seed.items()},
-            "missing": sum(v is None for v in per_seed.values()), "verdict": verdict(d)}
+    return {
+        **d,
+        "seeds": [s for s, v in per_seed.items() if v is not None],
+        "per_seed": {str(s): v for s, v in per_seed.items()},
+        "missing": sum(v is None for v in per_seed.values()),
+        "verdict": verdict(d),
+    }
 
 
 # ---- one run dir ----------------------------------------------------------------------------
@@ -222,33 +279,52 @@ def summarise_run(run_dir: Path, typical: dict[str, float]) -> dict[str, Any]:
     updates = embedded_rl.max_updates(run_dir)
     tasks = report["trained"]["per_seed"][0]["tasks"]
     if len(tasks) != 1:
-        raise ValueError(f"{run_dir}: one task per run (the budget is per task), found {list(tasks)}")
+        raise ValueError(
+            f"{run_dir}: one task per run (the budget is per task), found {list(tasks)}"
+        )
     task, closing = next(iter(tasks.items()))
     lower = bool(closing["lower_is_better"])
     row = equal_budget.seed_rows(run_dir, None, None)[0]
     learn = learning_curve(samples, task, lower, updates)
     timing = run_dir / "wall_clock_s"
-    return {"run_dir": str(run_dir), "task": task, "seed": report.get("seed"), "updates": updates,
-            "direction": row["direction"], "budget_executions": row["budget_executions"],
-            "final_private": row["rl_private"], "final_public": row["rl_public"], "rl_curve": row["rl_curve"],
-            "winner_kind": winner_kind(samples, task, closing, lower),
-            "closing_best_kind": closing.get("best_kind"),
-            **exec_times(samples, task, updates, typical),
-            "paper_score_mean": learn["paper_score_mean"], "valid_frac_mean": learn["valid_frac_mean"],
-            "never_valid": learn["never_valid"], "curve": learn["curve"],
-            "wall_clock_s": float(timing.read_text()) if timing.is_file() else None}
+    return {
+        "run_dir": str(run_dir),
+        "task": task,
+        "seed": report.get("seed"),
+        "updates": updates,
+        "direction": row["direction"],
+        "budget_executions": row["budget_executions"],
+        "final_private": row["rl_private"],
+        "final_public": row["rl_public"],
+        "rl_curve": row["rl_curve"],
+        "winner_kind": winner_kind(samples, task, closing, lower),
+        "closing_best_kind": closing.get("best_kind"),
+        **exec_times(samples, task, updates, typical),
+        "paper_score_mean": learn["paper_score_mean"],
+        "valid_frac_mean": learn["valid_frac_mean"],
+        "never_valid": learn["never_valid"],
+        "curve": learn["curve"],
+        "wall_clock_s": float(timing.read_text()) if timing.is_file() else None,
+    }
 
 
 def baseline_row(run_dir: Path, method: str, task: str) -> dict[str, Any] | None:
     """One baseline's figures from the default run's dir, None where it has not run."""
     path = run_dir / f"equal_budget_{method}.json"
-    summary = equal_budget.baseline_task(json.loads(path.read_text()) if path.is_file() else None, task)
+    summary = equal_budget.baseline_task(
+        json.loads(path.read_text()) if path.is_file() else None, task
+    )
     if summary is None:
         return None
     elapsed = summary.get("elapsed_s") or []
-    return {"final_private": summary.get("best_score"), "final_public": summary.get("best_public"),
-            "executions": summary.get("k"), "curve": summary.get("best_vs_executions"),
-            "valid_frac": summary.get("valid_frac"), "wall_s": elapsed[-1] if elapsed else None}
+    return {
+        "final_private": summary.get("best_score"),
+        "final_public": summary.get("best_public"),
+        "executions": summary.get("k"),
+        "curve": summary.get("best_vs_executions"),
+        "valid_frac": summary.get("valid_frac"),
+        "wall_s": elapsed[-1] if elapsed else None,
+    }
 
 
 # ---- across runs ----------------------------------------------------------------------------
@@ -273,48 +349,80 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         findings = {
             "rl_vs_best_of_n": paired(final["initial_bon"], final["default"], better),
             "rl_vs_aide": paired(final["aide"], final["default"], better),
-            "duration": paired(_by_seed(runs, "no_duration", task, "exec_mix_s_second_half"),
-                               _by_seed(runs, "default", task, "exec_mix_s_second_half"), minus),
-            "partial_credit": paired(_by_seed(runs, "no_partial_credit", task, "paper_score_mean"),
-                                     _by_seed(runs, "default", task, "paper_score_mean"), minus),
+            "duration": paired(
+                _by_seed(runs, "no_duration", task, "exec_mix_s_second_half"),
+                _by_seed(runs, "default", task, "exec_mix_s_second_half"),
+                minus,
+            ),
+            "partial_credit": paired(
+                _by_seed(runs, "no_partial_credit", task, "paper_score_mean"),
+                _by_seed(runs, "default", task, "paper_score_mean"),
+                minus,
+            ),
             "improve": paired(final["no_improve"], final["default"], better),
         }
         # the secondary figures a reader checks beside each verdict
-        findings["duration"]["score_difference"] = paired(final["no_duration"], final["default"], better)
+        findings["duration"]["score_difference"] = paired(
+            final["no_duration"], final["default"], better
+        )
         findings["duration"]["exec_ran_s_difference"] = paired(
             _by_seed(runs, "no_duration", task, "exec_ran_s_second_half"),
-            _by_seed(runs, "default", task, "exec_ran_s_second_half"), minus)
+            _by_seed(runs, "default", task, "exec_ran_s_second_half"),
+            minus,
+        )
         findings["partial_credit"]["never_valid"] = {
             arm: sum(bool(v) for v in _by_seed(runs, arm, task, "never_valid").values())
-            for arm in ("default", "no_partial_credit")}
+            for arm in ("default", "no_partial_credit")
+        }
         ref = mean_se(list(final["no_improve"].values()))["mean"]
         d = findings["improve"]["mean"]
         findings["improve"]["relative"] = None if d is None or not ref else d / abs(ref)
-        arms = {arm: {"seeds": sorted(final[arm]), "final_private": mean_se(list(final[arm].values())),
-                      "budget_executions": _by_seed(runs, arm, task, "budget_executions"),
-                      "never_valid": sum(bool(v) for v in _by_seed(runs, arm, task, "never_valid").values()),
-                      "winner_kind_share": kind_shares(list(_by_seed(runs, arm, task, "winner_kind").values()))}
-                for arm in (*ARMS, *BASELINES) if final[arm]}
-        out[task] = {"direction": "lower_is_better" if lower else "higher_is_better", "findings": findings,
-                     "arms": arms}
+        arms = {
+            arm: {
+                "seeds": sorted(final[arm]),
+                "final_private": mean_se(list(final[arm].values())),
+                "budget_executions": _by_seed(runs, arm, task, "budget_executions"),
+                "never_valid": sum(
+                    bool(v) for v in _by_seed(runs, arm, task, "never_valid").values()
+                ),
+                "winner_kind_share": kind_shares(
+                    list(_by_seed(runs, arm, task, "winner_kind").values())
+                ),
+            }
+            for arm in (*ARMS, *BASELINES)
+            if final[arm]
+        }
+        out[task] = {
+            "direction": "lower_is_better" if lower else "higher_is_better",
+            "findings": findings,
+            "arms": arms,
+        }
     return out
 
 
 def readme_table(summary: dict[str, Any]) -> str:
     """The README's table: finding, the paper's number, ours (mean ± s.e. over n seeds), verdict."""
-    lines = ["| finding | paper | task | ours: paired difference, mean ± s.e. (seeds) | verdict |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| finding | paper | task | ours: paired difference, mean ± s.e. (seeds) | verdict |",
+        "|---|---|---|---|---|",
+    ]
     for key, info in FINDINGS.items():
         for task, s in summary.items():
             d = s["findings"][key]
             spec = ".2f" if key in ("duration", "partial_credit") else ".4f"
-            ours = fmt_mean_se(d, spec) + (info["unit"] if d["mean"] is not None else "") + f" ({d['n']})"
+            ours = (
+                fmt_mean_se(d, spec)
+                + (info["unit"] if d["mean"] is not None else "")
+                + f" ({d['n']})"
+            )
             if key == "improve" and d.get("relative") is not None:
                 ours += f", {100 * d['relative']:+.1f} %"
             if key == "partial_credit":
                 nv = d["never_valid"]
                 ours += f"; never valid {nv['default']} vs {nv['no_partial_credit']}"
-            lines.append(f"| {info['title']} | {info['paper']} | {task} | {ours} | {d['verdict']} |")
+            lines.append(
+                f"| {info['title']} | {info['paper']} | {task} | {ours} | {d['verdict']} |"
+            )
     return "\n".join(lines)
 
 
@@ -335,7 +443,9 @@ def _per_version(runs: list[dict[str, Any]], key: str) -> tuple[list[int], list[
     return vs, [sum(by_v[v]) / len(by_v[v]) for v in vs]
 
 
-def plot(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> Path:
+def plot(
+    runs: list[dict[str, Any]], baselines: list[dict[str, Any]], summary: dict[str, Any], path: Path
+) -> Path:
     """One row per task, one panel per finding (means over seeds): best private score against
     executions (RL, best-of-N, AIDE); execution time per step (with / without duration weighting);
     mean score per step, -10 if invalid (with / without partial credit); final best per seed,
@@ -352,30 +462,71 @@ def plot(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], summary: d
         arm = lambda a: [r for r in mine if r["arm"] == a]  # noqa: E731
         ax = row[0]
         for name, curves, colour in (
-                ("RL (training, then best-of-K)", [r["rl_curve"] for r in arm("default")], "tab:blue"),
-                ("best-of-N, initial policy", [b["curve"] for b in baselines if b["task"] == task and b["method"] == "initial_bon"], "tab:green"),
-                ("AIDE, initial policy", [b["curve"] for b in baselines if b["task"] == task and b["method"] == "aide"], "tab:red")):
+            ("RL (training, then best-of-K)", [r["rl_curve"] for r in arm("default")], "tab:blue"),
+            (
+                "best-of-N, initial policy",
+                [
+                    b["curve"]
+                    for b in baselines
+                    if b["task"] == task and b["method"] == "initial_bon"
+                ],
+                "tab:green",
+            ),
+            (
+                "AIDE, initial policy",
+                [b["curve"] for b in baselines if b["task"] == task and b["method"] == "aide"],
+                "tab:red",
+            ),
+        ):
             xs, ys = _mean_curves(curves)
             if xs:
                 ax.plot([x + 1 for x in xs], ys, color=colour, label=name)
-        ax.set(title=f"{task}\n1. best private score (chosen on public)", xlabel="program executions",
-               ylabel=summary[task]["direction"].replace("_", " "))
+        ax.set(
+            title=f"{task}\n1. best private score (chosen on public)",
+            xlabel="program executions",
+            ylabel=summary[task]["direction"].replace("_", " "),
+        )
         for ax, key, (a, b), ylabel, title in (
-                (row[1], "exec", ("default", "no_duration"), "seconds", "2. mean execution time of programs run"),
-                (row[2], "paper_score", ("default", "no_partial_credit"), "score (-10 if invalid)",
-                 "3. mean score per step, -10 if invalid")):
+            (
+                row[1],
+                "exec",
+                ("default", "no_duration"),
+                "seconds",
+                "2. mean execution time of programs run",
+            ),
+            (
+                row[2],
+                "paper_score",
+                ("default", "no_partial_credit"),
+                "score (-10 if invalid)",
+                "3. mean score per step, -10 if invalid",
+            ),
+        ):
             for name, colour in ((a, "tab:blue"), (b, "tab:orange")):
                 rs = arm(name)
                 if key == "exec":
-                    xs, ys = _per_version([{"curve": {"version": r["exec_curve"]["version"],
-                                                      "exec": r["exec_curve"]["exec_ran_s"]}} for r in rs], "exec")
+                    xs, ys = _per_version(
+                        [
+                            {
+                                "curve": {
+                                    "version": r["exec_curve"]["version"],
+                                    "exec": r["exec_curve"]["exec_ran_s"],
+                                }
+                            }
+                            for r in rs
+                        ],
+                        "exec",
+                    )
                 else:
                     xs, ys = _per_version(rs, key)
                 if xs:
                     ax.plot(xs, ys, color=colour, label=f"{name} ({len(rs)} seeds)")
             ax.set(title=title, xlabel="training step (policy version)", ylabel=ylabel)
         ax = row[3]  # paired: one line per seed from the default to scratch only, the mean in black
-        pairs = _by_seed(runs, "default", task, "final_private"), _by_seed(runs, "no_improve", task, "final_private")
+        pairs = (
+            _by_seed(runs, "default", task, "final_private"),
+            _by_seed(runs, "no_improve", task, "final_private"),
+        )
         for seed in sorted(set(pairs[0]) & set(pairs[1])):
             if pairs[0][seed] is not None and pairs[1][seed] is not None:
                 ax.plot([0, 1], [pairs[0][seed], pairs[1][seed]], "o-", color="0.6", lw=0.8)
@@ -385,8 +536,10 @@ def plot(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], summary: d
                 ax.plot(i, sum(vals) / len(vals), "s", color="k", ms=8)
         ax.set_xticks([0, 1], ["improve + scratch", "scratch only"])
         ax.set_xlim(-0.5, 1.5)
-        ax.set(title="4. final best private score\n(grey: one seed each, black: mean)",
-               ylabel=summary[task]["direction"].replace("_", " "))
+        ax.set(
+            title="4. final best private score\n(grey: one seed each, black: mean)",
+            ylabel=summary[task]["direction"].replace("_", " "),
+        )
         for ax in row[:3]:
             if ax.get_legend_handles_labels()[0]:  # a panel without runs yet has nothing to label
                 ax.legend(fontsize=7)
@@ -399,8 +552,9 @@ def plot(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], summary: d
 
 def exec_curve(samples: list[dict[str, Any]], task: str, updates: int) -> dict[str, list[Any]]:
     """Measured mean execution time of the programs that ran, per policy version (panel 2)."""
-    per = duration_ablation.per_version([s for s in samples if s.get("task_id") == task
-                                         and int(s["policy_version"]) < updates])
+    per = duration_ablation.per_version(
+        [s for s in samples if s.get("task_id") == task and int(s["policy_version"]) < updates]
+    )
     return {"version": list(per), "exec_ran_s": [f["duration_ran_s"] for f in per.values()]}
 
 
@@ -409,15 +563,28 @@ def run_dir_of(runs_dir: Path, task: str, arm: str, seed: int) -> Path:
     return runs_dir / task / arm / f"seed{seed}"
 
 
-def train_argv(run_dir: Path, task: str, arm: str, seed: int, updates: int | None, eval_samples: int | None,
-               overrides: list[str]) -> list[str]:
+def train_argv(
+    run_dir: Path,
+    task: str,
+    arm: str,
+    seed: int,
+    updates: int | None,
+    eval_samples: int | None,
+    overrides: list[str],
+) -> list[str]:
     """The ``mlerl train`` overrides of one run: a fresh one, or ``resume=DIR`` for an
     interrupted one (a resumed run keeps its own config)."""
     if (run_dir / "config.yaml").is_file():
         return [f"resume={run_dir}"]
-    return [f"seed={seed}", f"tasks.ids=[{task}]", f"hydra.run.dir={run_dir}", *ARMS[arm],
-            *([f"learner.max_updates={updates}"] if updates is not None else []),
-            *([f"eval_samples={eval_samples}"] if eval_samples is not None else []), *overrides]
+    return [
+        f"seed={seed}",
+        f"tasks.ids=[{task}]",
+        f"hydra.run.dir={run_dir}",
+        *ARMS[arm],
+        *([f"learner.max_updates={updates}"] if updates is not None else []),
+        *([f"eval_samples={eval_samples}"] if eval_samples is not None else []),
+        *overrides,
+    ]
 
 
 def launch_train(run_dir: Path, argv: list[str]) -> None:
@@ -428,7 +595,11 @@ def launch_train(run_dir: Path, argv: list[str]) -> None:
     t0 = time.time()
     subprocess.run(cmd, cwd=REPO, check=True)
     # a resumed run adds its time to the interrupted sitting's
-    prior = float((run_dir / "wall_clock_s").read_text()) if (run_dir / "wall_clock_s").is_file() else 0.0
+    prior = (
+        float((run_dir / "wall_clock_s").read_text())
+        if (run_dir / "wall_clock_s").is_file()
+        else 0.0
+    )
     (run_dir / "wall_clock_s").write_text(f"{prior + time.time() - t0:.1f}")
 
 
@@ -447,8 +618,13 @@ def plan(runs_dir: Path, tasks: list[str], seeds: list[int]) -> list[tuple[str, 
     return jobs
 
 
-def run_jobs(jobs: list[tuple[str, str, int, str]], runs_dir: Path, updates: int | None,
-             eval_samples: int | None, overrides: list[str]) -> list[str]:
+def run_jobs(
+    jobs: list[tuple[str, str, int, str]],
+    runs_dir: Path,
+    updates: int | None,
+    eval_samples: int | None,
+    overrides: list[str],
+) -> list[str]:
     """Run the jobs one after the other; a failed one is reported and skipped (returned)."""
     failed = []
     for what, task, seed, arm in jobs:
@@ -456,88 +632,148 @@ def run_jobs(jobs: list[tuple[str, str, int, str]], runs_dir: Path, updates: int
         try:
             if what == "train":
                 run_dir.parent.mkdir(parents=True, exist_ok=True)
-                launch_train(run_dir, train_argv(run_dir, task, arm, seed, updates, eval_samples, overrides))
+                launch_train(
+                    run_dir, train_argv(run_dir, task, arm, seed, updates, eval_samples, overrides)
+                )
             else:
                 if not (run_dir / "report.json").is_file():
                     raise RuntimeError("the default run has not finished")
                 report = json.loads((run_dir / "report.json").read_text())
-                n = equal_budget.budget(read_jsonl(run_dir / "samples.jsonl"), task, int(report["k"]))
+                n = equal_budget.budget(
+                    read_jsonl(run_dir / "samples.jsonl"), task, int(report["k"])
+                )
                 equal_budget.launch(run_dir, report["initial"]["model"], what, seed, n)
         except (subprocess.CalledProcessError, RuntimeError, OSError, ValueError) as exc:
             msg = f"{what} {task} seed {seed} {arm}: {exc}"
-            print(f"paper_miniature: FAILED {msg}; the next sitting retries it", file=sys.stderr, flush=True)
+            print(
+                f"paper_miniature: FAILED {msg}; the next sitting retries it",
+                file=sys.stderr,
+                flush=True,
+            )
             failed.append(msg)
     return failed
 
 
 # ---- aggregate ------------------------------------------------------------------------------
-def collect(runs_dir: Path, tasks: list[str], seeds: list[int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def collect(
+    runs_dir: Path, tasks: list[str], seeds: list[int]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every finished run's figures and every baseline's, for the given tasks and seeds."""
     runs, baselines = [], []
     for task in tasks:
-        found = {(arm, seed): run_dir_of(runs_dir, task, arm, seed) for arm in ARMS for seed in seeds}
+        found = {
+            (arm, seed): run_dir_of(runs_dir, task, arm, seed) for arm in ARMS for seed in seeds
+        }
         found = {k: d for k, d in found.items() if (d / "report.json").is_file()}
         # typical times: over every run of the two duration arms of this task (both methods alike)
-        pooled = [s for (arm, _), d in found.items() if arm in ("default", "no_duration")
-                  for s in read_jsonl(d / "samples.jsonl")]
+        pooled = [
+            s
+            for (arm, _), d in found.items()
+            if arm in ("default", "no_duration")
+            for s in read_jsonl(d / "samples.jsonl")
+        ]
         typical = duration_ablation.typical_durations(pooled)
         for (arm, seed), d in found.items():
             r = summarise_run(d, typical)
             if r["task"] != task:
                 raise ValueError(f"{d}: ran task {r['task']}, expected {task}")
             samples = read_jsonl(d / "samples.jsonl")
-            runs.append({"arm": arm, **r, "seed": seed, "exec_curve": exec_curve(samples, task, r["updates"])})
+            runs.append(
+                {
+                    "arm": arm,
+                    **r,
+                    "seed": seed,
+                    "exec_curve": exec_curve(samples, task, r["updates"]),
+                }
+            )
             if arm == "default":
                 for method in BASELINES:
                     b = baseline_row(d, method, task)
                     if b is not None:
                         b.update({"method": method, "task": task, "seed": seed})
                         baselines.append(b)
-                        runs.append({"arm": method, "task": task, "seed": seed, "direction": r["direction"],
-                                     "final_private": b["final_private"], "final_public": b["final_public"],
-                                     "budget_executions": b["executions"]})
+                        runs.append(
+                            {
+                                "arm": method,
+                                "task": task,
+                                "seed": seed,
+                                "direction": r["direction"],
+                                "final_private": b["final_private"],
+                                "final_public": b["final_public"],
+                                "budget_executions": b["executions"],
+                            }
+                        )
     return runs, baselines
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    overrides = argv[argv.index("--") + 1:] if "--" in argv else []
+    overrides = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=3, help="seeds per arm and task (default 3)")
-    p.add_argument("--first-seed", type=int, default=3, help="first seed (default 3: seeds 0-2 chose the default)")
-    p.add_argument("--tasks", default=f"{DEFAULT_TASK},{SECOND_TASK}", help="comma-separated task ids")
-    p.add_argument("--updates", type=int, default=None, help="learner.max_updates (default: the config's)")
-    p.add_argument("--eval-samples", type=int, default=None, help="K of the closing best-of-K (default: the config's)")
+    p.add_argument(
+        "--first-seed",
+        type=int,
+        default=3,
+        help="first seed (default 3: seeds 0-2 chose the default)",
+    )
+    p.add_argument(
+        "--tasks", default=f"{DEFAULT_TASK},{SECOND_TASK}", help="comma-separated task ids"
+    )
+    p.add_argument(
+        "--updates", type=int, default=None, help="learner.max_updates (default: the config's)"
+    )
+    p.add_argument(
+        "--eval-samples",
+        type=int,
+        default=None,
+        help="K of the closing best-of-K (default: the config's)",
+    )
     p.add_argument("--runs-dir", type=Path, default=Path("/tmp/paper_miniature"))
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--name", default="paper_miniature")
     p.add_argument("--no-launch", action="store_true", help="aggregate the finished runs only")
-    p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=[0, 1, 2],
-                   help="seeds the default configuration was chosen on (default 0,1,2; recorded in the results)")
-    p.add_argument("--quick", action="store_true",
-                   help=f"one seed, the first task, learner.max_updates={QUICK['updates']}, eval_samples={QUICK['eval_samples']}")
+    p.add_argument(
+        "--chosen-on",
+        type=lambda v: [int(x) for x in v.split(",") if x],
+        default=[0, 1, 2],
+        help="seeds the default configuration was chosen on (default 0,1,2; recorded in the results)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"one seed, the first task, learner.max_updates={QUICK['updates']}, eval_samples={QUICK['eval_samples']}",
+    )
     args = p.parse_args(argv)
     args.overrides = overrides
     args.tasks = [t for t in args.tasks.split(",") if t]
     if args.quick:
         args.seeds, args.tasks = QUICK["seeds"], args.tasks[:1]
         args.updates = QUICK["updates"] if args.updates is None else args.updates
-        args.eval_samples = QUICK["eval_samples"] if args.eval_samples is None else args.eval_samples
+        args.eval_samples = (
+            QUICK["eval_samples"] if args.eval_samples is None else args.eval_samples
+        )
     if args.seeds < 1 or args.first_seed < 0 or not args.tasks:
         p.error("--seeds must be >= 1, --first-seed >= 0 and --tasks non-empty")
-    if (args.updates is not None and args.updates < 1) or (args.eval_samples is not None and args.eval_samples < 1):
+    if (args.updates is not None and args.updates < 1) or (
+        args.eval_samples is not None and args.eval_samples < 1
+    ):
         p.error("--updates and --eval-samples must be >= 1")
     for ov in overrides:
         if "=" not in ov and not ov.startswith("~"):
             p.error(f"override {ov!r}: expected KEY=VALUE (Hydra syntax)")
         if duration_ablation.override_key(ov) in OWNED_KEYS:
-            p.error(f"override {ov!r}: {duration_ablation.override_key(ov)} is set by this script per arm or by its options")
+            p.error(
+                f"override {ov!r}: {duration_ablation.override_key(ov)} is set by this script per arm or by its options"
+            )
     args.runs_dir = args.runs_dir.resolve()
     return args
 
 
-QUICK_CAVEAT = ("paper_miniature --quick: ONE seed and a few updates. This shows the shape of every panel; it "
-                "proves nothing about any finding (the verdicts need >= 3 seeds and read 'too few seeds').")
+QUICK_CAVEAT = (
+    "paper_miniature --quick: ONE seed and a few updates. This shows the shape of every panel; it "
+    "proves nothing about any finding (the verdicts need >= 3 seeds and read 'too few seeds')."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -557,22 +793,40 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(runs)
     missing = plan(args.runs_dir, args.tasks, seeds)
     walls = [r["wall_clock_s"] for r in runs if r.get("wall_clock_s") is not None]
-    result = {"benchmark": args.name, "command": command_line(), "commit": git_commit(), "machine": machine_info(),
-              "quick": args.quick, "tasks": args.tasks, "seeds": seeds, "arms": ARMS, "overrides": args.overrides,
-              "updates": args.updates, "eval_samples": args.eval_samples,
-              "verdict_rule": (f"positive = the paper's direction; reproduced if mean - {NOISE_SE:g} s.e. > 0, not "
-                               f"reproduced if mean + {NOISE_SE:g} s.e. <= 0, else within noise; too few seeds "
-                               f"below {MIN_SEEDS} paired seeds"),
-              "selection": embedded_rl.selection(args.chosen_on, sorted({int(r["seed"]) for r in runs})),
-              "training_wall_clock_s_total": sum(walls) if walls else None,
-              "incomplete_jobs": [" ".join(map(str, j)) for j in missing], "failed_launches": failed,
-              "runs": runs, "baselines": baselines, "summary": summary}
+    result = {
+        "benchmark": args.name,
+        "command": command_line(),
+        "commit": git_commit(),
+        "machine": machine_info(),
+        "quick": args.quick,
+        "tasks": args.tasks,
+        "seeds": seeds,
+        "arms": ARMS,
+        "overrides": args.overrides,
+        "updates": args.updates,
+        "eval_samples": args.eval_samples,
+        "verdict_rule": (
+            f"positive = the paper's direction; reproduced if mean - {NOISE_SE:g} s.e. > 0, not "
+            f"reproduced if mean + {NOISE_SE:g} s.e. <= 0, else within noise; too few seeds "
+            f"below {MIN_SEEDS} paired seeds"
+        ),
+        "selection": embedded_rl.selection(args.chosen_on, sorted({int(r["seed"]) for r in runs})),
+        "training_wall_clock_s_total": sum(walls) if walls else None,
+        "incomplete_jobs": [" ".join(map(str, j)) for j in missing],
+        "failed_launches": failed,
+        "runs": runs,
+        "baselines": baselines,
+        "summary": summary,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1))
     print(readme_table(summary))
     print("plot:", plot(runs, baselines, summary, args.out / f"{args.name}.png"))
     if missing:
-        print(f"paper_miniature: {len(missing)} job(s) not finished yet (run again to continue)", flush=True)
+        print(
+            f"paper_miniature: {len(missing)} job(s) not finished yet (run again to continue)",
+            flush=True,
+        )
     if args.quick:
         print(QUICK_CAVEAT, flush=True)
     return 0

@@ -81,9 +81,18 @@ class ScriptedEngine:
         for conv in conversations:
             text = self.responses[self._next % len(self.responses)]
             self._next += 1
-            ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
-            out.append(Completion(prompt_ids=chat_prompt_ids(self.tokenizer, conv), token_ids=ids,
-                                  logprobs=[self.logprob] * len(ids), text=text, finish_reason="stop"))
+            ids = self.tokenizer.encode(text, add_special_tokens=False) + [
+                self.tokenizer.eos_token_id
+            ]
+            out.append(
+                Completion(
+                    prompt_ids=chat_prompt_ids(self.tokenizer, conv),
+                    token_ids=ids,
+                    logprobs=[self.logprob] * len(ids),
+                    text=text,
+                    finish_reason="stop",
+                )
+            )
             pids.append(program_id(text))
         self.calls.append({"t_start": t0, "t_end": time.time(), "pids": pids})
         await asyncio.sleep(0)
@@ -124,14 +133,22 @@ class TimedSandbox:
         self.inner, self.probe = inner, probe
 
     async def run(self, request: Any, on_output: Any = None) -> Any:
-        rec: dict[str, Any] = {"pid": program_id(request.program), "t_call": time.time(), "status": "cancelled"}
+        rec: dict[str, Any] = {
+            "pid": program_id(request.program),
+            "t_call": time.time(),
+            "status": "cancelled",
+        }
         self.probe.execs.append(rec)
         try:
             result = await self.inner.run(request, on_output)
         finally:
             rec["t_return"] = time.time()
-        rec.update(status=result.status.value, started_at=result.started_at, finished_at=result.finished_at,
-                   self_time=self_time(result.stdout.text()))
+        rec.update(
+            status=result.status.value,
+            started_at=result.started_at,
+            finished_at=result.finished_at,
+            self_time=self_time(result.stdout.text()),
+        )
         if "submission.csv" in result.files:
             self.probe.pid_by_path[str(result.files["submission.csv"])] = rec["pid"]
         return result
@@ -226,9 +243,16 @@ def _train_step(learner: Any, batch: list[Any], weights_dir: Path) -> dict[str, 
     metrics = learner.update(batch)
     t1 = time.time()
     update = publish_weights(learner.policy, learner.version, weights_dir, 0)
-    return {"t_start": t0, "t_update_end": t1, "t_end": time.time(), "version": learner.version,
-            "lag_mean": metrics["staleness/versions_mean"], "lag_max": metrics["staleness/versions_max"],
-            "loss_policy": metrics.get("loss/policy"), "update": update}
+    return {
+        "t_start": t0,
+        "t_update_end": t1,
+        "t_end": time.time(),
+        "version": learner.version,
+        "lag_mean": metrics["staleness/versions_mean"],
+        "lag_max": metrics["staleness/versions_max"],
+        "loss_policy": metrics.get("loss/policy"),
+        "update": update,
+    }
 
 
 async def _serve(spec: LearnerSpec) -> None:
@@ -240,8 +264,14 @@ async def _serve(spec: LearnerSpec) -> None:
 
     torch.set_num_threads(spec.torch_threads)
     run = Path(spec.run_dir)
-    config = LearnerConfig(batch_size=spec.batch_size, micro_batch_size=min(spec.batch_size, 8), bf16=False,
-                           gradient_checkpointing=False, checkpoint_every=0, max_updates=spec.updates)
+    config = LearnerConfig(
+        batch_size=spec.batch_size,
+        micro_batch_size=min(spec.batch_size, 8),
+        bf16=False,
+        gradient_checkpointing=False,
+        checkpoint_every=0,
+        max_updates=spec.updates,
+    )
     learner = build_learner(config, torch.device("cpu"), spec.model_dir)
     buffer = ExperienceBuffer(run / "buffer")
     arrived = asyncio.Event()
@@ -249,17 +279,31 @@ async def _serve(spec: LearnerSpec) -> None:
 
     def on_sample(s: Any) -> None:
         buffer.add(s, sync=False)
-        samples[s.sample_id] = {"t_stored": time.time(), "duration_s": s.duration_s, "policy_version": s.policy_version,
-                                "status": s.exec_status.value, "valid": s.valid_submission, "score": s.score,
-                                "reward": s.reward, "t_sampled": s.t_sampled, "t_exec_started": s.t_exec_started,
-                                "t_exec_finished": s.t_exec_finished, "t_graded": s.t_graded,
-                                "prompt_tokens": len(s.prompt_ids), "response_tokens": len(s.response_ids)}
+        samples[s.sample_id] = {
+            "t_stored": time.time(),
+            "duration_s": s.duration_s,
+            "policy_version": s.policy_version,
+            "status": s.exec_status.value,
+            "valid": s.valid_submission,
+            "score": s.score,
+            "reward": s.reward,
+            "t_sampled": s.t_sampled,
+            "t_exec_started": s.t_exec_started,
+            "t_exec_finished": s.t_exec_finished,
+            "t_graded": s.t_graded,
+            "prompt_tokens": len(s.prompt_ids),
+            "response_tokens": len(s.response_ids),
+        }
         arrived.set()
 
     updates: list[dict[str, Any]] = []
-    async with SampleReceiver(spec.samples_address, on_sample, commit=buffer.sync) as receiver, \
-            WeightBroadcaster(spec.weights_address, republish_s=0.5) as broadcaster:
-        broadcaster.publish(await asyncio.to_thread(publish_weights, learner.policy, 0, run / "weights", 0))
+    async with (
+        SampleReceiver(spec.samples_address, on_sample, commit=buffer.sync) as receiver,
+        WeightBroadcaster(spec.weights_address, republish_s=0.5) as broadcaster,
+    ):
+        broadcaster.publish(
+            await asyncio.to_thread(publish_weights, learner.policy, 0, run / "weights", 0)
+        )
         cpu0 = time.process_time()  # CPU while serving (start-up excluded)
         while learner.version < spec.updates:
             while not buffer.ready(spec.batch_size):
@@ -270,8 +314,12 @@ async def _serve(spec: LearnerSpec) -> None:
             record = await asyncio.to_thread(_train_step, learner, batch, run / "weights")
             broadcaster.publish(record.pop("update"))
             updates.append({**record, "t_take": t_take, "samples": [s.sample_id for s in batch]})
-        result = {"updates": updates, "samples": samples, "cpu_s": time.process_time() - cpu0,
-                  "receiver": dict(receiver.counters)}
+        result = {
+            "updates": updates,
+            "samples": samples,
+            "cpu_s": time.process_time() - cpu0,
+            "receiver": dict(receiver.counters),
+        }
         (run / "learner.json").write_text(json.dumps(result))
         await asyncio.sleep(1.0)  # keep re-announcing the final version for the actor
 
@@ -286,7 +334,9 @@ class LearnerProcess:
 
     def __init__(self, spec: LearnerSpec) -> None:
         self.spec = spec
-        self.proc = multiprocessing.get_context("spawn").Process(target=_learner_main, args=(spec,), daemon=True)
+        self.proc = multiprocessing.get_context("spawn").Process(
+            target=_learner_main, args=(spec,), daemon=True
+        )
 
     def start(self) -> None:
         self.proc.start()
@@ -296,9 +346,13 @@ class LearnerProcess:
         deadline, update = time.time() + timeout_s, None
         while sub.version < version:
             if not self.proc.is_alive():
-                raise RuntimeError(f"learner process exited (code {self.proc.exitcode}) before version {version}")
+                raise RuntimeError(
+                    f"learner process exited (code {self.proc.exitcode}) before version {version}"
+                )
             if time.time() > deadline:
-                raise TimeoutError(f"learner did not publish version {version} within {timeout_s} s")
+                raise TimeoutError(
+                    f"learner did not publish version {version} within {timeout_s} s"
+                )
             try:
                 update = await asyncio.wait_for(sub.latest(), 1.0)
             except TimeoutError:
@@ -347,37 +401,73 @@ class SystemConfig:
         if self.batch_size < 1 or self.concurrency < 1 or self.samples < 1:
             raise ValueError("samples, batch_size and concurrency must be >= 1")
         if self.samples % self.batch_size:
-            raise ValueError(f"samples ({self.samples}) must be a multiple of batch_size ({self.batch_size})")
+            raise ValueError(
+                f"samples ({self.samples}) must be a multiple of batch_size ({self.batch_size})"
+            )
         if self.mode == "sync" and self.batch_size < self.concurrency:
-            raise ValueError("sync mode needs batch_size >= concurrency (a round generates exactly B programs)")
+            raise ValueError(
+                "sync mode needs batch_size >= concurrency (a round generates exactly B programs)"
+            )
         if self.oversample < 1:
             raise ValueError("oversample: must be >= 1")
 
 
 def _cpu_seconds() -> float:
     """CPU seconds of this process and its reaped children (sandboxes, graders)."""
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any, responses: list[str],
-                   workdir: Path) -> dict[str, Any]:
+async def run_mode(
+    cfg: SystemConfig,
+    task: Any,
+    model_dir: Path,
+    tokenizer: Any,
+    responses: list[str],
+    workdir: Path,
+) -> dict[str, Any]:
     """Run one mode until the learner has consumed ``cfg.samples``; raw timings of everything."""
-    from mlerl.actors import Actor, ActorsConfig, ActorState, AdmissionConfig, ImprovementConfig, PromptConfig, RealPipeline
+    from mlerl.actors import (
+        Actor,
+        ActorsConfig,
+        ActorState,
+        AdmissionConfig,
+        ImprovementConfig,
+        PromptConfig,
+        RealPipeline,
+    )
     from mlerl.protocol import SampleSender, WeightSubscriber
     from mlerl.sandbox import Limits, SandboxConfig, make_sandbox
 
     run = workdir / cfg.mode
     run.mkdir(parents=True)
     updates = cfg.samples // cfg.batch_size
-    spec = LearnerSpec(str(model_dir), str(run / "learner"), f"ipc://{run}/samples.sock", f"ipc://{run}/weights.sock",
-                       cfg.batch_size, updates, cfg.torch_threads)
+    spec = LearnerSpec(
+        str(model_dir),
+        str(run / "learner"),
+        f"ipc://{run}/samples.sock",
+        f"ipc://{run}/weights.sock",
+        cfg.batch_size,
+        updates,
+        cfg.torch_threads,
+    )
     learner = LearnerProcess(spec)
     probe = Probe()
     engine = ScriptedEngine(tokenizer, responses, budget=0 if cfg.mode == "sync" else None)
-    sandbox = TimedSandbox(make_sandbox(SandboxConfig(
-        backend="local", max_concurrency=cfg.concurrency, work_root=str(run / "sandbox"),
-        limits=Limits(wall_time_s=cfg.exec_time_limit_s, memory_mb=1024))), probe)
+    sandbox = TimedSandbox(
+        make_sandbox(
+            SandboxConfig(
+                backend="local",
+                max_concurrency=cfg.concurrency,
+                work_root=str(run / "sandbox"),
+                limits=Limits(wall_time_s=cfg.exec_time_limit_s, memory_mb=1024),
+            )
+        ),
+        probe,
+    )
     pipeline = TimedPipeline(RealPipeline(), probe)
     state = ActorState(run / "state" / "a0")
     prompts = PromptConfig(description_chars=cfg.description_chars, snippet_chars=cfg.snippet_chars)
@@ -385,10 +475,24 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
     rounds: list[dict[str, float]] = []
 
     def actor(sender: Any, max_samples: int, admission: Any, weights: Any = None) -> Any:
-        config = ActorsConfig(improvement=ImprovementConfig(improve_prob=0.0), prompts=prompts,
-                              admission=admission, max_samples=max_samples, heartbeat_s=1.0)
-        return Actor("a0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK_ID: task},
-                     pipeline=pipeline, state=state, weights=weights)
+        config = ActorsConfig(
+            improvement=ImprovementConfig(improve_prob=0.0),
+            prompts=prompts,
+            admission=admission,
+            max_samples=max_samples,
+            heartbeat_s=1.0,
+        )
+        return Actor(
+            "a0",
+            config,
+            engine=engine,
+            sandbox=sandbox,
+            sender=sender,
+            tasks={TASK_ID: task},
+            pipeline=pipeline,
+            state=state,
+            weights=weights,
+        )
 
     def count(a: Any) -> None:
         for k, v in {**a.stats, **a.admission.stats}.items():
@@ -401,13 +505,24 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
             sender = TimedSender(raw, probe)
             watcher = tg.create_task(sender.watch_acks()) if cfg.watch_acks else None
             await learner.wait_version(sub, 0, cfg.learner_timeout_s)
-            load_before, cpu0, host0, t_start = os.getloadavg(), _cpu_seconds(), host_cpu_jiffies(), time.time()
+            load_before, cpu0, host0, t_start = (
+                os.getloadavg(),
+                _cpu_seconds(),
+                host_cpu_jiffies(),
+                time.time(),
+            )
             if cfg.mode == "sync":
                 for r in range(updates):
                     t0 = time.time()
                     engine.allow(cfg.batch_size)
-                    a = actor(sender, cfg.batch_size, AdmissionConfig(max_in_flight=cfg.concurrency,
-                                                                      oversample=cfg.batch_size / cfg.concurrency))
+                    a = actor(
+                        sender,
+                        cfg.batch_size,
+                        AdmissionConfig(
+                            max_in_flight=cfg.concurrency,
+                            oversample=cfg.batch_size / cfg.concurrency,
+                        ),
+                    )
                     await a.run()
                     count(a)
                     await raw.flush(timeout=120)
@@ -418,14 +533,23 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
                         await engine.update_weights(update)
                     rounds.append({"t_start": t0, "t_executed": t_executed, "t_end": time.time()})
             else:
-                a = actor(sender, cfg.samples, AdmissionConfig(max_in_flight=cfg.concurrency, oversample=cfg.oversample),
-                          weights=aiter(sub))
+                a = actor(
+                    sender,
+                    cfg.samples,
+                    AdmissionConfig(max_in_flight=cfg.concurrency, oversample=cfg.oversample),
+                    weights=aiter(sub),
+                )
                 await a.run()
                 count(a)
                 await raw.flush(timeout=120)
                 state.prune(raw.acked_seq)
                 await learner.wait_version(sub, updates, cfg.learner_timeout_s)
-            t_done, cpu1, host1, load_after = time.time(), _cpu_seconds(), host_cpu_jiffies(), os.getloadavg()
+            t_done, cpu1, host1, load_after = (
+                time.time(),
+                _cpu_seconds(),
+                host_cpu_jiffies(),
+                os.getloadavg(),
+            )
             if watcher is not None:
                 await asyncio.sleep(0.01)
                 watcher.cancel()
@@ -434,8 +558,19 @@ async def run_mode(cfg: SystemConfig, task: Any, model_dir: Path, tokenizer: Any
         sub.close()
         await sandbox.close()
         learner.stop()
-    return {"mode": cfg.mode, "config": dataclasses.asdict(cfg), "t_start": t_start, "t_done": t_done,
-            "t_end": result["updates"][-1]["t_end"], "rounds": rounds, "engine_calls": engine.calls,
-            "probe": dataclasses.asdict(probe), "learner": result, "actor_stats": stats,
-            "actor_cpu_s": cpu1 - cpu0, "host_cpu": [host0, host1],
-            "load_before": list(load_before), "load_after": list(load_after)}
+    return {
+        "mode": cfg.mode,
+        "config": dataclasses.asdict(cfg),
+        "t_start": t_start,
+        "t_done": t_done,
+        "t_end": result["updates"][-1]["t_end"],
+        "rounds": rounds,
+        "engine_calls": engine.calls,
+        "probe": dataclasses.asdict(probe),
+        "learner": result,
+        "actor_stats": stats,
+        "actor_cpu_s": cpu1 - cpu0,
+        "host_cpu": [host0, host1],
+        "load_before": list(load_before),
+        "load_after": list(load_after),
+    }

@@ -31,7 +31,10 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 async def measure(engine: InferenceEngine, prompts: int, new_tokens: int, repeats: int) -> dict:
-    convs = [[ChatMessage(role="user", content=f"Write a training script, variant {i}.")] for i in range(prompts)]
+    convs = [
+        [ChatMessage(role="user", content=f"Write a training script, variant {i}.")]
+        for i in range(prompts)
+    ]
     params = SamplingParams(max_new_tokens=new_tokens, temperature=0.7, seed=0)
     await engine.generate(convs[:2], params)  # warm-up
     rates, tokens = [], 0
@@ -41,8 +44,14 @@ async def measure(engine: InferenceEngine, prompts: int, new_tokens: int, repeat
         dt = time.perf_counter() - t0
         tokens = sum(len(c.token_ids) for c in out)
         rates.append(tokens / dt)
-    return {"tokens_per_s_best": max(rates), "tokens_per_s_median": statistics.median(rates),
-            "tokens_per_call": tokens, "prompts": prompts, "new_tokens": new_tokens, "repeats": repeats}
+    return {
+        "tokens_per_s_best": max(rates),
+        "tokens_per_s_median": statistics.median(rates),
+        "tokens_per_call": tokens,
+        "prompts": prompts,
+        "new_tokens": new_tokens,
+        "repeats": repeats,
+    }
 
 
 @contextlib.contextmanager
@@ -57,7 +66,9 @@ def _vllm_server(model_dir: Path, timeout_s: float = 600.0) -> Iterator[str]:
            "--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "1024",
            "--gpu-memory-utilization", "0.3", "--enforce-eager", "--logprobs-mode", "processed_logprobs",
            "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -80,7 +91,9 @@ def _vllm_server(model_dir: Path, timeout_s: float = 600.0) -> Iterator[str]:
 async def run(args: argparse.Namespace) -> dict:
     from mlerl.actors import build_tiny_model_dir
 
-    model_dir = build_tiny_model_dir(Path(tempfile.mkdtemp()) / "tiny", hidden_size=256, num_layers=4)
+    model_dir = build_tiny_model_dir(
+        Path(tempfile.mkdtemp()) / "tiny", hidden_size=256, num_layers=4
+    )
     results: dict = {}
     engines = args.engines.split(",")
     if "hf" in engines:
@@ -106,15 +119,23 @@ async def run(args: argparse.Namespace) -> dict:
             await oa.close()
     model = {"arch": "Qwen2", "hidden_size": 256, "layers": 4, "dtype": "float32"}
     for entry in results.values():
-        entry.update(model=model, cpus=os.cpu_count(), machine=platform.machine(),
-                     load_avg_1m=os.getloadavg()[0], measured_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        entry.update(
+            model=model,
+            cpus=os.cpu_count(),
+            machine=platform.machine(),
+            load_avg_1m=os.getloadavg()[0],
+            measured_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        )
     return results
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--engines", default="hf",
-                   help="comma list of hf, vllm, openai (openai: against a vLLM server started here)")
+    p.add_argument(
+        "--engines",
+        default="hf",
+        help="comma list of hf, vllm, openai (openai: against a vLLM server started here)",
+    )
     p.add_argument("--prompts", type=int, default=16)
     p.add_argument("--new-tokens", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3)

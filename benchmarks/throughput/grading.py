@@ -33,7 +33,12 @@ def _timed(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
 
 
 def run_benchmark(out: Path, repeats: int = 3) -> dict:
-    results: dict = {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0], "repeats": repeats, "tasks": {}}
+    results: dict = {
+        "cpus": os.cpu_count(),
+        "loadavg_1m": os.getloadavg()[0],
+        "repeats": repeats,
+        "tasks": {},
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for task_id in Registry.load().ids(kind="standin"):  # each stand-in and its -tiny variant
             prep = _timed(lambda t=task_id: prepare(t, tmp, force=True), 1)
@@ -42,7 +47,9 @@ def run_benchmark(out: Path, repeats: int = 3) -> dict:
             results["tasks"][task_id] = {
                 "prepare_s": prep,
                 "grade_in_process_s": _timed(lambda: grade_submission(task, sample), repeats),
-                "grade_subprocess_s": _timed(lambda: grade_in_subprocess(task, sample, 120), repeats),
+                "grade_subprocess_s": _timed(
+                    lambda: grade_in_subprocess(task, sample, 120), repeats
+                ),
             }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

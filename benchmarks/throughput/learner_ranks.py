@@ -34,11 +34,23 @@ def _batch(n: int, prompt: int, response: int, vocab: int):
     for seq in range(n):
         g = torch.Generator().manual_seed(seq)
         ids = torch.randint(1, vocab, (prompt + response,), generator=g).tolist()
-        out.append(Sample(
-            sample_id=f"a:{seq}", actor_id="a", seq=seq, task_id="t", prompt_kind=PromptKind.SCRATCH,
-            prompt_ids=ids[:prompt], response_ids=ids[prompt:], behaviour_logprobs=[-7.0] * response,
-            policy_version=0, t_sampled=0.0, duration_s=1.0 + seq % 4, exec_status=ExecStatus.OK,
-            reward=float(seq % 3) - 1.0))
+        out.append(
+            Sample(
+                sample_id=f"a:{seq}",
+                actor_id="a",
+                seq=seq,
+                task_id="t",
+                prompt_kind=PromptKind.SCRATCH,
+                prompt_ids=ids[:prompt],
+                response_ids=ids[prompt:],
+                behaviour_logprobs=[-7.0] * response,
+                policy_version=0,
+                t_sampled=0.0,
+                duration_s=1.0 + seq % 4,
+                exec_status=ExecStatus.OK,
+                reward=float(seq % 3) - 1.0,
+            )
+        )
     return out
 
 
@@ -55,18 +67,34 @@ def worker(args: argparse.Namespace) -> None:
         torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     rank = torch.distributed.get_rank() if distributed else 0
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(
-        vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers, num_attention_heads=4,
-        num_key_value_heads=2, intermediate_size=args.hidden * 3, tie_word_embeddings=True))
-    cfg = LearnerConfig(batch_size=args.batch, micro_batch_size=args.batch, bf16=args.bf16,
-                        gradient_checkpointing=False, lr=1e-4, critic_lr=1e-4)
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=args.vocab,
+            hidden_size=args.hidden,
+            num_hidden_layers=args.layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=args.hidden * 3,
+            tie_word_embeddings=True,
+        )
+    )
+    cfg = LearnerConfig(
+        batch_size=args.batch,
+        micro_batch_size=args.batch,
+        bf16=args.bf16,
+        gradient_checkpointing=False,
+        lr=1e-4,
+        critic_lr=1e-4,
+    )
     device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu"
     if device != "cpu":
         torch.cuda.set_device(device)
     learner = Learner(cfg, model, device=device)
     batch = _batch(args.batch, args.prompt, args.response, args.vocab)
     learner.update(batch)  # warm-up, and the update whose result is compared
-    first = {k: v.clone() for k, v in full_state_dict(learner.policy).items()}  # later updates are in place
+    first = {
+        k: v.clone() for k, v in full_state_dict(learner.policy).items()
+    }  # later updates are in place
     times = []
     for _ in range(args.updates):
         if distributed:
@@ -112,8 +140,18 @@ def main() -> None:
             out = Path(tmp) / str(ranks)
             out.mkdir()
             me = [str(Path(__file__).resolve()), *passthrough, "--worker", "--out", str(out)]
-            argv = [sys.executable, *me] if ranks == 1 else [
-                sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", *me]
+            argv = (
+                [sys.executable, *me]
+                if ranks == 1
+                else [
+                    sys.executable,
+                    "-m",
+                    "torch.distributed.run",
+                    "--standalone",
+                    f"--nproc_per_node={ranks}",
+                    *me,
+                ]
+            )
             subprocess.run(argv, check=True)
             times = json.loads((out / "times.json").read_text())
             result["runs"][ranks] = {"times_s": times, "median_s": statistics.median(times)}
@@ -121,15 +159,20 @@ def main() -> None:
     if 1 in firsts and len(firsts) > 1:
         other = firsts[max(firsts)]
         result["max_abs_weight_diff_after_first_update"] = max(
-            (firsts[1][k].float() - other[k].float()).abs().max().item() for k in firsts[1])
+            (firsts[1][k].float() - other[k].float()).abs().max().item() for k in firsts[1]
+        )
     result["load_1min_after"] = os.getloadavg()[0]
     RESULTS.mkdir(exist_ok=True)
     result["device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
     (RESULTS / f"{args.name}.json").write_text(json.dumps(result, indent=2))
     for ranks, run in result["runs"].items():
-        print(f"{ranks} rank(s): median {run['median_s']:.3f} s per update over {len(run['times_s'])}")
+        print(
+            f"{ranks} rank(s): median {run['median_s']:.3f} s per update over {len(run['times_s'])}"
+        )
     if "max_abs_weight_diff_after_first_update" in result:
-        print(f"max |w1 - wN| after the first update: {result['max_abs_weight_diff_after_first_update']:.2e}")
+        print(
+            f"max |w1 - wN| after the first update: {result['max_abs_weight_diff_after_first_update']:.2e}"
+        )
 
 
 if __name__ == "__main__":

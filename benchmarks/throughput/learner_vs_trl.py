@@ -119,19 +119,39 @@ class BenchConfig:
     """Where the JSON goes."""
 
     def __post_init__(self) -> None:
-        positive = ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
-                    "batch_size", "micro_batch_size", "prompt_len", "response_len", "reps", "rounds")
+        positive = (
+            "vocab_size",
+            "hidden_size",
+            "num_layers",
+            "num_heads",
+            "num_kv_heads",
+            "intermediate_size",
+            "batch_size",
+            "micro_batch_size",
+            "prompt_len",
+            "response_len",
+            "reps",
+            "rounds",
+        )
         for name in positive:
             if getattr(self, name) < 1:
-                raise SystemExit(f"--{name.replace('_', '-')}: must be >= 1, got {getattr(self, name)}")
+                raise SystemExit(
+                    f"--{name.replace('_', '-')}: must be >= 1, got {getattr(self, name)}"
+                )
         if self.vocab_size < 3:
             raise SystemExit("--vocab-size: must be >= 3 (pad, eos and at least one token)")
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
-            raise SystemExit("--hidden-size must be a multiple of --num-heads, which must be a multiple of --num-kv-heads")
+            raise SystemExit(
+                "--hidden-size must be a multiple of --num-heads, which must be a multiple of --num-kv-heads"
+            )
         if self.group_size < 2 or self.batch_size % self.group_size:
-            raise SystemExit(f"--group-size: must be >= 2 and divide --batch-size ({self.batch_size}), got {self.group_size}")
+            raise SystemExit(
+                f"--group-size: must be >= 2 and divide --batch-size ({self.batch_size}), got {self.group_size}"
+            )
         if self.batch_size % self.micro_batch_size:
-            raise SystemExit(f"--micro-batch-size: must divide --batch-size ({self.batch_size}), got {self.micro_batch_size}")
+            raise SystemExit(
+                f"--micro-batch-size: must divide --batch-size ({self.batch_size}), got {self.micro_batch_size}"
+            )
         if not 0 <= self.length_jitter < 1:
             raise SystemExit(f"--length-jitter: must be in [0, 1), got {self.length_jitter}")
         if self.threads < 0:
@@ -163,14 +183,25 @@ def save_initial_model(cfg: BenchConfig, directory: Path) -> Path:
     vocab = {"<pad>": PAD_ID, "<eos>": EOS_ID} | {f"t{i}": i for i in range(2, cfg.vocab_size)}
     backend = Tokenizer(WordLevel(vocab, unk_token="<pad>"))
     backend.pre_tokenizer = WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>"
+    )
     torch.manual_seed(cfg.seed)
-    model = Qwen2ForCausalLM(Qwen2Config(
-        vocab_size=cfg.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
-        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
-        intermediate_size=cfg.intermediate_size, max_position_embeddings=max(4096, cfg.prompt_len + cfg.response_len),
-        tie_word_embeddings=True, bos_token_id=None, eos_token_id=EOS_ID, pad_token_id=PAD_ID,
-    ))
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=cfg.vocab_size,
+            hidden_size=cfg.hidden_size,
+            num_hidden_layers=cfg.num_layers,
+            num_attention_heads=cfg.num_heads,
+            num_key_value_heads=cfg.num_kv_heads,
+            intermediate_size=cfg.intermediate_size,
+            max_position_embeddings=max(4096, cfg.prompt_len + cfg.response_len),
+            tie_word_embeddings=True,
+            bos_token_id=None,
+            eos_token_id=EOS_ID,
+            pad_token_id=PAD_ID,
+        )
+    )
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
@@ -193,12 +224,23 @@ def make_batch(cfg: BenchConfig) -> list[Sample]:
         for k in range(cfg.group_size):
             response = tokens(_length(rng, cfg.response_len, cfg.length_jitter))
             seq = group * cfg.group_size + k
-            samples.append(Sample(
-                sample_id=f"bench:{seq}", actor_id="bench", seq=seq, task_id=f"g{group}",
-                prompt_kind=PromptKind.SCRATCH, prompt_ids=prompt, response_ids=response,
-                behaviour_logprobs=[0.0] * len(response), policy_version=0, t_sampled=0.0, duration_s=1.0,
-                exec_status=ExecStatus.OK, reward=float(k % 2),  # every group has both rewards
-            ))
+            samples.append(
+                Sample(
+                    sample_id=f"bench:{seq}",
+                    actor_id="bench",
+                    seq=seq,
+                    task_id=f"g{group}",
+                    prompt_kind=PromptKind.SCRATCH,
+                    prompt_ids=prompt,
+                    response_ids=response,
+                    behaviour_logprobs=[0.0] * len(response),
+                    policy_version=0,
+                    t_sampled=0.0,
+                    duration_s=1.0,
+                    exec_status=ExecStatus.OK,
+                    reward=float(k % 2),  # every group has both rewards
+                )
+            )
     return samples
 
 
@@ -222,7 +264,12 @@ def batch_tokens(samples: list[Sample]) -> dict[str, int]:
     """Tokens in the batch, counted once for both frameworks (no padding)."""
     prompt = sum(len(s.prompt_ids) for s in samples)
     response = sum(len(s.response_ids) for s in samples)
-    return {"samples": len(samples), "prompt_tokens": prompt, "response_tokens": response, "tokens": prompt + response}
+    return {
+        "samples": len(samples),
+        "prompt_tokens": prompt,
+        "response_tokens": response,
+        "tokens": prompt + response,
+    }
 
 
 # ---------------------------------------------------------------------------- mlerl
@@ -230,10 +277,25 @@ def mlerl_config(cfg: BenchConfig) -> LearnerConfig:
     """The learner configured for TRL's GRPO update (see the module docstring)."""
     return LearnerConfig(
         batch_size=cfg.batch_size,
-        ppo_epochs=1, minibatches=1, micro_batch_size=cfg.micro_batch_size, lr=cfg.lr, weight_decay=0.0,
-        grad_clip=1.0, clip_ratio=0.2, entropy_coef=cfg.entropy_coef, kl_coef=cfg.kl_coef, kl_estimator="k3",
-        advantage="grpo", grpo_std=False, critic="none", loss_agg="token_mean", duration_weighting="none",
-        ratio_base="behaviour", bf16=False, gradient_checkpointing=cfg.gradient_checkpointing, fsdp=False,
+        ppo_epochs=1,
+        minibatches=1,
+        micro_batch_size=cfg.micro_batch_size,
+        lr=cfg.lr,
+        weight_decay=0.0,
+        grad_clip=1.0,
+        clip_ratio=0.2,
+        entropy_coef=cfg.entropy_coef,
+        kl_coef=cfg.kl_coef,
+        kl_estimator="k3",
+        advantage="grpo",
+        grpo_std=False,
+        critic="none",
+        loss_agg="token_mean",
+        duration_weighting="none",
+        ratio_base="behaviour",
+        bf16=False,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        fsdp=False,
     )
 
 
@@ -250,8 +312,13 @@ def run_mlerl(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Pa
         if i >= cfg.warmup:
             times.append(dt)
             cpu.append(dc)
-    return {"update_s": times, "cpu_s": cpu, "updates_applied": learner.version, "first_update_params": first,
-            "torch_threads": torch.get_num_threads()}
+    return {
+        "update_s": times,
+        "cpu_s": cpu,
+        "updates_applied": learner.version,
+        "first_update_params": first,
+        "torch_threads": torch.get_num_threads(),
+    }
 
 
 def _params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -275,7 +342,9 @@ def trl_rollout(samples: list[Sample], group_size: int):
             k = seen.get(p, 0)
             seen[p] = k + 1
             if k >= group_size:
-                raise RuntimeError(f"TRL asked for more than {group_size} completions of prompt {p!r}")
+                raise RuntimeError(
+                    f"TRL asked for more than {group_size} completions of prompt {p!r}"
+                )
             chosen.append(groups[p][k])
         return {
             "prompt_ids": [list(s.prompt_ids) for s in chosen],
@@ -297,15 +366,36 @@ def trl_args(cfg: BenchConfig, output_dir: Path):
     from trl import GRPOConfig
 
     return GRPOConfig(
-        output_dir=str(output_dir), use_cpu=True, bf16=False, fp16=False, seed=cfg.seed, report_to="none",
-        logging_strategy="no", save_strategy="no", disable_tqdm=True, dataloader_num_workers=0,
+        output_dir=str(output_dir),
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        seed=cfg.seed,
+        report_to="none",
+        logging_strategy="no",
+        save_strategy="no",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
         per_device_train_batch_size=cfg.micro_batch_size,
         gradient_accumulation_steps=cfg.batch_size // cfg.micro_batch_size,
-        num_generations=cfg.group_size, num_iterations=1, max_steps=cfg.warmup + cfg.reps,
-        max_completion_length=cfg.response_len, learning_rate=cfg.lr, lr_scheduler_type="constant",
-        warmup_steps=0, weight_decay=0.0, optim="adamw_torch", max_grad_norm=1.0, epsilon=0.2,
-        beta=cfg.kl_coef, entropy_coef=cfg.entropy_coef, loss_type="dapo", scale_rewards="none",
-        temperature=1.0, gradient_checkpointing=cfg.gradient_checkpointing, mask_truncated_completions=False,
+        num_generations=cfg.group_size,
+        num_iterations=1,
+        max_steps=cfg.warmup + cfg.reps,
+        max_completion_length=cfg.response_len,
+        learning_rate=cfg.lr,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=0.0,
+        optim="adamw_torch",
+        max_grad_norm=1.0,
+        epsilon=0.2,
+        beta=cfg.kl_coef,
+        entropy_coef=cfg.entropy_coef,
+        loss_type="dapo",
+        scale_rewards="none",
+        temperature=1.0,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        mask_truncated_completions=False,
         model_init_kwargs={"dtype": torch.float32},
     )
 
@@ -336,16 +426,23 @@ def run_trl(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path
     prompts = sorted({s.task_id for s in samples}, key=lambda t: int(t[1:]))
     timer = StepTimer()
     trainer = GRPOTrainer(
-        model=str(model_dir), reward_funcs=bench_reward, args=trl_args(cfg, work / "trl"),
-        train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=AutoTokenizer.from_pretrained(model_dir),
-        rollout_func=trl_rollout(samples, cfg.group_size), callbacks=[timer],
+        model=str(model_dir),
+        reward_funcs=bench_reward,
+        args=trl_args(cfg, work / "trl"),
+        train_dataset=Dataset.from_dict({"prompt": prompts}),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        rollout_func=trl_rollout(samples, cfg.group_size),
+        callbacks=[timer],
     )
     trainer.train()
     steps = trainer.state.global_step
     return {
-        "update_s": timer.times[cfg.warmup :], "cpu_s": timer.cpu[cfg.warmup :], "updates_applied": steps,
+        "update_s": timer.times[cfg.warmup :],
+        "cpu_s": timer.cpu[cfg.warmup :],
+        "updates_applied": steps,
         "tokens_seen_per_update": trainer.state.num_input_tokens_seen / max(steps, 1),
-        "first_update_params": timer.first, "torch_threads": timer.threads,
+        "first_update_params": timer.first,
+        "torch_threads": timer.threads,
     }
 
 
@@ -357,17 +454,26 @@ def summarise(times: list[float], tokens: dict[str, int], cpu: list[float] | Non
     median = statistics.median(times)
     extra = {}
     if cpu:
-        extra = {"cpu_s": [round(c, 4) for c in cpu], "median_cpu_s": statistics.median(cpu),
-                 "tokens_per_cpu_s": tokens["tokens"] / statistics.median(cpu)}
+        extra = {
+            "cpu_s": [round(c, 4) for c in cpu],
+            "median_cpu_s": statistics.median(cpu),
+            "tokens_per_cpu_s": tokens["tokens"] / statistics.median(cpu),
+        }
     return extra | {
-        "update_s": [round(t, 4) for t in times], "median_s": median, "min_s": min(times), "max_s": max(times),
+        "update_s": [round(t, 4) for t in times],
+        "median_s": median,
+        "min_s": min(times),
+        "max_s": max(times),
         "stdev_s": statistics.stdev(times) if len(times) > 1 else 0.0,
-        "tokens_per_s": tokens["tokens"] / median, "response_tokens_per_s": tokens["response_tokens"] / median,
+        "tokens_per_s": tokens["tokens"] / median,
+        "response_tokens_per_s": tokens["response_tokens"] / median,
         "tokens_per_s_range": [tokens["tokens"] / max(times), tokens["tokens"] / min(times)],
     }
 
 
-def agreement(initial: dict[str, torch.Tensor], a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> dict:
+def agreement(
+    initial: dict[str, torch.Tensor], a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]
+) -> dict:
     """Cosine and relative L2 difference of the two first-update parameter changes."""
     if set(a) != set(b):
         raise RuntimeError(f"parameter names differ: {sorted(set(a) ^ set(b))[:5]}")
@@ -375,14 +481,21 @@ def agreement(initial: dict[str, torch.Tensor], a: dict[str, torch.Tensor], b: d
     da = torch.cat([(a[n] - initial[n]).flatten() for n in sorted(a)]).double()
     db = torch.cat([(b[n] - initial[n]).flatten() for n in sorted(a)]).double()
     cos = float(da @ db / (da.norm() * db.norm()).clamp(min=1e-300))
-    return {"cosine": cos, "relative_l2_diff": float((da - db).norm() / da.norm().clamp(min=1e-300))}
+    return {
+        "cosine": cos,
+        "relative_l2_diff": float((da - db).norm() / da.norm().clamp(min=1e-300)),
+    }
 
 
 def machine() -> dict:
     """`_common.machine_info` (its load average is taken before and after the run here) plus the
     facts that change how a learner timing reads."""
     info = {k: v for k, v in machine_info().items() if k != "load_avg"}
-    return info | {"torch_threads": torch.get_num_threads(), "processor": platform.machine(), "niceness": os.nice(0)}
+    return info | {
+        "torch_threads": torch.get_num_threads(),
+        "processor": platform.machine(),
+        "niceness": os.nice(0),
+    }
 
 
 def versions() -> dict:
@@ -398,16 +511,22 @@ def versions() -> dict:
 
 
 def table(results: dict, tokens: dict) -> str:
-    lines = [f"{tokens['samples']} samples, {tokens['tokens']} tokens ({tokens['response_tokens']} response) per update",
-             f"{'':<22}{'median s':>10}{'min-max s':>16}{'tokens/s':>11}{'resp tok/s':>12}{'cpu s':>8}{'tok/cpu-s':>11}"]
+    lines = [
+        f"{tokens['samples']} samples, {tokens['tokens']} tokens ({tokens['response_tokens']} response) per update",
+        f"{'':<22}{'median s':>10}{'min-max s':>16}{'tokens/s':>11}{'resp tok/s':>12}{'cpu s':>8}{'tok/cpu-s':>11}",
+    ]
     for name, r in results.items():
-        lines.append(f"{name:<22}{r['median_s']:>10.3f}{r['min_s']:>8.3f}-{r['max_s']:<7.3f}"
-                     f"{r['tokens_per_s']:>11.0f}{r['response_tokens_per_s']:>12.0f}"
-                     f"{r.get('median_cpu_s', float('nan')):>8.2f}{r.get('tokens_per_cpu_s', float('nan')):>11.0f}")
+        lines.append(
+            f"{name:<22}{r['median_s']:>10.3f}{r['min_s']:>8.3f}-{r['max_s']:<7.3f}"
+            f"{r['tokens_per_s']:>11.0f}{r['response_tokens_per_s']:>12.0f}"
+            f"{r.get('median_cpu_s', float('nan')):>8.2f}{r.get('tokens_per_cpu_s', float('nan')):>11.0f}"
+        )
     return "\n".join(lines)
 
 
-def measure(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path) -> dict[str, dict]:
+def measure(
+    cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path
+) -> dict[str, dict]:
     """``rounds`` x (mlerl, then TRL), each built afresh; update times pooled per framework."""
     runners = {"mlerl": run_mlerl} | ({} if cfg.skip_trl else {"trl": run_trl})
     raw: dict[str, dict] = {name: {"update_s": [], "cpu_s": [], "load_avg": []} for name in runners}
@@ -418,34 +537,56 @@ def measure(cfg: BenchConfig, model_dir: Path, samples: list[Sample], work: Path
             acc = raw[name]
             acc["update_s"] += r.pop("update_s")
             acc["cpu_s"] += r.pop("cpu_s")
-            acc["load_avg"].append([load, os.getloadavg()[0]])  # 1-minute load before and after the block
+            acc["load_avg"].append(
+                [load, os.getloadavg()[0]]
+            )  # 1-minute load before and after the block
             first = r.pop("first_update_params")
             acc.setdefault("first_update_params", first)  # round 0's
             acc.update(r)
     return raw
 
 
-def build_report(cfg: BenchConfig, argv: list[str], raw: dict[str, dict], tokens: dict[str, int],
-                 initial: dict[str, torch.Tensor], load_before: tuple[float, ...]) -> dict:
+def build_report(
+    cfg: BenchConfig,
+    argv: list[str],
+    raw: dict[str, dict],
+    tokens: dict[str, int],
+    initial: dict[str, torch.Tensor],
+    load_before: tuple[float, ...],
+) -> dict:
     """Everything the JSON holds: command, versions, machine, config, batch, results."""
     keep = ("updates_applied", "torch_threads", "load_avg", "tokens_seen_per_update")
-    results = {name: summarise(r["update_s"], tokens, r.get("cpu_s")) | {k: r[k] for k in keep if k in r} for name, r in raw.items()}
+    results = {
+        name: summarise(r["update_s"], tokens, r.get("cpu_s")) | {k: r[k] for k in keep if k in r}
+        for name, r in raw.items()
+    }
     report = {
         "benchmark": "learner_vs_trl",
         "command": shlex.join(["python", "benchmarks/throughput/learner_vs_trl.py", *argv]),
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "git_commit": git_commit(), "versions": versions(),
-        "machine": machine() | {"load_avg_before": list(load_before), "load_avg_after": list(os.getloadavg())},
-        "config": asdict(cfg), "batch": tokens,
-        "compared": {"mlerl": "mlerl.learner.Learner.update (GRPO baseline, no critic, token mean)",
-                     "trl": "trl.GRPOTrainer.train, one optimizer step per update (loss_type dapo), "
-                            "rollout_func returning the pre-tokenized batch"},
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "git_commit": git_commit(),
+        "versions": versions(),
+        "machine": machine()
+        | {"load_avg_before": list(load_before), "load_avg_after": list(os.getloadavg())},
+        "config": asdict(cfg),
+        "batch": tokens,
+        "compared": {
+            "mlerl": "mlerl.learner.Learner.update (GRPO baseline, no critic, token mean)",
+            "trl": "trl.GRPOTrainer.train, one optimizer step per update (loss_type dapo), "
+            "rollout_func returning the pre-tokenized batch",
+        },
         "results": results,
     }
     if "trl" in raw:
-        report["mlerl_over_trl_tokens_per_s"] = results["mlerl"]["tokens_per_s"] / results["trl"]["tokens_per_s"]
-        report["mlerl_over_trl_tokens_per_cpu_s"] = results["mlerl"]["tokens_per_cpu_s"] / results["trl"]["tokens_per_cpu_s"]
+        report["mlerl_over_trl_tokens_per_s"] = (
+            results["mlerl"]["tokens_per_s"] / results["trl"]["tokens_per_s"]
+        )
+        report["mlerl_over_trl_tokens_per_cpu_s"] = (
+            results["mlerl"]["tokens_per_cpu_s"] / results["trl"]["tokens_per_cpu_s"]
+        )
         report["first_update_agreement"] = agreement(
-            initial, raw["mlerl"]["first_update_params"], raw["trl"]["first_update_params"])
+            initial, raw["mlerl"]["first_update_params"], raw["trl"]["first_update_params"]
+        )
     return report
 
 
@@ -458,7 +599,9 @@ def main(argv: list[str] | None = None) -> dict:
         try:
             import trl  # noqa: F401
         except ImportError:
-            raise SystemExit("TRL is not installed: pip install -e '.[bench]' (or pass --skip-trl)") from None
+            raise SystemExit(
+                "TRL is not installed: pip install -e '.[bench]' (or pass --skip-trl)"
+            ) from None
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     load_before = os.getloadavg()
@@ -476,7 +619,9 @@ def main(argv: list[str] | None = None) -> dict:
     names = {"mlerl": "mlerl Learner.update", "trl": "TRL GRPOTrainer"}
     print(table({names[k]: v for k, v in report["results"].items()}, tokens))
     if "first_update_agreement" in report:
-        print(f"first update, cosine of the two parameter changes: {report['first_update_agreement']['cosine']:.5f}")
+        print(
+            f"first update, cosine of the two parameter changes: {report['first_update_agreement']['cosine']:.5f}"
+        )
     print(f"wrote {out}")
     return report
 

@@ -38,12 +38,25 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 def _sample(seq: int, prompt_tokens: int, response_tokens: int) -> Sample:
     return Sample(
-        sample_id=f"bench:{seq}", actor_id="bench", seq=seq, task_id="spaceship-titanic",
-        prompt_kind=PromptKind.SCRATCH, prompt_ids=list(range(prompt_tokens)),
-        response_ids=list(range(response_tokens)), behaviour_logprobs=[-0.7] * response_tokens,
-        policy_version=1, t_sampled=1.0, t_exec_started=2.0, t_exec_finished=3.0, t_graded=3.5,
-        duration_s=1.0, exec_status=ExecStatus.OK, markers=["imported packages"], reward=0.1,
-        code="import pandas as pd\n" * 60, output_tail="training loss: 0.5\n" * 40,
+        sample_id=f"bench:{seq}",
+        actor_id="bench",
+        seq=seq,
+        task_id="spaceship-titanic",
+        prompt_kind=PromptKind.SCRATCH,
+        prompt_ids=list(range(prompt_tokens)),
+        response_ids=list(range(response_tokens)),
+        behaviour_logprobs=[-0.7] * response_tokens,
+        policy_version=1,
+        t_sampled=1.0,
+        t_exec_started=2.0,
+        t_exec_finished=3.0,
+        t_graded=3.5,
+        duration_s=1.0,
+        exec_status=ExecStatus.OK,
+        markers=["imported packages"],
+        reward=0.1,
+        code="import pandas as pd\n" * 60,
+        output_tail="training loss: 0.5\n" * 40,
     )
 
 
@@ -51,7 +64,9 @@ def _serve(bind: str, journal: str | None, endpoint: mp.Queue, keys: str | None)
     asyncio.run(_serve_async(bind, journal, endpoint, keys))
 
 
-async def _serve_async(bind: str, journal: str | None, endpoint: mp.Queue, keys: str | None) -> None:
+async def _serve_async(
+    bind: str, journal: str | None, endpoint: mp.Queue, keys: str | None
+) -> None:
     f = open(journal, "ab") if journal else None  # noqa: SIM115 - closed with the process
 
     async def on_sample(sample: Sample) -> None:
@@ -63,7 +78,9 @@ async def _serve_async(bind: str, journal: str | None, endpoint: mp.Queue, keys:
             f.flush()
             os.fsync(f.fileno())
 
-    receiver = SampleReceiver(bind, on_sample, commit=commit, curve=CurveKeys(keys) if keys else None)
+    receiver = SampleReceiver(
+        bind, on_sample, commit=commit, curve=CurveKeys(keys) if keys else None
+    )
     endpoint.put(receiver.endpoint)
     async with receiver:
         await asyncio.Event().wait()
@@ -92,7 +109,9 @@ def _measure(bind: str, journal: str | None, samples: list[Sample], keys: str | 
         proc.join()
 
 
-def _run_profile(profile: str, samples: list[Sample], tmp: str, repeat: int, securities: list[str]) -> list[dict]:
+def _run_profile(
+    profile: str, samples: list[Sample], tmp: str, repeat: int, securities: list[str]
+) -> list[dict]:
     sample_bytes = len(encode(samples[0]))
     keys = str(generate_keys(f"{tmp}/keys").directory) if "curve" in securities else None
     results = []
@@ -100,20 +119,38 @@ def _run_profile(profile: str, samples: list[Sample], tmp: str, repeat: int, sec
         for storage in ("memory", "journal"):
             for security in securities:
                 bind = "tcp://127.0.0.1:*" if transport == "tcp" else f"ipc://{tmp}/{storage}.sock"
-                journal = f"{tmp}/{profile}-{transport}-{storage}.journal" if storage == "journal" else None
+                journal = (
+                    f"{tmp}/{profile}-{transport}-{storage}.journal"
+                    if storage == "journal"
+                    else None
+                )
                 use = keys if security == "curve" else None
                 runs = sorted(_measure(bind, journal, samples, use) for _ in range(repeat))
-                results.append(_result(profile, sample_bytes, transport, storage, security, samples, runs))
+                results.append(
+                    _result(profile, sample_bytes, transport, storage, security, samples, runs)
+                )
                 print(json.dumps(results[-1]))
     return results
 
 
-def _result(profile: str, sample_bytes: int, transport: str, storage: str, security: str,
-            samples: list[Sample], runs: list[float]) -> dict:
+def _result(
+    profile: str,
+    sample_bytes: int,
+    transport: str,
+    storage: str,
+    security: str,
+    samples: list[Sample],
+    runs: list[float],
+) -> dict:
     seconds = runs[len(runs) // 2]  # the median: the machine is shared and noisy
     return {
-        "profile": profile, "sample_bytes": sample_bytes, "transport": transport,
-        "storage": storage, "security": security, "samples": len(samples), "seconds": round(seconds, 3),
+        "profile": profile,
+        "sample_bytes": sample_bytes,
+        "transport": transport,
+        "storage": storage,
+        "security": security,
+        "samples": len(samples),
+        "seconds": round(seconds, 3),
         "runs_seconds": [round(r, 3) for r in runs],
         "samples_per_s": round(len(samples) / seconds, 1),
         "mb_per_s": round(len(samples) * sample_bytes / seconds / 1e6, 2),
@@ -125,7 +162,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--samples", type=int, default=5000)
     parser.add_argument("--prompt-tokens", type=int, default=1024)
     parser.add_argument("--response-tokens", type=int, default=512)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per case; the median is reported")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per case; the median is reported"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "protocol.json")
     parser.add_argument("--security", default="none,curve", help="comma list of none, curve")
     args = parser.parse_args(argv)
@@ -143,10 +182,15 @@ def main(argv: list[str] | None = None) -> dict:
         "benchmark": "protocol.sample_stream",
         "description": "one sender process -> one receiver process, ack after storage, flush",
         "realistic_prompt_tokens": args.prompt_tokens,
-        "realistic_response_tokens": args.response_tokens, "results": results,
-        "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start,
-                    "load_avg_1m_at_end": os.getloadavg()[0],
-                    "python": platform.python_version(), "platform": platform.platform()},
+        "realistic_response_tokens": args.response_tokens,
+        "results": results,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_avg_1m_at_start": load_at_start,
+            "load_avg_1m_at_end": os.getloadavg()[0],
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,8 @@ async def _spawn_s(argv: list[str], n: int) -> float:
     for _ in range(n):
         t = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        )
         await proc.wait()
         times.append(time.perf_counter() - t)
     return statistics.mean(times)
@@ -80,20 +81,28 @@ async def _idle_cpu_s(seconds: float) -> float:
     return (_cpu_s() - cpu0) / seconds
 
 
-def _summary(latencies: list[float], cpu_s: float, seconds: float, background: float
-             ) -> dict[str, float]:
+def _summary(
+    latencies: list[float], cpu_s: float, seconds: float, background: float
+) -> dict[str, float]:
     """Latency figures, and the machine's CPU per execution less the background's."""
-    return {"median_s": round(statistics.median(latencies), 4),
-            "mean_s": round(statistics.mean(latencies), 4),
-            "cpu_s_per_exec": round((cpu_s - background * seconds) / len(latencies), 4)}
+    return {
+        "median_s": round(statistics.median(latencies), 4),
+        "mean_s": round(statistics.mean(latencies), 4),
+        "cpu_s_per_exec": round((cpu_s - background * seconds) / len(latencies), 4),
+    }
 
 
-async def _paced(config: SandboxConfig, token: str, n: int, gap_s: float, background: float
-                 ) -> dict[str, float]:
+async def _paced(
+    config: SandboxConfig, token: str, n: int, gap_s: float, background: float
+) -> dict[str, float]:
     """``n`` runs one at a time, ``gap_s`` apart: latency and CPU per execution."""
     sandbox = make_sandbox(SandboxConfig(**(vars(config) | {"max_concurrency": 1})))
-    request = ExecutionRequest(program=TRIVIAL, limits=Limits(wall_time_s=60, memory_mb=512),
-                               collect=(), env={"MLERL_BENCH_TOKEN": token})
+    request = ExecutionRequest(
+        program=TRIVIAL,
+        limits=Limits(wall_time_s=60, memory_mb=512),
+        collect=(),
+        env={"MLERL_BENCH_TOKEN": token},
+    )
     latencies = []
     try:
         await sandbox.run(request)
@@ -115,19 +124,28 @@ async def _paced_bare(n: int, gap_s: float, background: float) -> dict[str, floa
     for _ in range(n):
         t = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", "pass", stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL)
+            sys.executable,
+            "-c",
+            "pass",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         await proc.wait()
         latencies.append(time.perf_counter() - t)
         await asyncio.sleep(gap_s)
     return _summary(latencies, _cpu_s() - cpu0, time.perf_counter() - t0, background)
 
 
-async def _throughput(config: SandboxConfig, token: str, concurrency: int, n: int
-                      ) -> dict[str, Any]:
+async def _throughput(
+    config: SandboxConfig, token: str, concurrency: int, n: int
+) -> dict[str, Any]:
     sandbox = make_sandbox(SandboxConfig(**(vars(config) | {"max_concurrency": concurrency})))
-    request = ExecutionRequest(program=TRIVIAL, limits=Limits(wall_time_s=60, memory_mb=512),
-                               collect=(), env={"MLERL_BENCH_TOKEN": token})
+    request = ExecutionRequest(
+        program=TRIVIAL,
+        limits=Limits(wall_time_s=60, memory_mb=512),
+        collect=(),
+        env={"MLERL_BENCH_TOKEN": token},
+    )
     try:
         await sandbox.run(request)  # warm-up (Docker: connect + start-up reaper)
         latencies: list[float] = []
@@ -144,9 +162,13 @@ async def _throughput(config: SandboxConfig, token: str, concurrency: int, n: in
         elapsed = time.perf_counter() - t0
     finally:
         await sandbox.close()
-    return {"concurrency": concurrency, "n": n, "exec_per_s": round(n / elapsed, 2),
-            "mean_latency_incl_queue_s": round(statistics.mean(latencies), 4),
-            "statuses": dict(Counter(t.result() for t in tasks))}
+    return {
+        "concurrency": concurrency,
+        "n": n,
+        "exec_per_s": round(n / elapsed, 2),
+        "mean_latency_incl_queue_s": round(statistics.mean(latencies), 4),
+        "statuses": dict(Counter(t.result() for t in tasks)),
+    }
 
 
 async def _leaks(config: SandboxConfig, token: str) -> dict[str, int]:
@@ -157,21 +179,43 @@ async def _backend(backend: str, soak: int, root: str) -> dict[str, Any]:
     config = SandboxConfig(backend=backend, work_root=root)
     token = uuid.uuid4().hex
     rows = [await _throughput(config, token, c, n) for c, n in ((1, 20), (2, 30), (4, 40))]
-    out: dict[str, Any] = {"throughput": rows,
-                           "overhead_s": {"sandbox_run": round(1 / rows[0]["exec_per_s"], 4)}}
+    out: dict[str, Any] = {
+        "throughput": rows,
+        "overhead_s": {"sandbox_run": round(1 / rows[0]["exec_per_s"], 4)},
+    }
     if backend == "docker" and shutil.which("docker"):
-        out["overhead_s"]["docker_run_rm"] = round(await _spawn_s(
-            ["docker", "run", "--rm", "--network", "none", config.image, "python3", "-c",
-             "pass"], 10), 4)
+        out["overhead_s"]["docker_run_rm"] = round(
+            await _spawn_s(
+                [
+                    "docker",
+                    "run",
+                    "--rm",
+                    "--network",
+                    "none",
+                    config.image,
+                    "python3",
+                    "-c",
+                    "pass",
+                ],
+                10,
+            ),
+            4,
+        )
     if backend == "local":
         n, gap = 30, 0.25
         background = await _idle_cpu_s(n * gap)
-        paced = {"runs": n, "gap_s": gap, "background_cpu_per_s": round(background, 4),
-                 "bare_python_spawn": await _paced_bare(n, gap, background),
-                 "prewarm": await _paced(SandboxConfig(**(vars(config) | {"prewarm": 2})),
-                                         token, n, gap, background),
-                 "prewarm_0": await _paced(SandboxConfig(**(vars(config) | {"prewarm": 0})),
-                                           token, n, gap, background)}
+        paced = {
+            "runs": n,
+            "gap_s": gap,
+            "background_cpu_per_s": round(background, 4),
+            "bare_python_spawn": await _paced_bare(n, gap, background),
+            "prewarm": await _paced(
+                SandboxConfig(**(vars(config) | {"prewarm": 2})), token, n, gap, background
+            ),
+            "prewarm_0": await _paced(
+                SandboxConfig(**(vars(config) | {"prewarm": 0})), token, n, gap, background
+            ),
+        }
         bare = paced["bare_python_spawn"]["median_s"]
         for key in ("prewarm", "prewarm_0"):
             paced[key]["median_over_bare"] = round(paced[key]["median_s"] / bare, 2)
@@ -179,8 +223,10 @@ async def _backend(backend: str, soak: int, root: str) -> dict[str, Any]:
     if soak:
         t0 = time.perf_counter()
         soak_row = await _throughput(config, token, 4, soak)
-        out["soak"] = soak_row | {"seconds": round(time.perf_counter() - t0, 1),
-                                  "leaked": await _leaks(config, token)}
+        out["soak"] = soak_row | {
+            "seconds": round(time.perf_counter() - t0, 1),
+            "leaked": await _leaks(config, token),
+        }
     return out
 
 
@@ -190,8 +236,12 @@ async def bench(backends: list[str], soak: int, out_path: Path) -> dict[str, Any
     try:
         results: dict[str, Any] = {
             "program": TRIVIAL.strip(),
-            "host": {"python": sys.version.split()[0], "machine": platform.machine(),
-                     "cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+            "host": {
+                "python": sys.version.split()[0],
+                "machine": platform.machine(),
+                "cpus": os.cpu_count(),
+                "load_avg": os.getloadavg(),
+            },
             "bare_python_spawn_s": round(await _spawn_s([sys.executable, "-c", "pass"], 20), 4),
             "soak_count": soak,
         }

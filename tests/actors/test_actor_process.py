@@ -27,7 +27,9 @@ async def _until(cond, timeout, proc=None, log=None):
 def _start(config_path, log):
     return subprocess.Popen(
         [sys.executable, "-m", "mlerl.actors", "--config", str(config_path), "--actor-id", "a0"],
-        stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=open(log, "ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -43,14 +45,19 @@ async def test_kill_restart_exactly_once_and_weight_updates(tmp_path, tiny_model
     broadcaster = WeightBroadcaster("tcp://127.0.0.1:*", republish_s=0.5, curve=keys)
     config = {
         "actors": {
-            "engine": "hf", "max_new_tokens": 8, "heartbeat_s": 0.5,
+            "engine": "hf",
+            "max_new_tokens": 8,
+            "heartbeat_s": 0.5,
             "admission": {"max_in_flight": 2, "oversample": 1.0, "max_versions_behind": 0},
         },
         "sandbox": {"backend": "local", "work_root": str(tmp_path / "work")},
         "model": {"path": str(tiny_model_dir)},
         "seed": 0,
         "tasks": {"ids": [TASK], "data_dir": str(data), "tasks_dir": ""},
-        "transport": {"samples_address": receiver.endpoint, "weights_address": broadcaster.endpoint},
+        "transport": {
+            "samples_address": receiver.endpoint,
+            "weights_address": broadcaster.endpoint,
+        },
     }
     config_path = tmp_path / "config.yaml"
     config_path.write_text(yaml.safe_dump(config))

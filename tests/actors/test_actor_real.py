@@ -45,8 +45,14 @@ def task(tmp_path_factory):
 async def sandbox(tmp_path):
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
-    box = make_sandbox(SandboxConfig(backend="local", max_concurrency=2, work_root=str(tmp_path / "work"),
-                                     limits=Limits(wall_time_s=120, memory_mb=2048)))
+    box = make_sandbox(
+        SandboxConfig(
+            backend="local",
+            max_concurrency=2,
+            work_root=str(tmp_path / "work"),
+            limits=Limits(wall_time_s=120, memory_mb=2048),
+        )
+    )
     try:
         yield box
     finally:
@@ -55,15 +61,30 @@ async def sandbox(tmp_path):
 
 def _actor(tmp_path, task, engine, sandbox, sender, **cfg):
     config = ActorsConfig(improvement=ImprovementConfig(improve_prob=0.0), **cfg)
-    return Actor("r0", config, engine=engine, sandbox=sandbox, sender=sender, tasks={TASK: task},
-                 pipeline=RealPipeline(), state=ActorState(tmp_path / "state"))
+    return Actor(
+        "r0",
+        config,
+        engine=engine,
+        sandbox=sandbox,
+        sender=sender,
+        tasks={TASK: task},
+        pipeline=RealPipeline(),
+        state=ActorState(tmp_path / "state"),
+    )
 
 
 @pytest.mark.slow
 async def test_real_sandbox_grader_and_reward(tmp_path, task, sandbox):
     sender = FakeSender()
-    actor = _actor(tmp_path, task, FakeEngine([PROGRAM, CRASH]), sandbox, sender, max_samples=2,
-                   admission=AdmissionConfig(max_in_flight=2, oversample=1.0))
+    actor = _actor(
+        tmp_path,
+        task,
+        FakeEngine([PROGRAM, CRASH]),
+        sandbox,
+        sender,
+        max_samples=2,
+        admission=AdmissionConfig(max_in_flight=2, oversample=1.0),
+    )
     async with asyncio.timeout(240):
         await actor.run()
     by_code = {("raise SystemExit" in s.code): s for s in sender.sent}
@@ -71,10 +92,17 @@ async def test_real_sandbox_grader_and_reward(tmp_path, task, sandbox):
     assert good.exec_status is ExecStatus.OK and good.valid_submission
     assert 0.5 < good.score <= 1.0  # AUC of a linear model on breast cancer data
     # all seven markers: imports, data, model, (no loss prints), training, prediction
-    assert {"imported packages", "loaded data", "defined model", "trained model",
-            "predicted test labels"} <= set(good.markers)
+    assert {
+        "imported packages",
+        "loaded data",
+        "defined model",
+        "trained model",
+        "predicted test labels",
+    } <= set(good.markers)
     # the default reward: the public AUC normalised against the sample submission's (0.5) and 1
-    assert good.reward == pytest.approx(good.reward_parts["normalised"] + good.reward_parts["markers"])
+    assert good.reward == pytest.approx(
+        good.reward_parts["normalised"] + good.reward_parts["markers"]
+    )
     assert good.reward == pytest.approx((good.score - 0.5) / 0.5) and good.private_score is not None
     assert good.duration_s > 0 and good.t_exec_started <= good.t_exec_finished <= good.t_graded
     assert "imported packages" in good.output_tail  # nonce lines cleaned for prompts
@@ -89,8 +117,16 @@ async def test_real_engine_real_sandbox(tmp_path, task, sandbox, tiny_model_dir)
     # failure reward, and still carry the engine's ids and behaviour log-probs.
     sender = FakeSender()
     engine = HFEngine(tiny_model_dir)
-    actor = _actor(tmp_path, task, engine, sandbox, sender, max_samples=2, max_new_tokens=24,
-                   admission=AdmissionConfig(max_in_flight=1, oversample=2.0))
+    actor = _actor(
+        tmp_path,
+        task,
+        engine,
+        sandbox,
+        sender,
+        max_samples=2,
+        max_new_tokens=24,
+        admission=AdmissionConfig(max_in_flight=1, oversample=2.0),
+    )
     async with asyncio.timeout(240):
         await actor.run()
     assert [s.seq for s in sender.sent] == [0, 1]

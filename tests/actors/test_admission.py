@@ -14,9 +14,15 @@ def test_capacity_is_ceil_m_times_slots():
     assert AdmissionConfig(max_in_flight=3, oversample=1.25).capacity == 4
 
 
-@pytest.mark.parametrize("kw,key", [({"max_in_flight": 0}, "max_in_flight"), ({"oversample": 0.5}, "oversample"),
-                                     ({"max_versions_behind": -1}, "max_versions_behind"),
-                                     ({"max_age_s": -1.0}, "max_age_s")])
+@pytest.mark.parametrize(
+    "kw,key",
+    [
+        ({"max_in_flight": 0}, "max_in_flight"),
+        ({"oversample": 0.5}, "oversample"),
+        ({"max_versions_behind": -1}, "max_versions_behind"),
+        ({"max_age_s": -1.0}, "max_age_s"),
+    ],
+)
 def test_config_validation(kw, key):
     with pytest.raises(ConfigError, match=key):
         AdmissionConfig(**kw)
@@ -54,7 +60,9 @@ def test_stale_ready_action_is_dropped_before_execution_but_executed_ones_are_se
 
 
 def test_dropping_stale_executed_actions_is_opt_in():
-    cfg = AdmissionConfig(max_in_flight=1, oversample=1.0, max_versions_behind=1, drop_stale_executed=True)
+    cfg = AdmissionConfig(
+        max_in_flight=1, oversample=1.0, max_versions_behind=1, drop_stale_executed=True
+    )
     adm = Admission(cfg)
     (a,) = adm.admit()
     adm.on_generated(a, version=0, now=0.0)
@@ -74,7 +82,9 @@ def test_version_bound_is_inclusive():
 
 
 def test_age_bound_and_deadline():
-    adm = Admission(AdmissionConfig(max_in_flight=1, oversample=2.0, max_versions_behind=0, max_age_s=10.0))
+    adm = Admission(
+        AdmissionConfig(max_in_flight=1, oversample=2.0, max_versions_behind=0, max_age_s=10.0)
+    )
     a, b = adm.admit()
     adm.on_generated(a, 0, now=100.0)
     adm.on_generated(b, 0, now=105.0)

@@ -21,7 +21,9 @@ class ScriptedEngine:
         self.prompts.append(conversations[0][1].content)
         code = self.programs.pop(0)
         text = f"Plan.\n```python\n{code}\n```" if code is not None else "no code here"
-        return [Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text, finish_reason="stop")]
+        return [
+            Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text, finish_reason="stop")
+        ]
 
     async def update_weights(self, update):
         raise NotImplementedError
@@ -49,13 +51,23 @@ def test_policy_drafts_first_then_debugs_or_improves():
     actions = [next_step(nodes, cfg, False, random.Random(s))[0] for s in range(400)]
     # debug with probability 0.5, else improve the best: 400 draws, sd 10; 150..250 is 5 sd
     assert set(actions) == {"debug", "improve"} and 150 < actions.count("debug") < 250
-    assert next_step(nodes, AideConfig(num_drafts=2, debug_prob=0.0), False, rng) == ("improve", nodes[1])
+    assert next_step(nodes, AideConfig(num_drafts=2, debug_prob=0.0), False, rng) == (
+        "improve",
+        nodes[1],
+    )
     # debug depth limit: a node at depth 3 is not debugged again; no good node -> draft
     deep = [node(0, True, children=[1]), node(1, True, action="debug", depth=3)]
     assert next_step(deep, AideConfig(num_drafts=1, debug_prob=1.0), False, rng) == ("draft", None)
     # a buggy node that already has a child is not a leaf
-    assert next_step([node(0, True, children=[1]), node(1, False, 0.2)], AideConfig(num_drafts=1, debug_prob=1.0),
-                     False, rng)[0] == "improve"
+    assert (
+        next_step(
+            [node(0, True, children=[1]), node(1, False, 0.2)],
+            AideConfig(num_drafts=1, debug_prob=1.0),
+            False,
+            rng,
+        )[0]
+        == "improve"
+    )
 
 
 def test_best_node_respects_direction():
@@ -67,7 +79,16 @@ def test_best_node_respects_direction():
 
 async def test_run_aide_end_to_end(tmp_path):
     task = FakeTask("t", tmp_path)
-    programs = ["print(0.5)", "BUG", "print(0.6)", None, "print(0.55)", "print(0.9)", "print(0.95)", "print(0.1)"]
+    programs = [
+        "print(0.5)",
+        "BUG",
+        "print(0.6)",
+        None,
+        "print(0.55)",
+        "print(0.9)",
+        "print(0.95)",
+        "print(0.1)",
+    ]
     engine = ScriptedEngine(programs)
     cfg = AideConfig(steps=8, num_drafts=5, debug_prob=0.5)
     nodes = await run_aide(engine, task, evaluate, cfg, seed=1)
@@ -84,7 +105,8 @@ async def test_run_aide_end_to_end(tmp_path):
             assert n.action == "improve" and not parent.evaluation.buggy
             assert "You have implemented a previous solution" in engine.prompts[n.id]
     assert best_node(nodes, False).evaluation.metric == max(
-        n.evaluation.metric for n in nodes if not n.evaluation.buggy)
+        n.evaluation.metric for n in nodes if not n.evaluation.buggy
+    )
 
 
 def test_config_validation():

@@ -20,8 +20,15 @@ class ScriptedEngine:
 
     async def generate(self, conversations, params):
         self.prompts.append(conversations[0][-1].content)
-        return [Completion(prompt_ids=[1], token_ids=[2], logprobs=[-0.1], text=self.responses.pop(0),
-                           finish_reason="stop")]
+        return [
+            Completion(
+                prompt_ids=[1],
+                token_ids=[2],
+                logprobs=[-0.1],
+                text=self.responses.pop(0),
+                finish_reason="stop",
+            )
+        ]
 
     async def close(self):
         pass
@@ -35,8 +42,16 @@ async def test_aide_real_sandbox_and_grader(tmp_path, task, sandbox):  # noqa: F
     pipeline = RealPipeline()
     try:
         async with asyncio.timeout(240):
-            out = await evaluate_aide(ActorsConfig(), {TASK: task}, k=3, engine=engine, sandbox=sandbox,
-                                      pipeline=pipeline, seed=0, aide=AideConfig(num_drafts=2, debug_prob=1.0))
+            out = await evaluate_aide(
+                ActorsConfig(),
+                {TASK: task},
+                k=3,
+                engine=engine,
+                sandbox=sandbox,
+                pipeline=pipeline,
+                seed=0,
+                aide=AideConfig(num_drafts=2, debug_prob=1.0),
+            )
     finally:
         pipeline.close()
     s = out[TASK]

@@ -6,7 +6,14 @@ import json
 
 from mlerl.actors import ActorsConfig, AdmissionConfig
 from mlerl.actors._actor import Actor
-from mlerl.actors._fakes import OK_RESPONSE, FakeEngine, FakeSandbox, FakeSender, FakeTask, FakePipeline
+from mlerl.actors._fakes import (
+    OK_RESPONSE,
+    FakeEngine,
+    FakeSandbox,
+    FakeSender,
+    FakeTask,
+    FakePipeline,
+)
 from mlerl.actors._state import ActorState
 
 
@@ -27,11 +34,19 @@ def _actor(tmp_path, sender, engine, **cfg):
     pub = tmp_path / "public"
     pub.mkdir(exist_ok=True)
     (pub / "train.csv").write_text("id,x,y\n1,2,0\n")
-    config = ActorsConfig(heartbeat_s=0.05,
-                          admission=AdmissionConfig(max_in_flight=1, oversample=1.0), **cfg)
-    return Actor("a0", config, engine=engine, sandbox=FakeSandbox(), sender=sender,
-                 tasks={"t1": FakeTask("t1", pub)}, pipeline=FakePipeline(),
-                 state=ActorState(tmp_path / "state"))
+    config = ActorsConfig(
+        heartbeat_s=0.05, admission=AdmissionConfig(max_in_flight=1, oversample=1.0), **cfg
+    )
+    return Actor(
+        "a0",
+        config,
+        engine=engine,
+        sandbox=FakeSandbox(),
+        sender=sender,
+        tasks={"t1": FakeTask("t1", pub)},
+        pipeline=FakePipeline(),
+        state=ActorState(tmp_path / "state"),
+    )
 
 
 def _beat(actor) -> dict:

@@ -29,25 +29,39 @@ def test_one_edit_replaces_the_lines_it_names():
 
 
 def test_two_edits_apply_in_order_and_an_empty_replace_deletes():
-    block = _block(("from sklearn.linear_model import Ridge", "from sklearn.linear_model import Lasso"),
-                   ("model = Ridge(alpha=1.0)", "model = Lasso(alpha=0.1)"))
+    block = _block(
+        ("from sklearn.linear_model import Ridge", "from sklearn.linear_model import Lasso"),
+        ("model = Ridge(alpha=1.0)", "model = Lasso(alpha=0.1)"),
+    )
     assert apply_edits(PARENT, parse_edits(block)) == PARENT.replace(
-        "import Ridge", "import Lasso").replace("Ridge(alpha=1.0)", "Lasso(alpha=0.1)")
-    deleted = apply_edits(PARENT, parse_edits('<<<<<<< SEARCH\nmodel.fit(train[["a"]], train["y"])\n=======\n>>>>>>> REPLACE'))
+        "import Ridge", "import Lasso"
+    ).replace("Ridge(alpha=1.0)", "Lasso(alpha=0.1)")
+    deleted = apply_edits(
+        PARENT,
+        parse_edits(
+            '<<<<<<< SEARCH\nmodel.fit(train[["a"]], train["y"])\n=======\n>>>>>>> REPLACE'
+        ),
+    )
     assert deleted == PARENT.replace('model.fit(train[["a"]], train["y"])\n', "")
 
 
 def test_trailing_whitespace_does_not_matter_but_indentation_does():
     code = "for c in cols:\n    model = Ridge()\n"
-    assert apply_edits(code, [(["    model = Ridge()   "], ["    model = Lasso()"])]) == "for c in cols:\n    model = Lasso()\n"
+    assert (
+        apply_edits(code, [(["    model = Ridge()   "], ["    model = Lasso()"])])
+        == "for c in cols:\n    model = Lasso()\n"
+    )
     with pytest.raises(EditError, match="not found"):
         apply_edits(code, [(["model = Ridge()"], ["model = Lasso()"])])
 
 
-@pytest.mark.parametrize("search, reason", [
-    ("model.fit(X, y)", "edit 1: the search text is not found"),
-    ("", "edit 1: the search text is empty"),
-])
+@pytest.mark.parametrize(
+    "search, reason",
+    [
+        ("model.fit(X, y)", "edit 1: the search text is not found"),
+        ("", "edit 1: the search text is empty"),
+    ],
+)
 def test_a_search_that_is_not_in_the_parent_is_refused(search, reason):
     with pytest.raises(EditError, match=reason):
         apply_edits(PARENT, [([search] if search else [], ["x = 1"])])
@@ -60,13 +74,16 @@ def test_an_ambiguous_search_is_refused_rather_than_guessed():
     assert apply_edits(code, [(["y = 2", "x = 1"], ["y = 2", "x = 3"])]) == "x = 1\ny = 2\nx = 3\n"
 
 
-@pytest.mark.parametrize("body, reason", [
-    ("model = Ridge()", "line 1: text outside an edit"),
-    ("<<<<<<< SEARCH\nx\n=======\ny", "never closed"),
-    ("<<<<<<< SEARCH\nx\n>>>>>>> REPLACE", "line 3: '>>>>>>> REPLACE' before '======='"),
-    ("<<<<<<< SEARCH\nx\n=======\ny\n=======\n>>>>>>> REPLACE", "line 5: '=======' before"),
-    ("\n\n", "no edit"),
-])
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("model = Ridge()", "line 1: text outside an edit"),
+        ("<<<<<<< SEARCH\nx\n=======\ny", "never closed"),
+        ("<<<<<<< SEARCH\nx\n>>>>>>> REPLACE", "line 3: '>>>>>>> REPLACE' before '======='"),
+        ("<<<<<<< SEARCH\nx\n=======\ny\n=======\n>>>>>>> REPLACE", "line 5: '=======' before"),
+        ("\n\n", "no edit"),
+    ],
+)
 def test_malformed_edits_say_what_is_wrong(body, reason):
     with pytest.raises(EditError, match=reason):
         parse_edits(body)
@@ -78,11 +95,17 @@ def test_make_edits_widens_a_repeated_line_and_an_insertion_with_context():
     # "a = 1" alone is ambiguous: one line more on each side
     assert edits == [(["b = 2", "a = 1", "c = 3"], ["b = 2", "a = 5", "c = 3"])]
     inserted = make_edits(parent, "a = 1\nb = 2\na = 1\nc = 3\nd = 4\n")
-    assert inserted == [(["c = 3"], ["c = 3", "d = 4"])]  # an empty search is widened (no line after it)
+    assert inserted == [
+        (["c = 3"], ["c = 3", "d = 4"])
+    ]  # an empty search is widened (no line after it)
     assert make_edits(parent, parent) == []
 
 
-lines = st.lists(st.sampled_from(["a = 1", "b = 2", "c = 3", "    d = 4", "print(a)", "e = 5"]), min_size=1, max_size=12)
+lines = st.lists(
+    st.sampled_from(["a = 1", "b = 2", "c = 3", "    d = 4", "print(a)", "e = 5"]),
+    min_size=1,
+    max_size=12,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -95,9 +118,17 @@ def test_make_edits_round_trips_any_two_programs(a, b):
 
 
 def test_an_improve_answer_with_edits_parses_to_the_whole_revised_program():
-    answer = "I will regularise more.\n\n```python\n" + edit_answer(PARENT, PARENT.replace("1.0", "10.0")) + "\n```"
+    answer = (
+        "I will regularise more.\n\n```python\n"
+        + edit_answer(PARENT, PARENT.replace("1.0", "10.0"))
+        + "\n```"
+    )
     parsed = parse_response(answer, "stop", parent=PARENT)
-    assert (parsed.status, parsed.plan, parsed.code) == (ParseStatus.OK, "I will regularise more.", PARENT.replace("1.0", "10.0"))
+    assert (parsed.status, parsed.plan, parsed.code) == (
+        ParseStatus.OK,
+        "I will regularise more.",
+        PARENT.replace("1.0", "10.0"),
+    )
     # the same answer where no parent is given (a scratch prompt, or the paper's rewrite format)
     assert parse_response(answer, "stop").status is ParseStatus.SYNTAX_ERROR
 
@@ -110,7 +141,11 @@ def test_an_improve_answer_whose_edit_does_not_apply_is_an_edit_mismatch_and_run
 
 
 def test_edits_that_produce_invalid_python_are_a_syntax_error():
-    answer = "Plan.\n\n```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha=")) + "\n```"
+    answer = (
+        "Plan.\n\n```python\n"
+        + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha="))
+        + "\n```"
+    )
     parsed = parse_response(answer, "stop", parent=PARENT)
     assert parsed.status is ParseStatus.SYNTAX_ERROR and "Ridge(alpha=\n" in parsed.code
 
@@ -124,7 +159,10 @@ def test_a_whole_program_is_still_accepted_as_a_revision():
 def test_truncation_and_block_count_are_checked_before_the_edits():
     edit = "```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge()")) + "\n```"
     assert parse_response("Plan.\n" + edit, "length", parent=PARENT).status is ParseStatus.TRUNCATED
-    assert parse_response("Plan.\n" + edit + "\n" + edit, "stop", parent=PARENT).status is ParseStatus.MULTIPLE_BLOCKS
+    assert (
+        parse_response("Plan.\n" + edit + "\n" + edit, "stop", parent=PARENT).status
+        is ParseStatus.MULTIPLE_BLOCKS
+    )
 
 
 LOOP = """import pandas as pd
@@ -137,10 +175,19 @@ for col in cols:
 
 
 def test_a_misquoted_assignment_still_names_the_one_line_that_assigns_it():
-    edits = [(["    model = HistGradientBoostingRegressor(max_iter=300)"], ["    model = Ridge(alpha=1.0)"])]
+    edits = [
+        (
+            ["    model = HistGradientBoostingRegressor(max_iter=300)"],
+            ["    model = Ridge(alpha=1.0)"],
+        )
+    ]
     assert apply_edits(LOOP, edits) == LOOP.replace(
-        "    model = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(32,)))", "    model = Ridge(alpha=1.0)")
-    with pytest.raises(EditError, match="not found"):  # the same name at another indentation is another line
+        "    model = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(32,)))",
+        "    model = Ridge(alpha=1.0)",
+    )
+    with pytest.raises(
+        EditError, match="not found"
+    ):  # the same name at another indentation is another line
         apply_edits(LOOP, [(["model = Foo()"], ["model = Ridge()"])])
     with pytest.raises(EditError, match="not found"):  # exact matching only
         apply_edits(LOOP, edits, anchored=False)
@@ -152,9 +199,15 @@ def test_a_misquoted_assignment_still_names_the_one_line_that_assigns_it():
 
 
 def test_a_misquoted_import_adds_the_new_import_after_the_last_one():
-    edits = [(["from sklearn.linear_model import SGDRegressor"], ["from sklearn.linear_model import Ridge"])]
+    edits = [
+        (
+            ["from sklearn.linear_model import SGDRegressor"],
+            ["from sklearn.linear_model import Ridge"],
+        )
+    ]
     assert apply_edits(LOOP, edits) == LOOP.replace(
-        "import MLPRegressor\n", "import MLPRegressor\nfrom sklearn.linear_model import Ridge\n")
+        "import MLPRegressor\n", "import MLPRegressor\nfrom sklearn.linear_model import Ridge\n"
+    )
     already = [(["import numpy as np"], ["import pandas as pd"])]
     assert apply_edits(LOOP, already) == LOOP  # nothing to add
     with pytest.raises(EditError, match="not found"):  # an import replaced by code names no place
@@ -163,15 +216,30 @@ def test_a_misquoted_import_adds_the_new_import_after_the_last_one():
 
 def test_a_revision_that_changes_nothing_is_not_run_again():
     # issue 28: RL found that an edit replacing a line with itself earns the parent's reward
-    same = "Plan.\n\n```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha=1.0)")) + "\n```"
+    same = (
+        "Plan.\n\n```python\n"
+        + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha=1.0)"))
+        + "\n```"
+    )
     parsed = parse_response(same, "stop", parent=PARENT)
     assert (parsed.status, parsed.code) == (ParseStatus.UNCHANGED, "")
     assert "unchanged" in parsed.detail
     # a comment or spacing is no revision either; the whole program written out again neither
-    comment = "Plan.\n\n```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge( alpha=1.0 )  # tuned")) + "\n```"
+    comment = (
+        "Plan.\n\n```python\n"
+        + _block(("model = Ridge(alpha=1.0)", "model = Ridge( alpha=1.0 )  # tuned"))
+        + "\n```"
+    )
     assert parse_response(comment, "stop", parent=PARENT).status is ParseStatus.UNCHANGED
-    assert parse_response(f"Plan.\n```python\n{PARENT}```", "stop", parent=PARENT).status is ParseStatus.UNCHANGED
+    assert (
+        parse_response(f"Plan.\n```python\n{PARENT}```", "stop", parent=PARENT).status
+        is ParseStatus.UNCHANGED
+    )
     # a real change runs; without a parent (a scratch prompt) the same program is just a program
-    changed = "Plan.\n\n```python\n" + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha=2.0)")) + "\n```"
+    changed = (
+        "Plan.\n\n```python\n"
+        + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha=2.0)"))
+        + "\n```"
+    )
     assert parse_response(changed, "stop", parent=PARENT).status is ParseStatus.OK
     assert parse_response(f"Plan.\n```python\n{PARENT}```", "stop").status is ParseStatus.OK

@@ -8,7 +8,15 @@ import pytest
 
 from mlerl.actors import AdmissionConfig, ActorsConfig
 from mlerl.actors._actor import Actor
-from mlerl.actors._fakes import NO_CODE, OK_RESPONSE, FakeEngine, FakeSandbox, FakeSender, FakeTask, FakePipeline
+from mlerl.actors._fakes import (
+    NO_CODE,
+    OK_RESPONSE,
+    FakeEngine,
+    FakeSandbox,
+    FakeSender,
+    FakeTask,
+    FakePipeline,
+)
 from mlerl.actors._health import InfraConfig, InfraHealth
 from mlerl.actors._state import ActorState
 from mlerl.protocol import ConfigError, ExecStatus
@@ -17,9 +25,9 @@ from mlerl.protocol import ConfigError, ExecStatus
 def test_pauses_at_the_rate_resumes_on_success_and_gives_up_after_the_delay():
     h = InfraHealth(InfraConfig(window=4, min_outcomes=3, pause_rate=0.5, down_after_s=10.0))
     h.record(False, 0.0)  # ok
-    h.record(True, 1.0)   # 1 of 2: too few outcomes to judge
+    h.record(True, 1.0)  # 1 of 2: too few outcomes to judge
     assert not h.paused and h.confirmed
-    h.record(True, 2.0)   # 2 of 3 = 0.67 >= 0.5: pause at t=2
+    h.record(True, 2.0)  # 2 of 3 = 0.67 >= 0.5: pause at t=2
     assert h.paused and h.paused_since == 2.0 and not h.confirmed and h.pauses == 1
     assert "2 of the last 3" in h.reason(5.0)
     h.record(True, 3.0)
@@ -41,8 +49,10 @@ def test_mixed_outcomes_below_the_rate_never_pause():
     assert not h.paused
 
 
-@pytest.mark.parametrize("bad", [{"window": 0}, {"min_outcomes": 9}, {"pause_rate": 0.0},
-                                 {"probe_s": 0}, {"down_after_s": -1}])
+@pytest.mark.parametrize(
+    "bad",
+    [{"window": 0}, {"min_outcomes": 9}, {"pause_rate": 0.0}, {"probe_s": 0}, {"down_after_s": -1}],
+)
 def test_bad_infra_config_names_the_key(bad):
     with pytest.raises(ConfigError) as err:
         InfraConfig(**bad)
@@ -58,12 +68,21 @@ def tasks(tmp_path):
 
 def actor_with(tmp_path, tasks, sandbox, sender, engine=None, **cfg):
     config = ActorsConfig(
-        heartbeat_s=0.05, infra_retries=0,
+        heartbeat_s=0.05,
+        infra_retries=0,
         admission=AdmissionConfig(max_in_flight=2, oversample=1.0),
-        infra=InfraConfig(window=4, min_outcomes=2, pause_rate=0.5, probe_s=0.05, **cfg))
-    return Actor("a0", config, engine=engine or FakeEngine([OK_RESPONSE, NO_CODE]),
-                 sandbox=sandbox, sender=sender, tasks=tasks, pipeline=FakePipeline(),
-                 state=ActorState(tmp_path / "state"))
+        infra=InfraConfig(window=4, min_outcomes=2, pause_rate=0.5, probe_s=0.05, **cfg),
+    )
+    return Actor(
+        "a0",
+        config,
+        engine=engine or FakeEngine([OK_RESPONSE, NO_CODE]),
+        sandbox=sandbox,
+        sender=sender,
+        tasks=tasks,
+        pipeline=FakePipeline(),
+        state=ActorState(tmp_path / "state"),
+    )
 
 
 async def test_backend_down_for_good_sends_nothing_and_stops_the_actor(tmp_path, tasks):

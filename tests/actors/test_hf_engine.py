@@ -55,7 +55,9 @@ async def test_row_is_independent_of_batching(engine):
     params = SamplingParams(max_new_tokens=10, temperature=1.0, seed=7)
     together = await engine.generate(CONVS, params)
     # conversation 1 alone with the seed it had in the batch (7 + 1)
-    (alone,) = await engine.generate(CONVS[1:2], SamplingParams(max_new_tokens=10, temperature=1.0, seed=8))
+    (alone,) = await engine.generate(
+        CONVS[1:2], SamplingParams(max_new_tokens=10, temperature=1.0, seed=8)
+    )
     assert alone.token_ids == together[1].token_ids
 
 
@@ -101,14 +103,31 @@ async def test_bad_weight_updates_are_rejected_and_weights_kept(tiny_model_dir, 
     params = SamplingParams(max_new_tokens=6, temperature=0.7, seed=5)
     (before,) = await engine.generate(CONVS[:1], params)
     good = announce(encode_weights(engine.model.state_dict()), version=1)
-    bad_hash = WeightUpdate(version=1, uri="inline", size_bytes=good.size_bytes, sha256="0" * 64, payload=good.payload)
+    bad_hash = WeightUpdate(
+        version=1, uri="inline", size_bytes=good.size_bytes, sha256="0" * 64, payload=good.payload
+    )
     junk = b"not safetensors"
-    not_st = WeightUpdate(version=1, uri="inline", size_bytes=len(junk), sha256=hashlib.sha256(junk).hexdigest(), payload=junk)
+    not_st = WeightUpdate(
+        version=1,
+        uri="inline",
+        size_bytes=len(junk),
+        sha256=hashlib.sha256(junk).hexdigest(),
+        payload=junk,
+    )
     wrong = announce(encode_weights({"model.embed_tokens.weight": torch.zeros(3, 3)}), version=1)
-    extra = announce(encode_weights({**engine.model.state_dict(), "bogus": torch.zeros(1)}), version=1)
-    missing_file = WeightUpdate(version=1, uri=str(tmp_path / "nope"), size_bytes=1, sha256="0" * 64)
-    for bad, fragment in [(bad_hash, "sha256"), (not_st, "safetensors"), (wrong, "missing"),
-                          (extra, "unexpected"), (missing_file, "cannot read")]:
+    extra = announce(
+        encode_weights({**engine.model.state_dict(), "bogus": torch.zeros(1)}), version=1
+    )
+    missing_file = WeightUpdate(
+        version=1, uri=str(tmp_path / "nope"), size_bytes=1, sha256="0" * 64
+    )
+    for bad, fragment in [
+        (bad_hash, "sha256"),
+        (not_st, "safetensors"),
+        (wrong, "missing"),
+        (extra, "unexpected"),
+        (missing_file, "cannot read"),
+    ]:
         with pytest.raises(WeightUpdateError, match=fragment):
             await engine.update_weights(bad)
         assert engine.policy_version == 0
@@ -154,10 +173,14 @@ async def test_generation_is_silent(engine, monkeypatch):
 
     said: list[tuple] = []
     # transformers' `logger.warning_once` is memoised process-wide: record every call instead
-    monkeypatch.setattr(logging.Logger, "warning_once", lambda self, *args, **kw: said.append(args), raising=False)
+    monkeypatch.setattr(
+        logging.Logger, "warning_once", lambda self, *args, **kw: said.append(args), raising=False
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (out,) = await engine.generate(CONVS[:1], SamplingParams(max_new_tokens=4, temperature=0.0))
-    assert len(out.token_ids) >= 2 or out.finish_reason == "stop"  # the cached step ran (or stopped)
+    assert (
+        len(out.token_ids) >= 2 or out.finish_reason == "stop"
+    )  # the cached step ran (or stopped)
     assert not [str(w.message) for w in caught]
     assert not said

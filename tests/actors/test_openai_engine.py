@@ -10,8 +10,14 @@ from mlerl.protocol import ChatMessage, SamplingParams
 CONV = [ChatMessage(role="system", content="sys"), ChatMessage(role="user", content="hi")]
 
 
-def _answer(text="plan\n```python\nprint(1)\n```", ids=(5, 6, 2), lps=(-0.5, -1.0, -0.1), reason="stop"):
-    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}
+def _answer(
+    text="plan\n```python\nprint(1)\n```", ids=(5, 6, 2), lps=(-0.5, -1.0, -0.1), reason="stop"
+):
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": text},
+        "finish_reason": reason,
+    }
     if ids is not None:
         choice["token_ids"] = list(ids)
     if lps is not None:
@@ -32,12 +38,22 @@ async def test_request_and_response_round_trip():
         return httpx.Response(200, json=_answer())
 
     engine = _engine(handler, api_key="k")
-    out = await engine.generate([CONV, CONV], SamplingParams(max_new_tokens=7, temperature=0.5, top_k=4, seed=9))
+    out = await engine.generate(
+        [CONV, CONV], SamplingParams(max_new_tokens=7, temperature=0.5, top_k=4, seed=9)
+    )
     await engine.close()
     assert [b["seed"] for b in seen] == [9, 10]  # conversation i gets seed + i
     body = seen[0]
-    assert body["messages"] == [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
-    assert (body["max_tokens"], body["temperature"], body["top_k"], body["logprobs"]) == (7, 0.5, 4, True)
+    assert body["messages"] == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "hi"},
+    ]
+    assert (body["max_tokens"], body["temperature"], body["top_k"], body["logprobs"]) == (
+        7,
+        0.5,
+        4,
+        True,
+    )
     assert body["return_token_ids"] is True
     c = out[0]
     assert (c.prompt_ids, c.token_ids, c.logprobs) == ([1, 2, 3], [5, 6, 2], [-0.5, -1.0, -0.1])
@@ -65,7 +81,11 @@ async def test_retries_server_errors_then_succeeds():
 
     def handler(request):
         calls.append(1)
-        return httpx.Response(503, text="busy") if len(calls) == 1 else httpx.Response(200, json=_answer())
+        return (
+            httpx.Response(503, text="busy")
+            if len(calls) == 1
+            else httpx.Response(200, json=_answer())
+        )
 
     engine = _engine(handler, max_retries=2)
     (c,) = await engine.generate([CONV], SamplingParams())

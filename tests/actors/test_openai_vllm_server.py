@@ -30,10 +30,28 @@ def _free_port() -> int:
 def server(tiny_model_dir, tmp_path_factory):
     port = _free_port()
     log = open(tmp_path_factory.mktemp("server") / "server.log", "wb")
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model_dir),
-           "--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "512",
-           "--gpu-memory-utilization", "0.3", "--enforce-eager", "--logprobs-mode", "processed_logprobs",
-           "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(tiny_model_dir),
+        "--served-model-name",
+        "tiny",
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "512",
+        "--gpu-memory-utilization",
+        "0.3",
+        "--enforce-eager",
+        "--logprobs-mode",
+        "processed_logprobs",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -37,7 +37,10 @@ def test_scratch_prompt_has_the_papers_parts(task):
     assert msgs[0].content == SYSTEM
     user = msgs[1].content
     assert "single markdown code block" in user
-    assert "Datasets images/, sample_submission.csv, test.csv, train.csv are available in `./input/`" in user
+    assert (
+        "Datasets images/, sample_submission.csv, test.csv, train.csv are available in `./input/`"
+        in user
+    )
     assert "./submission.csv" in user and "Predict the target. Metric: AUC." in user
     assert "id,target 0,0 1,0 etc." in user
     # the snippet is the head of the test file, cut at 40 chars
@@ -106,7 +109,9 @@ def test_choose_is_scratch_without_parents_and_about_half_with():
     frac = kinds.count(PromptKind.IMPROVE) / len(kinds)
     # Binomial(2000, 0.5): sd = sqrt(2000 * 0.25) ~ 22.4 draws = 1.1%; 0.44..0.56 is > 5 sd
     assert 0.44 < frac < 0.56
-    kind, parent = next((k, p) for k, p in (buf.choose("t1", rng) for _ in range(100)) if k is PromptKind.IMPROVE)
+    kind, parent = next(
+        (k, p) for k, p in (buf.choose("t1", rng) for _ in range(100)) if k is PromptKind.IMPROVE
+    )
     assert parent.sample_id == "a:0"
     never = ImprovementBuffer(ImprovementConfig(improve_prob=0.0))
     never.add(sol(0, 1.0))
@@ -115,8 +120,13 @@ def test_choose_is_scratch_without_parents_and_about_half_with():
 
 def test_the_edit_format_asks_for_search_replace_edits_and_the_paper_format_for_a_program(task):
     paper = improve_prompt(task, "Use a forest.", "print(1)", "out", PromptConfig())[1].content
-    edit = improve_prompt(task, "Use a forest.", "print(1)", "out", PromptConfig(improve_format="edit"))[1].content
-    assert "include those sections again in your final solution" in paper and "<<<<<<< SEARCH" not in paper
+    edit = improve_prompt(
+        task, "Use a forest.", "print(1)", "out", PromptConfig(improve_format="edit")
+    )[1].content
+    assert (
+        "include those sections again in your final solution" in paper
+        and "<<<<<<< SEARCH" not in paper
+    )
     assert "<<<<<<< SEARCH\n(lines copied exactly from the previous solution)\n=======" in edit
     assert "include those sections again" not in edit
     assert "Use a forest.\n\n```python\nprint(1)\n```" in edit  # the parent is shown the same way
@@ -137,7 +147,11 @@ def test_a_parent_is_revised_revisions_times_in_a_row_then_another_is_drawn():
     half = ImprovementBuffer(ImprovementConfig(improve_prob=0.5, revisions=2))
     half.add(sol(0, 0.0))
     half.add(sol(1, 1.0))
-    improve = [p.sample_id for k, p in (half.choose("t1", rng) for _ in range(400)) if k is PromptKind.IMPROVE]
+    improve = [
+        p.sample_id
+        for k, p in (half.choose("t1", rng) for _ in range(400))
+        if k is PromptKind.IMPROVE
+    ]
     assert all(improve[i] == improve[i + 1] for i in range(0, len(improve) - 1, 2))
     # the paper: a new parent every time (so two in a row differ about half the time here)
     paper = ImprovementBuffer(ImprovementConfig(improve_prob=1.0))

@@ -12,9 +12,20 @@ from mlerl.protocol import ConfigError, ExecStatus, PromptKind, Sample, load_sec
 
 
 def sample(seq):
-    return Sample(sample_id=f"a:{seq}", actor_id="a", seq=seq, task_id="t", prompt_kind=PromptKind.SCRATCH,
-                  prompt_ids=[1], response_ids=[2], behaviour_logprobs=[-0.1], policy_version=0,
-                  t_sampled=1.0, exec_status=ExecStatus.NOT_RUN, reward=-10.0)
+    return Sample(
+        sample_id=f"a:{seq}",
+        actor_id="a",
+        seq=seq,
+        task_id="t",
+        prompt_kind=PromptKind.SCRATCH,
+        prompt_ids=[1],
+        response_ids=[2],
+        behaviour_logprobs=[-0.1],
+        policy_version=0,
+        t_sampled=1.0,
+        exec_status=ExecStatus.NOT_RUN,
+        reward=-10.0,
+    )
 
 
 def test_state_records_prunes_and_reloads(tmp_path):
@@ -47,12 +58,21 @@ def test_corrupt_outbox_entry_is_loud(tmp_path):
         ActorState(tmp_path).pending()
 
 
-@pytest.mark.parametrize("kw,key", [
-    ({"engine": "tgi"}, "engine"), ({"engine": "openai"}, "base_url"), ({"dtype": "int8"}, "dtype"),
-    ({"temperature": -1.0}, "temperature"), ({"top_p": 0.0}, "top_p"),
-    ({"top_k": 0}, "top_k"), ({"max_new_tokens": 0}, "max_new_tokens"), ({"infra_retries": -1}, "infra_retries"),
-    ({"max_samples": -1}, "max_samples"), ({"heartbeat_s": 0.0}, "heartbeat_s"),
-])
+@pytest.mark.parametrize(
+    "kw,key",
+    [
+        ({"engine": "tgi"}, "engine"),
+        ({"engine": "openai"}, "base_url"),
+        ({"dtype": "int8"}, "dtype"),
+        ({"temperature": -1.0}, "temperature"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"top_k": 0}, "top_k"),
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+        ({"infra_retries": -1}, "infra_retries"),
+        ({"max_samples": -1}, "max_samples"),
+        ({"heartbeat_s": 0.0}, "heartbeat_s"),
+    ],
+)
 def test_config_rejects_bad_values(kw, key):
     with pytest.raises(ConfigError, match=key):
         ActorsConfig(**kw)
@@ -60,7 +80,9 @@ def test_config_rejects_bad_values(kw, key):
 
 def test_config_loads_from_run_yaml(tmp_path):
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"actors": {"temperature": 0.5, "admission": {"max_in_flight": 8}}}))
+    path.write_text(
+        yaml.safe_dump({"actors": {"temperature": 0.5, "admission": {"max_in_flight": 8}}})
+    )
     cfg = load_section(ActorsConfig, path, "actors")
     assert cfg.temperature == 0.5 and cfg.admission == AdmissionConfig(max_in_flight=8)
     assert cfg.sampling(seed=3).seed == 3 and cfg.sampling().top_k == -1

@@ -63,7 +63,11 @@ async def test_generate_then_reload_matches_fresh_engine(tiny_model_dir, perturb
         assert before[0].logprobs == pytest.approx(
             _rescore(old_model, before[0].prompt_ids, before[0].token_ids, 0.7), abs=2e-3
         )
-        await engine.update_weights(announce(encode_weights(new_model.state_dict(), tied_names(new_model.config)), version=4))
+        await engine.update_weights(
+            announce(
+                encode_weights(new_model.state_dict(), tied_names(new_model.config)), version=4
+            )
+        )
         assert engine.policy_version == 4
         reloaded = await engine.generate(CONVS, PARAMS)
     finally:

@@ -14,7 +14,12 @@ pytestmark = [pytest.mark.gpu, pytest.mark.vllm, pytest.mark.slow]
 
 CONVS = [[ChatMessage(role="user", content=f"Train a model, attempt {i}")] for i in range(4)]
 PARAMS = SamplingParams(max_new_tokens=32, temperature=0.7, seed=11)
-_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json")
+_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "generation_config.json",
+)
 
 
 def _engine(model_dir):
@@ -22,7 +27,9 @@ def _engine(model_dir):
         from mlerl.actors import VLLMEngine
         import vllm  # noqa: F401
     except ImportError as exc:
-        pytest.fail(f"vLLM is not installed in this venv ({exc}): pip install -e 'packages/actors[vllm]'")
+        pytest.fail(
+            f"vLLM is not installed in this venv ({exc}): pip install -e 'packages/actors[vllm]'"
+        )
     return VLLMEngine(model_dir, dtype="bfloat16", max_model_len=1024, gpu_memory_utilization=0.3)
 
 
@@ -62,12 +69,18 @@ async def test_generate_then_reload_on_cuda_matches_fresh_engine(random_qwen25_0
         for c in before:
             assert len(c.token_ids) == len(c.logprobs) > 0 and all(lp <= 0 for lp in c.logprobs)
             assert c.finish_reason in ("stop", "length")
-        await engine.update_weights(announce(encode_weights(new_model.state_dict(), tied_names(new_model.config)), version=4))
+        await engine.update_weights(
+            announce(
+                encode_weights(new_model.state_dict(), tied_names(new_model.config)), version=4
+            )
+        )
         assert engine.policy_version == 4
         reloaded = await engine.generate(CONVS, PARAMS)
     finally:
         await engine.close()
-    assert [c.token_ids for c in reloaded] != [c.token_ids for c in before]  # the update changed the policy
+    assert [c.token_ids for c in reloaded] != [
+        c.token_ids for c in before
+    ]  # the update changed the policy
     fresh = _engine(new_dir)
     try:
         expected = await fresh.generate(CONVS, PARAMS)
@@ -79,6 +92,9 @@ async def test_generate_then_reload_on_cuda_matches_fresh_engine(random_qwen25_0
     # the behaviour log-probs are log_softmax(logits / T) of the new weights (what the learner
     # scores): bf16 in vLLM against fp32 here, so compared on average; stale weights miss by ~0.5
     scorer = new_model.to("cuda")
-    diffs = [abs(a - b) for c in reloaded for a, b in
-             zip(c.logprobs, _rescore(scorer, c.prompt_ids, c.token_ids, PARAMS.temperature))]
+    diffs = [
+        abs(a - b)
+        for c in reloaded
+        for a, b in zip(c.logprobs, _rescore(scorer, c.prompt_ids, c.token_ids, PARAMS.temperature))
+    ]
     assert sum(diffs) / len(diffs) < 0.05, max(diffs)

@@ -20,8 +20,13 @@ BINARY = np.resize([0, 1], N)
 
 
 def _nomad():
-    ans = pd.DataFrame({"id": range(1, N + 1), "formation_energy_ev_natom": np.linspace(0.05, 0.4, N),
-                        "bandgap_energy_ev": np.linspace(0.5, 5, N)})
+    ans = pd.DataFrame(
+        {
+            "id": range(1, N + 1),
+            "formation_energy_ev_natom": np.linspace(0.05, 0.4, N),
+            "bandgap_energy_ev": np.linspace(0.5, 5, N),
+        }
+    )
     sample = ans.assign(formation_energy_ev_natom=0.1779, bandgap_energy_ev=1.8892)
     return ans, sample, ans.assign(formation_energy_ev_natom=1e6, bandgap_energy_ev=1e6)
 
@@ -30,7 +35,9 @@ def _spooky():
     labels = np.resize(["EAP", "HPL", "MWS"], N)
     ans = pd.DataFrame({"id": IDS, **{c: (labels == c).astype(int) for c in ("EAP", "HPL", "MWS")}})
     sample = ans.assign(EAP=1 / 3, HPL=1 / 3, MWS=1 / 3)
-    wrong = np.roll(labels, 1)  # full confidence in a wrong class: log loss ~ 34.5 (clipped at 1e-15)
+    wrong = np.roll(
+        labels, 1
+    )  # full confidence in a wrong class: log loss ~ 34.5 (clipped at 1e-15)
     return ans, sample, ans.assign(**{c: (wrong == c).astype(float) for c in ("EAP", "HPL", "MWS")})
 
 
@@ -72,8 +79,14 @@ CASES = {
 
 def _reward(task, report, markers=()):
     ref = Reference(*reference_scores(task, report.baseline_score))
-    return compute_reward(list(markers), ExecStatus.OK, report.public_score, report.valid_submission,
-                          task.lower_is_better, reference=ref if report.valid_submission else None)
+    return compute_reward(
+        list(markers),
+        ExecStatus.OK,
+        report.public_score,
+        report.valid_submission,
+        task.lower_is_better,
+        reference=ref if report.valid_submission else None,
+    )
 
 
 @pytest.mark.parametrize("task_id", sorted(CASES))

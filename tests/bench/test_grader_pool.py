@@ -33,7 +33,10 @@ def _submission(tmp_path, name, power=2.0):
 
 
 def _fields(report):
-    return {**{k: v for k, v in report.to_dict().items() if k != "created_at"}, "error": report.error}
+    return {
+        **{k: v for k, v in report.to_dict().items() if k != "created_at"},
+        "error": report.error,
+    }
 
 
 def _assert_same_as_in_process(report, task, path):
@@ -69,7 +72,11 @@ def test_valid_and_invalid_match_in_process_and_the_child_stays_warm(task, tmp_p
     assert first.valid_submission and first.score is not None
     _assert_same_as_in_process(first, task, good)
     _assert_same_as_in_process(again, task, good)
-    assert invalid.valid_submission is False and invalid.score is None and "missing column" in invalid.error
+    assert (
+        invalid.valid_submission is False
+        and invalid.score is None
+        and "missing column" in invalid.error
+    )
     _assert_same_as_in_process(invalid, task, bad)
 
 
@@ -90,12 +97,18 @@ def test_a_hung_child_times_out_and_is_replaced(task, tmp_path):
     _assert_same_as_in_process(after, task, good)
 
 
-def test_a_submission_over_the_memory_cap_is_invalid_and_the_pool_recovers(task, tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")  # keep the child's baseline small on many-core hosts
+def test_a_submission_over_the_memory_cap_is_invalid_and_the_pool_recovers(
+    task, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(
+        "OPENBLAS_NUM_THREADS", "1"
+    )  # keep the child's baseline small on many-core hosts
     # 30,000 answers, so that the bomb below is within the pre-parse shape limits (at most
     # 2 * 30,000 + 1024 lines and 1024 columns) and reaches pandas
     ids = [f"p{i}" for i in range(30_000)]
-    pd.DataFrame({"id": ids, "score": np.linspace(0, 1, len(ids))}).to_csv(task.answers_path, index=False)
+    pd.DataFrame({"id": ids, "score": np.linspace(0, 1, len(ids))}).to_csv(
+        task.answers_path, index=False
+    )
     good = tmp_path / "good.csv"
     pd.DataFrame({"id": ids, "score": np.linspace(0, 1, len(ids)) ** 2}).to_csv(good, index=False)
     # 60 MB of empty cells: 60 million floats plus the tokenizer's buffers, > 1.5 GB to parse
@@ -127,7 +140,9 @@ def test_a_child_that_cannot_start_reports_its_last_stderr_line(task, tmp_path):
 
 
 @pytest.mark.parametrize("noticed", ["before asking", "when asked"])
-def test_a_child_killed_while_idle_is_replaced_and_costs_no_grade(task, tmp_path, monkeypatch, noticed):
+def test_a_child_killed_while_idle_is_replaced_and_costs_no_grade(
+    task, tmp_path, monkeypatch, noticed
+):
     from mlerl.bench._grader_worker import _Worker
 
     good = _submission(tmp_path, "good")
@@ -198,8 +213,11 @@ time.sleep(600)
 
 def test_children_exit_when_the_parent_is_killed(task, tmp_path):
     good = _submission(tmp_path, "good")
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(task.task_dir), str(task.data_dir), str(good)],
-                              stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, str(task.task_dir), str(task.data_dir), str(good)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         ready, _, _ = select.select([parent.stdout], [], [], 120)
         assert ready, "the parent did not grade within 120 s"
@@ -209,7 +227,6 @@ def test_children_exit_when_the_parent_is_killed(task, tmp_path):
         parent.wait()
     assert line["valid"] and line["pids"]
     assert _wait_gone(line["pids"], 5) == []
-
 
 
 def test_warm_starts_the_children_up_front_and_replaces_a_retired_one(task, tmp_path):

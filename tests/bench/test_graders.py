@@ -30,9 +30,17 @@ def one_hot(ids, labels, classes, id_col="id"):
 
 def test_lmsys_uniform_is_log3(grading):
     ids = np.arange(30)
-    grading.answers(LMSYS, one_hot(ids, np.resize(["winner_model_a", "winner_model_b", "winner_tie"], 30),
-                                   ["winner_model_a", "winner_model_b", "winner_tie"]))
-    sub = pd.DataFrame({"id": ids, "winner_model_a": 1 / 3, "winner_model_b": 1 / 3, "winner_tie": 1 / 3})
+    grading.answers(
+        LMSYS,
+        one_hot(
+            ids,
+            np.resize(["winner_model_a", "winner_model_b", "winner_tie"], 30),
+            ["winner_model_a", "winner_model_b", "winner_tie"],
+        ),
+    )
+    sub = pd.DataFrame(
+        {"id": ids, "winner_model_a": 1 / 3, "winner_model_b": 1 / 3, "winner_tie": 1 / 3}
+    )
     # every row: -ln(1/3) = 1.0986123 -> 1.09861
     assert grading.grade(LMSYS, sub).score == 1.09861
     bad = sub.assign(winner_tie=0.5)  # rows sum to 1.1667: round(6) != 1
@@ -49,7 +57,9 @@ def test_leaf_uniform_99_classes(grading):
     # -ln(1/99) = ln 99 = 4.5951199 -> 4.59512
     assert grading.grade(LEAF, sub).score == 4.59512
     assert grading.grade(LEAF, sub.assign(extra=0)).valid_submission is False  # exact column set
-    assert grading.grade(LEAF, sub.assign(Species_00=2 / 99)).valid_submission is False  # sum 1.0101
+    assert (
+        grading.grade(LEAF, sub.assign(Species_00=2 / 99)).valid_submission is False
+    )  # sum 1.0101
 
 
 def test_spooky_priors_oracle(grading):
@@ -66,8 +76,11 @@ def test_spooky_priors_oracle(grading):
 
 
 def test_auc_tasks_constant_is_half_and_checks(grading):
-    for task, id_col, target in ((PIZZA, "request_id", "requester_received_pizza"), (MAY, "id", "target"),
-                                 (INSULTS, "Comment", "Insult")):
+    for task, id_col, target in (
+        (PIZZA, "request_id", "requester_received_pizza"),
+        (MAY, "id", "target"),
+        (INSULTS, "Comment", "Insult"),
+    ):
         ids = [f"t3_{i}" for i in range(20)] if task != MAY else list(range(20))
         grading.answers(task, pd.DataFrame({id_col: ids, target: [0, 1] * 10}))
         sub = pd.DataFrame({id_col: ids, target: 0.5})
@@ -83,7 +96,9 @@ def test_auc_tasks_constant_is_half_and_checks(grading):
 
 def test_insults_allows_date_column(grading):
     comments = [f'"comment {i}"' for i in range(6)]
-    grading.answers(INSULTS, pd.DataFrame({"Insult": [0, 1] * 3, "Date": "2012", "Comment": comments}))
+    grading.answers(
+        INSULTS, pd.DataFrame({"Insult": [0, 1] * 3, "Date": "2012", "Comment": comments})
+    )
     sub = pd.DataFrame({"Insult": [0.1, 0.9] * 3, "Date": "x", "Comment": comments})
     assert grading.grade(INSULTS, sub).score == 1.0
 
@@ -101,9 +116,15 @@ def test_nomad_sample_oracle_and_positional(grading):
     # formation answers equal the sample's 0.1779 (RMSLE 0); bandgap answers y satisfy
     # ln(1 + y) - ln(1 + 1.8892) = 0.42348, so the mean is (0 + 0.42348) / 2 = 0.21174.
     y = 2.8892 * math.exp(0.42348) - 1
-    grading.answers(NOMAD, pd.DataFrame({"id": [1, 2, 3], "formation_energy_ev_natom": 0.1779,
-                                         "bandgap_energy_ev": y}))
-    sub = pd.DataFrame({"id": [1, 2, 3], "formation_energy_ev_natom": 0.1779, "bandgap_energy_ev": 1.8892})
+    grading.answers(
+        NOMAD,
+        pd.DataFrame(
+            {"id": [1, 2, 3], "formation_energy_ev_natom": 0.1779, "bandgap_energy_ev": y}
+        ),
+    )
+    sub = pd.DataFrame(
+        {"id": [1, 2, 3], "formation_energy_ev_natom": 0.1779, "bandgap_energy_ev": 1.8892}
+    )
     assert grading.grade(NOMAD, sub).score == 0.21174
     # ids are ignored: rows compare by position
     assert grading.grade(NOMAD, sub.assign(id=[9, 8, 7])).score == 0.21174
@@ -131,11 +152,16 @@ def test_essay_constant_is_zero_and_float_labels(grading):
     assert grading.grade(ESSAY, halves).valid_submission is False  # continuous vs classes
     whole = pd.DataFrame({"essay_id": ids, "score": [float(s) for s in scores]})
     assert grading.grade(ESSAY, whole).score == 1.0  # 3.0 is the class 3
-    assert grading.grade(ESSAY, pd.DataFrame({"essay_id": ids[:3], "score": 1})).valid_submission is False
+    assert (
+        grading.grade(ESSAY, pd.DataFrame({"essay_id": ids[:3], "score": 1})).valid_submission
+        is False
+    )
 
 
 def test_tweet_jaccard_and_empty_division(grading):
-    grading.answers(TWEET, pd.DataFrame({"textID": ["a", "b"], "selected_text": ["so happy", "bad"]}))
+    grading.answers(
+        TWEET, pd.DataFrame({"textID": ["a", "b"], "selected_text": ["so happy", "bad"]})
+    )
     sub = pd.DataFrame({"textID": ["b", "a"], "selected_text": ["bad day", "SO happy"]})
     # a: 1.0, b: |{bad}| / |{bad, day}| = 0.5 -> mean 0.75
     assert grading.grade(TWEET, sub).score == 0.75

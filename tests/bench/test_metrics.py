@@ -154,6 +154,7 @@ def test_average_ranks_match_scipy(seed, n):
 
 # Mutation survivors (benchmarks/tools/mutation.py): hand-derived edges the comparisons above missed.
 
+
 def test_word_jaccard_union_of_unequal_sets():
     # {"a","b","c"} vs {"a","d"}: 1 shared of 3 + 2 - 1 = 4 distinct words
     assert m.word_jaccard("a b c", "a d") == 0.25
@@ -252,6 +253,7 @@ def test_pearson_of_a_constant_that_does_not_average_exactly_is_nan():
 # Mutation survivors of the complete _metrics run (issue 26): no test called these two with
 # valid input, so a check that refused every input survived.
 
+
 def test_columnwise_rmsle_averages_the_columns_rmsle():
     e = math.e
     t = np.zeros((2, 3))  # more columns than rows: the mean runs over columns
@@ -344,7 +346,9 @@ def test_qwk_of_text_labels_and_of_booleans_against_integers():
     # observed off-diagonal: (1,2) and (2,1), weight 1 each -> sum W O = 2
     # marginals r = c = [1, 1, 2], E_ij = r_i c_j / 4: sum W E = sum over i != j of
     #   (i - j)^2 r_i c_j / 4 = (1 + 8 + 1 + 2 + 8 + 2) / 4 = 5.5 -> kappa = 1 - 2 / 5.5 = 7 / 11
-    assert m.quadratic_weighted_kappa(["a", "b", "c", "c"], ["a", "c", "c", "b"]) == pytest.approx(7 / 11)
+    assert m.quadratic_weighted_kappa(["a", "b", "c", "c"], ["a", "c", "c", "b"]) == pytest.approx(
+        7 / 11
+    )
     assert m.quadratic_weighted_kappa(np.array(["a", "b"], dtype=object), ["a", "b"]) == 1.0
     # booleans are the classes 0 and 1: O = [[2, 0], [1, 1]], marginals [2, 2] and [3, 1],
     # sum W O = 1, sum W E = (2*1 + 2*3) / 4 = 2 -> kappa = 1 - 1 / 2

@@ -28,7 +28,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import pearsonr
-from sklearn.metrics import accuracy_score, cohen_kappa_score, roc_auc_score, root_mean_squared_log_error
+from sklearn.metrics import (
+    accuracy_score,
+    cohen_kappa_score,
+    roc_auc_score,
+    root_mean_squared_log_error,
+)
 
 N = 40
 EPS = np.finfo(np.float64).eps
@@ -104,7 +109,9 @@ def _one_hot(ids: list, id_col: str, labels: np.ndarray, classes: list[str]) -> 
 
 def _merged(sub: pd.DataFrame, ans: pd.DataFrame, id_col: str) -> pd.DataFrame:
     """Answers joined with the submission on the id (validates the 1:1 match)."""
-    return ans.merge(sub, on=id_col, how="inner", suffixes=("_true", "_pred"), validate="one_to_one")
+    return ans.merge(
+        sub, on=id_col, how="inner", suffixes=("_true", "_pred"), validate="one_to_one"
+    )
 
 
 def _col(merged: pd.DataFrame, name: str, side: str) -> np.ndarray:
@@ -127,8 +134,19 @@ def hand_jaccard(preds: list[str], truth: list[str]) -> float:
 
 # ---- generic structural cases ----------------------------------------------------------------
 
-def _structural(task: str, ans: pd.DataFrame, sub: pd.DataFrame, id_col: str, targets: list[str],
-                score, good: float, *, positional: bool = False, exact_columns: bool = False) -> list[Case]:
+
+def _structural(
+    task: str,
+    ans: pd.DataFrame,
+    sub: pd.DataFrame,
+    id_col: str,
+    targets: list[str],
+    score,
+    good: float,
+    *,
+    positional: bool = False,
+    exact_columns: bool = False,
+) -> list[Case]:
     """Cases every task has; ``score(frame)`` is the independent expected score, ``good`` the
     score of the answers submitted as they are (the perfect submission).
 
@@ -180,7 +198,10 @@ def _with_value(sub: pd.DataFrame, col: str, value, row: int = 0) -> pd.DataFram
 
 # ---- the 12 tasks ----------------------------------------------------------------------------
 
-def auc_task(task: str, id_col: str, target: str, ids: list, extra: dict | None = None) -> tuple[pd.DataFrame, list[Case]]:
+
+def auc_task(
+    task: str, id_col: str, target: str, ids: list, extra: dict | None = None
+) -> tuple[pd.DataFrame, list[Case]]:
     """prepare_for_auroc_metric + roc_auc_score (tps-may-2022, pizza, insults)."""
     rng = np.random.default_rng(len(task))
     ans = pd.DataFrame({id_col: ids, target: rng.permutation(np.resize([0, 1], N))})
@@ -195,13 +216,21 @@ def auc_task(task: str, id_col: str, target: str, ids: list, extra: dict | None 
 
     cases = _structural(task, ans, sub, id_col, [target], score, 1.0)
     add = lambda name, frame_or_text, exp: cases.append(  # noqa: E731
-        Case(task, name, frame_or_text if isinstance(frame_or_text, str) else _csv(frame_or_text), exp))
+        Case(
+            task,
+            name,
+            frame_or_text if isinstance(frame_or_text, str) else _csv(frame_or_text),
+            exp,
+        )
+    )
     add("nan", _with_value(sub, target, np.nan), INVALID)  # roc_auc_score: input contains NaN
     add("inf", _with_value(sub, target, np.inf), INVALID)  # max() > 1
     add("minus_inf", _with_value(sub, target, -np.inf), INVALID)  # min() < 0
     add("above_one", _with_value(sub, target, 1.5), INVALID)  # probabilities in [0, 1]
     add("negative", _with_value(sub, target, -0.01), INVALID)
-    add("strings", sub.assign(**{target: [f"p{i}" for i in range(N)]}), INVALID)  # pd.to_numeric fails
+    add(
+        "strings", sub.assign(**{target: [f"p{i}" for i in range(N)]}), INVALID
+    )  # pd.to_numeric fails
     bounds = sub.assign(**{target: np.resize([0.0, 1.0, 0.5], N)})
     add("zeros_and_ones", bounds, score(bounds))  # inclusive range
     add("constant", sub.assign(**{target: 0.5}), 0.5)  # all ties: AUC 1/2
@@ -212,24 +241,34 @@ def may2022() -> tuple[pd.DataFrame, list[Case]]:
     task = "tabular-playground-series-may-2022"
     ans, cases = auc_task(task, "id", "target", list(range(900000, 900000 + N)))
     sub = pd.read_csv(io.StringIO(next(c for c in cases if c.name == "random").submission))
-    text = "id,target\n" + "".join(f"{i}.0,{float(t)!r}\n" for i, t in zip(sub["id"], sub["target"], strict=True))
+    text = "id,target\n" + "".join(
+        f"{i}.0,{float(t)!r}\n" for i, t in zip(sub["id"], sub["target"], strict=True)
+    )
     # ids written as floats (900000.0) equal the integer ids after sorting: valid, same score
-    cases.append(Case(task, "float_ids", text, next(c for c in cases if c.name == "random").expected))
+    cases.append(
+        Case(task, "float_ids", text, next(c for c in cases if c.name == "random").expected)
+    )
     return ans, cases
 
 
 def pizza() -> tuple[pd.DataFrame, list[Case]]:
     rng = np.random.default_rng(11)
-    return auc_task("random-acts-of-pizza", "request_id", "requester_received_pizza",
-                    _hex(rng, N, 6, "t3_"))
+    return auc_task(
+        "random-acts-of-pizza", "request_id", "requester_received_pizza", _hex(rng, N, 6, "t3_")
+    )
 
 
 def insults() -> tuple[pd.DataFrame, list[Case]]:
     # the id is the comment text itself: commas, quotes and unicode exercise CSV quoting
     comments = [f'"you, {w} {i}: ""quoted"" é"' for i, w in enumerate(np.resize(WORDS, N))]
     dates = [f"2012061{i % 10}120000Z" for i in range(N)]
-    return auc_task("detecting-insults-in-social-commentary", "Comment", "Insult", comments,
-                    extra={"Date": dates})
+    return auc_task(
+        "detecting-insults-in-social-commentary",
+        "Comment",
+        "Insult",
+        comments,
+        extra={"Date": dates},
+    )
 
 
 def dec2021() -> tuple[pd.DataFrame, list[Case]]:
@@ -247,7 +286,9 @@ def dec2021() -> tuple[pd.DataFrame, list[Case]]:
     add = lambda name, frame, exp: cases.append(Case(task, name, _csv(frame), exp))  # noqa: E731
     add("nan", _with_value(sub, target, np.nan), INVALID)  # type_of_target: input contains NaN
     add("inf", _with_value(sub, target, np.inf), INVALID)
-    add("fractional_labels", sub.assign(**{target: sub[target] + 0.5}), INVALID)  # continuous vs multiclass
+    add(
+        "fractional_labels", sub.assign(**{target: sub[target] + 0.5}), INVALID
+    )  # continuous vs multiclass
     one_frac = _with_value(sub, target, 2.5, row=3)
     add("one_fractional_label", one_frac, INVALID)
     whole = sub.assign(**{target: sub[target].astype(float)})  # written 3.0: multiclass, valid
@@ -257,7 +298,9 @@ def dec2021() -> tuple[pd.DataFrame, list[Case]]:
     # scikit-learn 1.5.1 compares strings with >2 integer classes element-wise (all unequal):
     # valid, 0.0 (>= 1.6 raises "Mix of label input types"); we follow the pinned version.
     add("strings", sub.assign(**{target: [f"c{i % 7}" for i in range(N)]}), 0.0)
-    text = "Id,Cover_Type\n" + "".join(f"{i}.0,{t}\n" for i, t in zip(sub[id_col], sub[target], strict=True))
+    text = "Id,Cover_Type\n" + "".join(
+        f"{i}.0,{t}\n" for i, t in zip(sub[id_col], sub[target], strict=True)
+    )
     cases.append(Case(task, "float_ids", text, score(sub)))
     return ans, cases
 
@@ -272,7 +315,9 @@ def essays() -> tuple[pd.DataFrame, list[Case]]:
 
     def score(s: pd.DataFrame) -> float:
         m = _merged(s[[id_col, target]], ans, id_col)
-        return _r(cohen_kappa_score(_col(m, target, "pred"), _col(m, target, "true"), weights="quadratic"))
+        return _r(
+            cohen_kappa_score(_col(m, target, "pred"), _col(m, target, "true"), weights="quadratic")
+        )
 
     cases = _structural(task, ans, sub, id_col, [target], score, 1.0)
     add = lambda name, frame, exp: cases.append(Case(task, name, _csv(frame), exp))  # noqa: E731
@@ -285,7 +330,9 @@ def essays() -> tuple[pd.DataFrame, list[Case]]:
     add("constant", sub.assign(**{target: 3}), 0.0)  # kappa of a constant rater is 0
     outside = _with_value(sub, target, 7, row=2).astype({target: int})
     add("label_outside_1_6", outside, score(outside))  # 7 is a label of its own
-    add("strings", sub.assign(**{target: [f"s{v}" for v in sub[target]]}), INVALID)  # str vs number labels
+    add(
+        "strings", sub.assign(**{target: [f"s{v}" for v in sub[target]]}), INVALID
+    )  # str vs number labels
     return ans, cases
 
 
@@ -323,7 +370,10 @@ def tweets() -> tuple[pd.DataFrame, list[Case]]:
 
     def score(s: pd.DataFrame) -> float:
         m = _merged(s[[id_col, target]], ans, id_col)
-        texts = ["" if isinstance(v, float) and math.isnan(v) else str(v) for v in _col(m, target, "pred")]
+        texts = [
+            "" if isinstance(v, float) and math.isnan(v) else str(v)
+            for v in _col(m, target, "pred")
+        ]
         return _r(hand_jaccard(texts, list(_col(m, target, "true"))))
 
     cases = _structural(task, ans, sub, id_col, [target], score, 1.0)
@@ -335,7 +385,11 @@ def tweets() -> tuple[pd.DataFrame, list[Case]]:
     add("numbers", sub.assign(**{target: [i + 0.5 for i in range(N)]}), 0.0)
     blank = _with_value(sub, target, "   ")  # whitespace survives reading: no words, Jaccard 0
     add("whitespace_only", blank, score(blank))
-    add("extra_spaces", ans.assign(**{target: "  " + ans[target].str.replace(" ", "   ") + " "}), 1.0)
+    add(
+        "extra_spaces",
+        ans.assign(**{target: "  " + ans[target].str.replace(" ", "   ") + " "}),
+        1.0,
+    )
     inf_text = _with_value(sub, target, "inf")
     add("inf_text", inf_text, score(inf_text))  # stays the word "inf" in a text column
     return ans, cases
@@ -352,7 +406,9 @@ def plant() -> tuple[pd.DataFrame, list[Case]]:
 
     def score(s: pd.DataFrame) -> float:
         m = _merged(s[[id_col, *PLANT_CLASSES]], ans, id_col)
-        return _r(np.mean([roc_auc_score(_col(m, c, "true"), _col(m, c, "pred")) for c in PLANT_CLASSES]))
+        return _r(
+            np.mean([roc_auc_score(_col(m, c, "true"), _col(m, c, "pred")) for c in PLANT_CLASSES])
+        )
 
     cases = _structural(task, ans, sub, id_col, PLANT_CLASSES, score, 1.0, exact_columns=True)
     add = lambda name, frame, exp: cases.append(Case(task, name, _csv(frame), exp))  # noqa: E731
@@ -371,8 +427,16 @@ def _prob_rows(rng: np.random.Generator, k: int) -> np.ndarray:
     return p / p.sum(axis=1, keepdims=True)
 
 
-def _log_loss_cases(task: str, ans: pd.DataFrame, sub: pd.DataFrame, id_col: str, classes: list[str],
-                    score, *, exact_columns: bool) -> list[Case]:
+def _log_loss_cases(
+    task: str,
+    ans: pd.DataFrame,
+    sub: pd.DataFrame,
+    id_col: str,
+    classes: list[str],
+    score,
+    *,
+    exact_columns: bool,
+) -> list[Case]:
     # good: the one-hot answers, each row -log(1 - eps) ~ 2e-16
     cases = _structural(task, ans, sub, id_col, classes, score, 0.0, exact_columns=exact_columns)
     add = lambda name, frame, exp: cases.append(Case(task, name, _csv(frame), exp))  # noqa: E731
@@ -420,7 +484,9 @@ def leaf() -> tuple[pd.DataFrame, list[Case]]:
     """Exact column set {id} + 99 species, row sums by np.isclose(atol=1e-6), values in [0, 1]."""
     task, id_col = "leaf-classification", "id"
     rng = np.random.default_rng(71)
-    ids = sorted(rng.choice(np.arange(1, 1600), N, replace=False).tolist(), key=lambda _: rng.random())
+    ids = sorted(
+        rng.choice(np.arange(1, 1600), N, replace=False).tolist(), key=lambda _: rng.random()
+    )
     ans = _one_hot(ids, id_col, _labels(rng, len(LEAF_CLASSES)), LEAF_CLASSES)
     sub = pd.DataFrame(_prob_rows(rng, len(LEAF_CLASSES)), columns=LEAF_CLASSES)
     sub.insert(0, id_col, ids)
@@ -433,7 +499,9 @@ def leaf() -> tuple[pd.DataFrame, list[Case]]:
 
     cases = _log_loss_cases(task, ans, sub, id_col, LEAF_CLASSES, score, exact_columns=True)
     cases += _sum_cases(task, sub, LEAF_CLASSES, score)
-    cases.append(Case(task, "missing_class_column", _csv(sub.drop(columns=LEAF_CLASSES[-1])), INVALID))
+    cases.append(
+        Case(task, "missing_class_column", _csv(sub.drop(columns=LEAF_CLASSES[-1])), INVALID)
+    )
     return ans, cases
 
 
@@ -456,7 +524,10 @@ def spooky() -> tuple[pd.DataFrame, list[Case]]:
     cases = _log_loss_cases(task, ans, sub, id_col, SPOOKY_CLASSES, score, exact_columns=True)
     cases += _sum_cases(task, sub, SPOOKY_CLASSES, score)
     # reversed columns put the id last: the sum over columns 2..4 adds id strings (TypeError)
-    cases = [Case(task, c.name, c.submission, INVALID) if c.name == "reversed_columns" else c for c in cases]
+    cases = [
+        Case(task, c.name, c.submission, INVALID) if c.name == "reversed_columns" else c
+        for c in cases
+    ]
     cases.append(Case(task, "id_not_first", _csv(sub[["EAP", id_col, "HPL", "MWS"]]), INVALID))
     classes_reordered = sub[[id_col, "MWS", "EAP", "HPL"]]
     cases.append(Case(task, "classes_reordered", _csv(classes_reordered), score(sub)))
@@ -483,7 +554,9 @@ def lmsys() -> tuple[pd.DataFrame, list[Case]]:
     plus4 = _shifted(sub, LMSYS_CLASSES[0], 4e-7)
     cases += [
         Case(task, "sum_1_plus_4e-7", _csv(plus4), score(plus4)),  # rounds to 1.000000
-        Case(task, "sum_1_plus_6e-7", _csv(_shifted(sub, LMSYS_CLASSES[0], 6e-7)), INVALID),  # 1.000001
+        Case(
+            task, "sum_1_plus_6e-7", _csv(_shifted(sub, LMSYS_CLASSES[0], 6e-7)), INVALID
+        ),  # 1.000001
         Case(task, "sum_1_minus_6e-7", _csv(_shifted(sub, LMSYS_CLASSES[2], -6e-7)), INVALID),
     ]
     return ans, cases
@@ -495,12 +568,23 @@ def nomad() -> tuple[pd.DataFrame, list[Case]]:
     task, id_col = "nomad2018-predict-transparent-conductors", "id"
     targets = ["formation_energy_ev_natom", "bandgap_energy_ev"]
     rng = np.random.default_rng(101)
-    ans = pd.DataFrame({id_col: np.arange(1, N + 1), targets[0]: rng.uniform(0, 0.5, N).round(4),
-                        targets[1]: rng.uniform(0.5, 5, N).round(4)})
-    sub = ans.assign(**{targets[0]: rng.uniform(0, 0.5, N).round(4), targets[1]: rng.uniform(0.5, 5, N).round(4)})
+    ans = pd.DataFrame(
+        {
+            id_col: np.arange(1, N + 1),
+            targets[0]: rng.uniform(0, 0.5, N).round(4),
+            targets[1]: rng.uniform(0.5, 5, N).round(4),
+        }
+    )
+    sub = ans.assign(
+        **{targets[0]: rng.uniform(0, 0.5, N).round(4), targets[1]: rng.uniform(0.5, 5, N).round(4)}
+    )
 
     def score(s: pd.DataFrame) -> float:  # row i against answer row i, whatever the ids
-        return _r(np.mean([root_mean_squared_log_error(ans[t].to_numpy(), s[t].to_numpy()) for t in targets]))
+        return _r(
+            np.mean(
+                [root_mean_squared_log_error(ans[t].to_numpy(), s[t].to_numpy()) for t in targets]
+            )
+        )
 
     cases = _structural(task, ans, sub, id_col, targets, score, 0.0, positional=True)
     add = lambda name, frame, exp: cases.append(Case(task, name, _csv(frame), exp))  # noqa: E731
@@ -515,7 +599,20 @@ def nomad() -> tuple[pd.DataFrame, list[Case]]:
     return ans, cases
 
 
-BUILDERS = [may2022, pizza, insults, dec2021, essays, patent, tweets, plant, leaf, spooky, lmsys, nomad]
+BUILDERS = [
+    may2022,
+    pizza,
+    insults,
+    dec2021,
+    essays,
+    patent,
+    tweets,
+    plant,
+    leaf,
+    spooky,
+    lmsys,
+    nomad,
+]
 TASKS: dict[str, tuple[pd.DataFrame, list[Case]]] = {}
 for _build in BUILDERS:
     _ans, _cases = _build()
@@ -572,7 +669,10 @@ def test_every_task_is_covered():
 def test_the_three_issue_17_disagreements(grading):
     """Essay non-integer floats and tps-dec NaN / fractional labels are invalid; log loss with
     rows summing to 1 + 5e-6 is clipped, not renormalised (scikit-learn 1.5.1)."""
-    want = {("learning-agency-lab-automated-essay-scoring-2", n) for n in ("half_points", "regression_outputs")}
+    want = {
+        ("learning-agency-lab-automated-essay-scoring-2", n)
+        for n in ("half_points", "regression_outputs")
+    }
     want |= {("tabular-playground-series-dec-2021", n) for n in ("nan", "fractional_labels")}
     picked = [c for c in CASES if (c.task, c.name) in want]
     assert len(picked) == 4 and all(c.expected is INVALID for c in picked)
@@ -588,7 +688,10 @@ def test_the_three_issue_17_disagreements(grading):
         assert case.expected != renormalised  # the two conventions differ at 5 places here
         grading.answers(task, ans)
         assert grading.grade(task, case.submission).score == case.expected
-    for task in ("learning-agency-lab-automated-essay-scoring-2", "tabular-playground-series-dec-2021"):
+    for task in (
+        "learning-agency-lab-automated-essay-scoring-2",
+        "tabular-playground-series-dec-2021",
+    ):
         grading.answers(task, TASKS[task][0])
         for case in (c for c in picked if c.task == task):
             assert grading.grade(task, case.submission).valid_submission is False

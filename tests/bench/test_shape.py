@@ -38,14 +38,22 @@ def _multiline_header(segments: int) -> str:
 
 HOSTILE = {
     # name: (builder of the file text, words the reason must contain); built lazily (~50 MB each)
-    "million_column_header": (lambda: "id,target," + ",".join(f"c{i}" for i in range(1_000_000)) + "\n" + _rows(),
-                              "line longer"),
-    "400k_short_columns_under_line_cap": (lambda: "id,target" + ",a" * 400_000 + "\n" + _rows(), "columns"),
+    "million_column_header": (
+        lambda: "id,target," + ",".join(f"c{i}" for i in range(1_000_000)) + "\n" + _rows(),
+        "line longer",
+    ),
+    "400k_short_columns_under_line_cap": (
+        lambda: "id,target" + ",a" * 400_000 + "\n" + _rows(),
+        "columns",
+    ),
     "single_50MB_line": (lambda: "id,target\n" + "0," * 25_000_000, "line longer"),
     "50MB_without_line_breaks": (lambda: "x" * 50_000_000, "line longer"),
     "five_million_rows": (lambda: "id,target\n" + "1,0.5\n" * 5_000_000, "non-empty lines"),
     "header_record_over_quoted_line_breaks": (lambda: _multiline_header(400) + _rows(), "columns"),
-    "header_record_longer_than_cap": (lambda: _multiline_header(1200) + _rows(), "header is longer"),
+    "header_record_longer_than_cap": (
+        lambda: _multiline_header(1200) + _rows(),
+        "header is longer",
+    ),
     "rows_far_beyond_answers": (lambda: "id,target\n" + _rows() * 4, "non-empty lines"),
 }
 
@@ -96,15 +104,22 @@ def test_boundaries_are_inclusive(may, tmp_path):
     frame.assign(one_more=0).to_csv(path, index=False)
     assert "columns" in grade_submission(task, path).error
     # a line of exactly MAX_LINE_BYTES bytes (before its line break) is accepted by the scan
-    path.write_text("id,target,note\n" + "".join(f"{i},0.5,\n" for i in SECRET_IDS[:-1])
-                    + f"{SECRET_IDS[-1]},0.5," + "y" * (MAX_LINE_BYTES - len(f"{SECRET_IDS[-1]},0.5,")) + "\n")
+    path.write_text(
+        "id,target,note\n"
+        + "".join(f"{i},0.5,\n" for i in SECRET_IDS[:-1])
+        + f"{SECRET_IDS[-1]},0.5,"
+        + "y" * (MAX_LINE_BYTES - len(f"{SECRET_IDS[-1]},0.5,"))
+        + "\n"
+    )
     assert grade_submission(task, path).score == 0.5
 
 
 def test_ordinary_files_still_read_like_pandas(may, tmp_path):
     task = may.registry.get(TASK)
     path = tmp_path / "ok.csv"
-    rows = [f"{i},{0.9 if k % 2 else 0.1}" for k, i in enumerate(SECRET_IDS)]  # odd rows are positives
+    rows = [
+        f"{i},{0.9 if k % 2 else 0.1}" for k, i in enumerate(SECRET_IDS)
+    ]  # odd rows are positives
     for newline in ("\n", "\r\n", "\r"):  # pandas' C parser accepts all three line endings
         path.write_bytes(("id,target" + newline + newline.join(rows) + newline).encode())
         assert grade_submission(task, path).score == 1.0, repr(newline)

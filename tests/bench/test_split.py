@@ -17,8 +17,12 @@ DEC = "tabular-playground-series-dec-2021"
 
 
 def _labels(n_pos: int, n_neg: int) -> pd.DataFrame:
-    return pd.DataFrame({"Comment": [f"c{i:03d}" for i in range(n_pos + n_neg)],
-                         "Insult": [1] * n_pos + [0] * n_neg})
+    return pd.DataFrame(
+        {
+            "Comment": [f"c{i:03d}" for i in range(n_pos + n_neg)],
+            "Insult": [1] * n_pos + [0] * n_neg,
+        }
+    )
 
 
 def test_mask_is_deterministic_per_task_and_stratified():
@@ -64,15 +68,22 @@ def test_grade_returns_both_scores_and_the_full_score(grading, registry, tmp_pat
     shuffled = sub.sample(frac=1.0, random_state=1)
     again = grading.grade(INSULTS, shuffled)
     assert (again.public_score, again.private_score) == (report.public_score, report.private_score)
-    full = grade_submission(dataclasses.replace(task, public_fraction=1.0), tmp_path / f"sub-{INSULTS}.csv")
+    full = grade_submission(
+        dataclasses.replace(task, public_fraction=1.0), tmp_path / f"sub-{INSULTS}.csv"
+    )
     assert full.public_score == full.private_score == full.score and full.split == "full"
     assert set(report.to_json()) >= {"public_score", "private_score", "baseline_score", "split"}
 
 
 def test_positional_grader_splits_by_position(grading, registry):
     n = 12
-    ans = pd.DataFrame({"id": range(1, n + 1), "formation_energy_ev_natom": np.linspace(0.1, 0.3, n),
-                        "bandgap_energy_ev": np.linspace(1, 4, n)})
+    ans = pd.DataFrame(
+        {
+            "id": range(1, n + 1),
+            "formation_energy_ev_natom": np.linspace(0.1, 0.3, n),
+            "bandgap_energy_ev": np.linspace(1, 4, n),
+        }
+    )
     grading.answers(NOMAD, ans)
     sub = ans.assign(formation_energy_ev_natom=0.2, bandgap_energy_ev=2.0)
     report = grading.grade(NOMAD, sub)
@@ -85,7 +96,9 @@ def test_positional_grader_splits_by_position(grading, registry):
 def test_tiny_answer_set_falls_back_to_all_answers(grading):
     ans = _labels(1, 3)  # one positive: no part of a split can hold both classes
     grading.answers(INSULTS, ans)
-    report = grading.grade(INSULTS, pd.DataFrame({"Comment": ans.Comment, "Insult": [0.9, 0.1, 0.2, 0.3]}))
+    report = grading.grade(
+        INSULTS, pd.DataFrame({"Comment": ans.Comment, "Insult": [0.9, 0.1, 0.2, 0.3]})
+    )
     assert report.split.startswith("full: ") and "one class" in report.split
     assert report.public_score == report.private_score == report.score == 1.0
 
@@ -93,7 +106,9 @@ def test_tiny_answer_set_falls_back_to_all_answers(grading):
 def test_invalid_submission_has_no_part_scores(grading):
     grading.answers(INSULTS, _labels(5, 5))
     report = grading.grade(INSULTS, pd.DataFrame({"Comment": ["x"], "Insult": [0.5]}))
-    assert not report.valid_submission and report.public_score is None and report.private_score is None
+    assert (
+        not report.valid_submission and report.public_score is None and report.private_score is None
+    )
 
 
 def test_bad_fraction_is_refused(registry):
@@ -132,8 +147,19 @@ def test_unique_keys_draw_the_same_rows_as_a_per_row_split():
 def _repeated_comments() -> pd.DataFrame:
     # 30 rows over 19 distinct comments: "c00".."c05" appear 2-4 times, some with both labels,
     # as the real task's comment texts can ("You are an idiot" is in its answers more than once)
-    keys = [f"c{i:02d}" for i in range(19)] + ["c00", "c00", "c01", "c02", "c03", "c03", "c03",
-                                                "c04", "c05", "c05", "c01"]
+    keys = [f"c{i:02d}" for i in range(19)] + [
+        "c00",
+        "c00",
+        "c01",
+        "c02",
+        "c03",
+        "c03",
+        "c03",
+        "c04",
+        "c05",
+        "c05",
+        "c01",
+    ]
     labels = [i % 2 for i in range(19)] + [1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 1]
     return pd.DataFrame({"Comment": keys, "Insult": labels})
 

@@ -12,9 +12,14 @@ from mlerl.bench._standins import BUILDERS
 TINY = [f"{b}-tiny" for b in BUILDERS]
 # the sample submission's expected score: constant probabilities -> AUC 0.5, constant Pearson
 # -> NaN, uniform 3-class -> ln 3, constant QWK -> 0; None = task-specific (checked as valid).
-SAMPLE_ORACLE = {"standin-cancer-auc-tiny": 0.5, "standin-insults-auc-tiny": 0.5,
-                 "standin-digits-colauc-tiny": 0.5, "standin-diabetes-pearson-tiny": math.nan,
-                 "standin-wine-logloss-tiny": 1.09861, "standin-essays-qwk-tiny": 0.0}
+SAMPLE_ORACLE = {
+    "standin-cancer-auc-tiny": 0.5,
+    "standin-insults-auc-tiny": 0.5,
+    "standin-digits-colauc-tiny": 0.5,
+    "standin-diabetes-pearson-tiny": math.nan,
+    "standin-wine-logloss-tiny": 1.09861,
+    "standin-essays-qwk-tiny": 0.0,
+}
 REFERENCE = {"jaccard": "lexicon-f1.0-a2-span"}
 
 
@@ -30,7 +35,11 @@ def test_prepare_layout_and_no_label_leak(tiny_data, task_id):
     answers, sample = pd.read_csv(task.answers_path), pd.read_csv(task.sample_submission_path)
     assert len(train) + len(test) <= 500
     assert not set(task.target_columns) & set(test.columns)
-    assert sorted(answers[task.id_column]) == sorted(test[task.id_column]) == sorted(sample[task.id_column])
+    assert (
+        sorted(answers[task.id_column])
+        == sorted(test[task.id_column])
+        == sorted(sample[task.id_column])
+    )
     assert not set(train[task.id_column]) & set(test[task.id_column])
     assert "./input/" in task.description and "./submission.csv" in task.description
     if task.modality == "image":
@@ -45,10 +54,13 @@ def test_sample_and_reference_solution_grade(tiny_data, task_id):
     assert sample.valid_submission, sample.error
     want = SAMPLE_ORACLE.get(task_id)
     if want is not None:
-        assert (math.isnan(sample.score) if math.isnan(want) else sample.score == want)
+        assert math.isnan(sample.score) if math.isnan(want) else sample.score == want
     name = REFERENCE.get(task.grader, "linear-C1.0-frac1.0")
     fn = dict(solutions(task))[name]
-    train, test = pd.read_csv(task.public_dir / "train.csv"), pd.read_csv(task.public_dir / "test.csv")
+    train, test = (
+        pd.read_csv(task.public_dir / "train.csv"),
+        pd.read_csv(task.public_dir / "test.csv"),
+    )
     path = tiny_data / f"{task_id}-ref.csv"
     fn(train, test).to_csv(path, index=False)
     ref = grade_submission(task, path)

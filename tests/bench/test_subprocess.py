@@ -17,8 +17,9 @@ def test_subprocess_matches_in_process_and_times_out(grading, tmp_path):
     here = grade_submission(task, path)
     there = grade_in_subprocess(task, path, timeout_s=120)
     assert there.valid_submission and there.score == here.score
-    assert {k: v for k, v in there.to_dict().items() if k != "created_at"} == \
-        {k: v for k, v in here.to_dict().items() if k != "created_at"}
+    assert {k: v for k, v in there.to_dict().items() if k != "created_at"} == {
+        k: v for k, v in here.to_dict().items() if k != "created_at"
+    }
     # a fresh interpreter importing pandas cannot finish in 10 ms
     late = grade_in_subprocess(task, path, timeout_s=0.01)
     assert late.valid_submission is False and late.score is None and "timed out" in late.error

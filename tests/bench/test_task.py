@@ -13,7 +13,9 @@ def test_every_shipped_task_is_complete(tmp_path):
     reg = Registry.load(data_dir=tmp_path)
     assert set(TASKS) <= set(reg.ids("mlebench"))
     standins = reg.ids("standin")
-    assert len(standins) >= 16 and all(f"{t}-tiny" in standins for t in standins if not t.endswith("-tiny"))
+    assert len(standins) >= 16 and all(
+        f"{t}-tiny" in standins for t in standins if not t.endswith("-tiny")
+    )
     for task in reg:
         assert task.grader in GRADERS, task.id
         assert task.thresholds is not None and task.thresholds.source, task.id
@@ -22,14 +24,29 @@ def test_every_shipped_task_is_complete(tmp_path):
     modalities = {reg.get(t).modality for t in standins}
     metrics = {reg.get(t).metric for t in standins}
     assert modalities == {"tabular", "text", "image"}
-    assert {"roc_auc", "accuracy", "quadratic_weighted_kappa", "pearson", "word_jaccard",
-            "multiclass_log_loss", "columnwise_rmsle", "columnwise_roc_auc"} <= metrics
+    assert {
+        "roc_auc",
+        "accuracy",
+        "quadratic_weighted_kappa",
+        "pearson",
+        "word_jaccard",
+        "multiclass_log_loss",
+        "columnwise_rmsle",
+        "columnwise_roc_auc",
+    } <= metrics
 
 
 def _write_task(root: Path, **over) -> Path:
-    spec = {"id": "my-task", "grader": "auc", "metric": "roc_auc", "direction": "maximize",
-            "modality": "tabular", "id_column": "id", "target_columns": ["y"],
-            "thresholds": {"gold": 0.9, "silver": 0.8, "bronze": 0.7, "median": 0.6, "source": "test"}}
+    spec = {
+        "id": "my-task",
+        "grader": "auc",
+        "metric": "roc_auc",
+        "direction": "maximize",
+        "modality": "tabular",
+        "id_column": "id",
+        "target_columns": ["y"],
+        "thresholds": {"gold": 0.9, "silver": 0.8, "bronze": 0.7, "median": 0.6, "source": "test"},
+    }
     spec.update(over)
     d = root / spec["id"]
     d.mkdir(parents=True, exist_ok=True)
@@ -40,16 +57,23 @@ def _write_task(root: Path, **over) -> Path:
 
 def test_tasks_dir_adds_and_overrides(tmp_path):
     _write_task(tmp_path / "tasks")
-    _write_task(tmp_path / "tasks", id="leaf-classification", grader="log_loss_exact", direction="minimize")
+    _write_task(
+        tmp_path / "tasks", id="leaf-classification", grader="log_loss_exact", direction="minimize"
+    )
     reg = Registry.load(tasks_dir=tmp_path / "tasks", data_dir=tmp_path / "d")
     assert reg.get("my-task").target_columns == ("y",) and reg.get("my-task").thresholds.gold == 0.9
     assert reg.get("leaf-classification").task_dir == tmp_path / "tasks" / "leaf-classification"
 
 
-@pytest.mark.parametrize(("over", "match"), [
-    ({"direction": "up"}, "direction"), ({"modality": "audio"}, "modality"),
-    ({"thresholds": {"gold": 1}}, "thresholds"), ({"id_column": None}, None),
-])
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"direction": "up"}, "direction"),
+        ({"modality": "audio"}, "modality"),
+        ({"thresholds": {"gold": 1}}, "thresholds"),
+        ({"id_column": None}, None),
+    ],
+)
 def test_malformed_task_yaml(tmp_path, over, match):
     spec_over = {k: v for k, v in over.items() if v is not None}
     d = _write_task(tmp_path / "tasks", **spec_over)
@@ -91,4 +115,9 @@ def test_shipped_standin_files_match_generators_and_leaderboards(tmp_path):
         if task.kind == "standin":
             g, s, b, med, lower = thresholds_from_leaderboard(task.leaderboard)
             t = task.thresholds
-            assert (t.gold, t.silver, t.bronze, t.median) == (g, s, b, med) and lower == task.lower_is_better
+            assert (t.gold, t.silver, t.bronze, t.median) == (
+                g,
+                s,
+                b,
+                med,
+            ) and lower == task.lower_is_better

@@ -17,17 +17,28 @@ TASK = "rmsle-task"
 
 def _results(path: Path, overrides: list[str], rows: dict[int, tuple[float, float]]) -> Path:
     """A results file; ``rows`` maps seed -> (valid_last_quarter, trained_best)."""
-    runs = [{"seed": s, "valid_last_quarter": v,
-             "tasks": {TASK: {"lower_is_better": True, "trained_best": b, "initial_best": 0.05}},
-             "scratch_score_by_task": {TASK: {"first_quarter": 0.06, "last_quarter": None if b is None else b + 0.01}}}
-            for s, (v, b) in rows.items()]
+    runs = [
+        {
+            "seed": s,
+            "valid_last_quarter": v,
+            "tasks": {TASK: {"lower_is_better": True, "trained_best": b, "initial_best": 0.05}},
+            "scratch_score_by_task": {
+                TASK: {"first_quarter": 0.06, "last_quarter": None if b is None else b + 0.01}
+            },
+        }
+        for s, (v, b) in rows.items()
+    ]
     path.write_text(json.dumps({"overrides": overrides, "runs": runs}))
     return path
 
 
 def test_paired_difference_over_common_seeds_by_hand(tmp_path: Path):
-    ref = _results(tmp_path / "a.json", [], {3: (0.5, 0.040), 4: (0.6, 0.042), 5: (0.7, 0.044), 6: (0.1, 0.1)})
-    cand = _results(tmp_path / "b.json", ["x=1"], {3: (0.6, 0.041), 4: (0.8, 0.043), 5: (0.7, 0.045)})
+    ref = _results(
+        tmp_path / "a.json", [], {3: (0.5, 0.040), 4: (0.6, 0.042), 5: (0.7, 0.044), 6: (0.1, 0.1)}
+    )
+    cand = _results(
+        tmp_path / "b.json", ["x=1"], {3: (0.6, 0.041), 4: (0.8, 0.043), 5: (0.7, 0.045)}
+    )
     assert ca.main([str(ref), str(cand), "--name", "cmp", "--out", str(tmp_path)]) == 0
     out = json.loads((tmp_path / "cmp.json").read_text())
     c = out["comparison"]
@@ -35,7 +46,7 @@ def test_paired_difference_over_common_seeds_by_hand(tmp_path: Path):
     v = c["runs"]["valid_last_quarter"]
     # differences +0.1, +0.2, 0.0: mean 0.1, sample sd 0.1, s.e. 0.1/sqrt(3) = 0.0577; 0.1 < 2 s.e.
     assert v["difference"]["mean"] == pytest.approx(0.1)
-    assert v["difference"]["se"] == pytest.approx(0.1 / 3 ** 0.5)
+    assert v["difference"]["se"] == pytest.approx(0.1 / 3**0.5)
     assert v["beyond_noise"] is False
     assert v["per_seed"]["4"] == [0.6, 0.8]
     best = c["tasks"][TASK]["trained_best"]
@@ -46,7 +57,10 @@ def test_paired_difference_over_common_seeds_by_hand(tmp_path: Path):
     # the valid scratch programs' last-quarter score (here best + 0.01): also +0.001 a seed
     learned = c["tasks"][TASK]["scratch_score_last_quarter"]
     assert learned["per_seed"]["3"] == [pytest.approx(0.050), pytest.approx(0.051)]
-    assert learned["difference"]["mean"] == pytest.approx(0.001) and learned["candidate_better"] is False
+    assert (
+        learned["difference"]["mean"] == pytest.approx(0.001)
+        and learned["candidate_better"] is False
+    )
     assert out["candidate"]["label"] == "x=1" and out["reference"]["label"].startswith("default")
     assert best["missing"] == {"reference": 0, "candidate": 0}
 
@@ -55,7 +69,9 @@ def test_a_seed_without_a_valid_best_is_counted_and_shown(tmp_path: Path, capsys
     ref = _results(tmp_path / "a.json", [], {3: (0.5, 0.040), 4: (0.6, 0.042)})
     cand = _results(tmp_path / "b.json", ["x=1"], {3: (0.6, None), 4: (0.8, 0.043)})
     ca.main([str(ref), str(cand), "--name", "cmp", "--out", str(tmp_path)])
-    best = json.loads((tmp_path / "cmp.json").read_text())["comparison"]["tasks"][TASK]["trained_best"]
+    best = json.loads((tmp_path / "cmp.json").read_text())["comparison"]["tasks"][TASK][
+        "trained_best"
+    ]
     assert best["missing"] == {"reference": 0, "candidate": 1}
     assert best["difference"]["n"] == 1 and best["per_seed"]["3"] == [0.040, None]
     assert "(1 seed without)" in capsys.readouterr().out

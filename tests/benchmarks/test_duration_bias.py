@@ -18,9 +18,19 @@ Run, bandit_update = _bench.Run, _bench.bandit_update
 
 def _sample(seq: int, arm: int, duration: float, reward: float) -> Sample:
     return Sample(
-        sample_id=f"w:{seq}", actor_id="w", seq=seq, task_id="bandit", prompt_kind=PromptKind.SCRATCH,
-        prompt_ids=[0], response_ids=[arm], behaviour_logprobs=[math.log(1 / 3)], policy_version=0,
-        t_sampled=0.0, duration_s=duration, exec_status=ExecStatus.OK, reward=reward,
+        sample_id=f"w:{seq}",
+        actor_id="w",
+        seq=seq,
+        task_id="bandit",
+        prompt_kind=PromptKind.SCRATCH,
+        prompt_ids=[0],
+        response_ids=[arm],
+        behaviour_logprobs=[math.log(1 / 3)],
+        policy_version=0,
+        t_sampled=0.0,
+        duration_s=duration,
+        exec_status=ExecStatus.OK,
+        reward=reward,
     )
 
 
@@ -39,7 +49,10 @@ BATCH = [_sample(i, 1, 0.05, 0.5) for i in range(8)] + [_sample(8, 2, 0.4, 1.0)]
 
 @pytest.mark.parametrize(
     "mode, expected",
-    [(DurationWeighting.none, [-5 / 27, 7 / 27, -2 / 27]), (DurationWeighting.paper, [-0.25, 0.0, 0.25])],
+    [
+        (DurationWeighting.none, [-5 / 27, 7 / 27, -2 / 27]),
+        (DurationWeighting.paper, [-0.25, 0.0, 0.25]),
+    ],
 )
 def test_duration_weighting_reverses_the_frequency_bias(mode, expected):
     run = Run(mode, seed=0, lr=1.0, baseline="none")

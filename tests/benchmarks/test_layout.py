@@ -21,7 +21,9 @@ def readme_scripts(text: str) -> set[str]:
 
 
 def test_readme_scripts_reads_the_first_cell_only():
-    text = "| script | does |\n|---|---|\n| `a.py` | uses `b.py` |\n| `_c.py` | shared |\nsee `d.py`\n"
+    text = (
+        "| script | does |\n|---|---|\n| `a.py` | uses `b.py` |\n| `_c.py` | shared |\nsee `d.py`\n"
+    )
     assert readme_scripts(text) == {"a.py", "_c.py"}
 
 
@@ -36,8 +38,12 @@ def test_each_readme_lists_exactly_its_scripts(directory):
     scripts = {p.name for p in here.glob("*.py")}
     listed = readme_scripts((here / "README.md").read_text(encoding="utf-8"))
     assert scripts, directory
-    assert scripts - listed == set(), f"{directory}/README.md does not list {sorted(scripts - listed)}"
-    assert listed - scripts == set(), f"{directory}/README.md lists missing scripts {sorted(listed - scripts)}"
+    assert scripts - listed == set(), (
+        f"{directory}/README.md does not list {sorted(scripts - listed)}"
+    )
+    assert listed - scripts == set(), (
+        f"{directory}/README.md lists missing scripts {sorted(listed - scripts)}"
+    )
 
 
 def test_the_top_readme_names_each_directory():
@@ -45,14 +51,21 @@ def test_the_top_readme_names_each_directory():
     assert all(f"`{d}/`" in text for d in DIRS)
 
 
-SCRIPTS = sorted(str(p.relative_to(BENCHMARKS)) for d in DIRS for p in (BENCHMARKS / d).glob("[a-z]*.py"))
+SCRIPTS = sorted(
+    str(p.relative_to(BENCHMARKS)) for d in DIRS for p in (BENCHMARKS / d).glob("[a-z]*.py")
+)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_every_script_starts_from_its_directory(script):
     """Each script finds what it imports (the shared _common.py one level up, its neighbours)
     when run as the READMEs say: `python benchmarks/<dir>/<script>.py`, from the repository root."""
-    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--help"],
-                          capture_output=True, text=True, timeout=300, cwd=BENCHMARKS.parent)
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=BENCHMARKS.parent,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage" in done.stdout.lower()

@@ -16,17 +16,49 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "throughput" / "learner_vs_trl.py"
 B, GROUP, MICRO, P, R, WARMUP, REPS, ROUNDS = 4, 2, 2, 5, 3, 1, 2, 2
 TINY = [
-    "--vocab-size", "64", "--hidden-size", "32", "--num-layers", "1", "--num-heads", "2", "--num-kv-heads", "1",
-    "--intermediate-size", "64", "--batch-size", str(B), "--group-size", str(GROUP), "--micro-batch-size", str(MICRO),
-    "--prompt-len", str(P), "--response-len", str(R), "--length-jitter", "0", "--warmup", str(WARMUP),
-    "--reps", str(REPS), "--rounds", str(ROUNDS), "--threads", "1",
+    "--vocab-size",
+    "64",
+    "--hidden-size",
+    "32",
+    "--num-layers",
+    "1",
+    "--num-heads",
+    "2",
+    "--num-kv-heads",
+    "1",
+    "--intermediate-size",
+    "64",
+    "--batch-size",
+    str(B),
+    "--group-size",
+    str(GROUP),
+    "--micro-batch-size",
+    str(MICRO),
+    "--prompt-len",
+    str(P),
+    "--response-len",
+    str(R),
+    "--length-jitter",
+    "0",
+    "--warmup",
+    str(WARMUP),
+    "--reps",
+    str(REPS),
+    "--rounds",
+    str(ROUNDS),
+    "--threads",
+    "1",
 ]
 
 
 def _run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path / "result.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *TINY, "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc, out
 
 
@@ -37,7 +69,9 @@ def _check_timing(result: dict, tokens: int, response_tokens: int) -> None:
     assert result["min_s"] <= result["median_s"] <= result["max_s"]
     assert result["tokens_per_s"] == pytest.approx(tokens / result["median_s"])
     assert result["response_tokens_per_s"] == pytest.approx(response_tokens / result["median_s"])
-    assert result["updates_applied"] == WARMUP + REPS  # per round, each with a fresh learner/trainer
+    assert (
+        result["updates_applied"] == WARMUP + REPS
+    )  # per round, each with a fresh learner/trainer
     assert result["torch_threads"] == 1
 
 
@@ -45,12 +79,19 @@ def test_mlerl_half_writes_token_counts_and_throughput(tmp_path):
     proc, out = _run(tmp_path, "--skip-trl")
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(out.read_text())
-    assert report["batch"] == {"samples": B, "prompt_tokens": B * P, "response_tokens": B * R, "tokens": B * (P + R)}
+    assert report["batch"] == {
+        "samples": B,
+        "prompt_tokens": B * P,
+        "response_tokens": B * R,
+        "tokens": B * (P + R),
+    }
     assert set(report["results"]) == {"mlerl"}
     _check_timing(report["results"]["mlerl"], B * (P + R), B * R)
     assert "--skip-trl" in report["command"]
     assert report["machine"]["cpus"] == os.cpu_count()
-    assert len(report["machine"]["load_avg_before"]) == len(report["machine"]["load_avg_after"]) == 3
+    assert (
+        len(report["machine"]["load_avg_before"]) == len(report["machine"]["load_avg_after"]) == 3
+    )
     assert report["versions"]["torch"] and report["versions"]["transformers"]
     assert "mlerl Learner.update" in proc.stdout
 
@@ -67,7 +108,8 @@ def test_trl_half_processes_the_same_tokens_and_the_same_update(tmp_path):
     # from the same weights and batch, both frameworks move the parameters the same way
     assert report["first_update_agreement"]["cosine"] > 0.99
     assert report["mlerl_over_trl_tokens_per_s"] == pytest.approx(
-        report["results"]["mlerl"]["tokens_per_s"] / trl["tokens_per_s"])
+        report["results"]["mlerl"]["tokens_per_s"] / trl["tokens_per_s"]
+    )
     assert report["versions"]["trl"]
 
 

@@ -12,36 +12,73 @@ MODULE = "pkg/_fake.py"
 
 
 def _script():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("mutation", REPO / "benchmarks" / "tools" / "mutation.py")
+    spec = importlib.util.spec_from_file_location(
+        "mutation", REPO / "benchmarks" / "tools" / "mutation.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def _record(outcome, operator="core/NumberReplacer", before="x = 1", after="x = 2", line=7):
-    diff = (f"--- mutation diff ---\n--- a{MODULE}\n+++ b{MODULE}\n@@ -{line - 1},3 +{line - 1},3 @@\n"
-            f" def f():\n-{before}\n+{after}\n     return x\n")
+    diff = (
+        f"--- mutation diff ---\n--- a{MODULE}\n+++ b{MODULE}\n@@ -{line - 1},3 +{line - 1},3 @@\n"
+        f" def f():\n-{before}\n+{after}\n     return x\n"
+    )
     result = None if outcome is None else {"test_outcome": outcome, "diff": diff}
-    return {"work_item": {"mutations": [{"operator_name": operator, "start_pos": [line, 4]}]},
-            "result": result}
+    return {
+        "work_item": {"mutations": [{"operator_name": operator, "start_pos": [line, 4]}]},
+        "result": result,
+    }
 
 
 def test_counts_survivors_and_equivalents_from_records():
     m = _script()
-    equivalent = {m.mutation_key(MODULE, "core/NumberReplacer", "    y = 0", "    y = 1"): "y unused"}
-    records = [_record("killed"), _record("KILLED"), _record("incompetent"), _record(None),
-               _record("survived", before="    y = 0", after="    y = 1", line=9),
-               _record("survived", before="    z = a < b", after="    z = a <= b", line=12,
-                       operator="core/ReplaceComparisonOperator_Lt_LtE"),
-               _record("survived", before="def g(a: int | None) -> int:",
-                       after="def g(a: int % None) -> int:", line=3)]
+    equivalent = {
+        m.mutation_key(MODULE, "core/NumberReplacer", "    y = 0", "    y = 1"): "y unused"
+    }
+    records = [
+        _record("killed"),
+        _record("KILLED"),
+        _record("incompetent"),
+        _record(None),
+        _record("survived", before="    y = 0", after="    y = 1", line=9),
+        _record(
+            "survived",
+            before="    z = a < b",
+            after="    z = a <= b",
+            line=12,
+            operator="core/ReplaceComparisonOperator_Lt_LtE",
+        ),
+        _record(
+            "survived",
+            before="def g(a: int | None) -> int:",
+            after="def g(a: int % None) -> int:",
+            line=3,
+        ),
+    ]
     counts, survivors, equivalents = m.summarize(MODULE, records, equivalent)
-    assert counts == {"killed": 2, "survived": 1, "equivalent": 2, "incompetent": 1, "not_run": 1,
-                      "score": round(2 / 3, 4), "complete": False}
-    assert survivors == [{"module": MODULE, "line": 12, "operator": "core/ReplaceComparisonOperator_Lt_LtE",
-                          "mutation": "z = a < b  ->  z = a <= b"}]
+    assert counts == {
+        "killed": 2,
+        "survived": 1,
+        "equivalent": 2,
+        "incompetent": 1,
+        "not_run": 1,
+        "score": round(2 / 3, 4),
+        "complete": False,
+    }
+    assert survivors == [
+        {
+            "module": MODULE,
+            "line": 12,
+            "operator": "core/ReplaceComparisonOperator_Lt_LtE",
+            "mutation": "z = a < b  ->  z = a <= b",
+        }
+    ]
     assert [(e["line"], e["reason"]) for e in equivalents] == [
-        (9, "y unused"), (3, "operator inside a postponed annotation (never evaluated)")]
+        (9, "y unused"),
+        (3, "operator inside a postponed annotation (never evaluated)"),
+    ]
 
 
 def test_a_bitwise_or_outside_an_annotation_is_not_equivalent():
@@ -52,15 +89,19 @@ def test_a_bitwise_or_outside_an_annotation_is_not_equivalent():
 
 def test_parse_diff_reads_the_line_and_both_texts():
     m = _script()
-    diff = _record("survived", before="    return a + b", after="    return a - b", line=20)["result"]["diff"]
+    diff = _record("survived", before="    return a + b", after="    return a - b", line=20)[
+        "result"
+    ]["diff"]
     assert m.parse_diff(diff) == (20, "    return a + b", "    return a - b")
 
 
 def test_merge_replaces_one_module_and_keeps_the_others():
     m = _script()
-    old = {"modules": {"a.py": {"killed": 1}, "b.py": {"killed": 2}},
-           "survivors": [{"module": "a.py", "line": 1}, {"module": "b.py", "line": 2}],
-           "equivalent": [{"module": "a.py", "line": 3, "reason": "r"}]}
+    old = {
+        "modules": {"a.py": {"killed": 1}, "b.py": {"killed": 2}},
+        "survivors": [{"module": "a.py", "line": 1}, {"module": "b.py", "line": 2}],
+        "equivalent": [{"module": "a.py", "line": 3, "reason": "r"}],
+    }
     new = m.merge(old, "a.py", {"killed": 5}, [{"module": "a.py", "line": 9}], [])
     assert new["modules"] == {"a.py": {"killed": 5}, "b.py": {"killed": 2}}
     assert new["survivors"] == [{"module": "b.py", "line": 2}, {"module": "a.py", "line": 9}]
@@ -77,8 +118,15 @@ def test_every_module_and_test_file_exists():
     # what issue 26 names: losses, advantages, duration weights, reward, the graders' metrics,
     # the learner's door, the sandbox's mounts, checkpoint verification
     assert {Path(module).stem for module in m.MODULES} == {
-        "_losses", "_advantages", "_duration_weights", "_reward", "_metrics", "_validate", "_bwrap",
-        "_checkpoint"}
+        "_losses",
+        "_advantages",
+        "_duration_weights",
+        "_reward",
+        "_metrics",
+        "_validate",
+        "_bwrap",
+        "_checkpoint",
+    }
 
 
 def test_forget_survivors_marks_them_not_run(tmp_path):
@@ -88,7 +136,10 @@ def test_forget_survivors_marks_them_not_run(tmp_path):
     db = tmp_path / "s.sqlite"
     with sqlite3.connect(db) as c:
         c.execute("CREATE TABLE work_results (job_id TEXT, test_outcome TEXT)")
-        c.executemany("INSERT INTO work_results VALUES (?, ?)", [("a", "KILLED"), ("b", "SURVIVED"), ("c", "SURVIVED")])
+        c.executemany(
+            "INSERT INTO work_results VALUES (?, ?)",
+            [("a", "KILLED"), ("b", "SURVIVED"), ("c", "SURVIVED")],
+        )
     assert m.forget_survivors(db) == 2
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT job_id FROM work_results").fetchall() == [("a",)]
@@ -139,18 +190,27 @@ def test_a_session_of_another_version_of_the_module_is_not_current(tmp_path, mon
 
 def test_parse_diff_of_a_removed_decorator_names_the_decorator():
     m = _script()
-    diff = ("--- mutation diff ---\n--- a/m.py\n+++ b/m.py\n@@ -90,9 +90,6 @@\n     return out\n-\n-\n"
-            "-@torch.no_grad()\n def whiten(a):\n")
+    diff = (
+        "--- mutation diff ---\n--- a/m.py\n+++ b/m.py\n@@ -90,9 +90,6 @@\n     return out\n-\n-\n"
+        "-@torch.no_grad()\n def whiten(a):\n"
+    )
     assert m.parse_diff(diff)[1:] == ("@torch.no_grad()", "")
 
 
 def test_a_whole_line_can_be_marked_equivalent():
     m = _script()
     equivalent = {m.mutation_key(MODULE, "*", "    dead = a + b", "*"): "dead is never read"}
-    records = [_record("survived", before="    dead = a + b", after="    dead = a - b", line=4),
-               _record("survived", before="    dead = a + b", after="    dead = a * b", line=4,
-                       operator="core/ReplaceBinaryOperator_Add_Mul"),
-               _record("survived", before="    live = a + b", after="    live = a - b", line=5)]
+    records = [
+        _record("survived", before="    dead = a + b", after="    dead = a - b", line=4),
+        _record(
+            "survived",
+            before="    dead = a + b",
+            after="    dead = a * b",
+            line=4,
+            operator="core/ReplaceBinaryOperator_Add_Mul",
+        ),
+        _record("survived", before="    live = a + b", after="    live = a - b", line=5),
+    ]
     counts, survivors, equivalents = m.summarize(MODULE, records, equivalent)
     assert (counts["equivalent"], counts["survived"]) == (2, 1)
     assert [e["reason"] for e in equivalents] == ["dead is never read"] * 2

@@ -19,19 +19,43 @@ TASK = "rmsle-task"  # lower is better
 SEEDS = (3, 4, 5)
 
 
-def _s(v, score=None, private=None, t=1.0, duration=1.0, kind="scratch", code="c", task=TASK, status=None):
+def _s(
+    v,
+    score=None,
+    private=None,
+    t=1.0,
+    duration=1.0,
+    kind="scratch",
+    code="c",
+    task=TASK,
+    status=None,
+):
     valid = score is not None
-    return {"policy_version": v, "task_id": task, "t": t, "valid": valid, "score": score, "private_score": private,
-            "kind": kind, "duration_s": duration, "code": code, "reward": -score if valid else -10.0,
-            "status": status or ("ok" if valid else "program_error")}
+    return {
+        "policy_version": v,
+        "task_id": task,
+        "t": t,
+        "valid": valid,
+        "score": score,
+        "private_score": private,
+        "kind": kind,
+        "duration_s": duration,
+        "code": code,
+        "reward": -score if valid else -10.0,
+        "status": status or ("ok" if valid else "program_error"),
+    }
 
 
 # ---- pure figures -----------------------------------------------------------------------------
 def test_learning_curve_scores_a_failure_minus_ten_and_weighs_each_version_alike():
-    samples = [_s(0, 0.05), _s(0, None),                 # v0: (-0.05 - 10) / 2 = -5.025, half valid
-               _s(1, 0.04), _s(1, 0.06),                 # v1: -0.05, all valid
-               _s(2, 0.01),                              # version 2 = U: past the run, ignored
-               _s(0, 0.9, task="other")]                 # another task: ignored
+    samples = [
+        _s(0, 0.05),
+        _s(0, None),  # v0: (-0.05 - 10) / 2 = -5.025, half valid
+        _s(1, 0.04),
+        _s(1, 0.06),  # v1: -0.05, all valid
+        _s(2, 0.01),  # version 2 = U: past the run, ignored
+        _s(0, 0.9, task="other"),
+    ]  # another task: ignored
     c = pm.learning_curve(samples, TASK, lower=True, updates=2)
     assert c["curve"]["version"] == [0, 1]
     assert c["curve"]["paper_score"] == pytest.approx([-5.025, -0.05])
@@ -41,16 +65,29 @@ def test_learning_curve_scores_a_failure_minus_ten_and_weighs_each_version_alike
     # higher is better: the score is not flipped
     assert pm.learning_curve([_s(0, 0.8)], TASK, lower=False, updates=1)["paper_score_mean"] == 0.8
     dead = pm.learning_curve([_s(0, None), _s(1, None)], TASK, lower=True, updates=2)
-    assert dead["never_valid"] is True and dead["paper_score_mean"] == -10.0 and dead["curve"]["valid_score"] == [None, None]
+    assert (
+        dead["never_valid"] is True
+        and dead["paper_score_mean"] == -10.0
+        and dead["curve"]["valid_score"] == [None, None]
+    )
 
 
 def test_winner_kind_is_the_kind_of_the_program_rl_reports():
-    samples = [_s(0, 0.06, t=1.0, kind="scratch"), _s(1, 0.04, t=3.0, kind="improve"),
-               _s(1, 0.04, t=2.0, kind="scratch"),  # the same public score, earlier: it won first
-               _s(1, 0.01, t=4.0, kind="improve", task="other")]
-    assert pm.winner_kind(samples, TASK, {"best_public": 0.05, "best_kind": "improve"}, lower=True) == "scratch"
+    samples = [
+        _s(0, 0.06, t=1.0, kind="scratch"),
+        _s(1, 0.04, t=3.0, kind="improve"),
+        _s(1, 0.04, t=2.0, kind="scratch"),  # the same public score, earlier: it won first
+        _s(1, 0.01, t=4.0, kind="improve", task="other"),
+    ]
+    assert (
+        pm.winner_kind(samples, TASK, {"best_public": 0.05, "best_kind": "improve"}, lower=True)
+        == "scratch"
+    )
     # the closing best-of-K is strictly better on public: its winner's kind
-    assert pm.winner_kind(samples, TASK, {"best_public": 0.03, "best_kind": "improve"}, lower=True) == "improve"
+    assert (
+        pm.winner_kind(samples, TASK, {"best_public": 0.03, "best_kind": "improve"}, lower=True)
+        == "improve"
+    )
     assert pm.winner_kind([_s(0, None)], TASK, {"best_public": None}, lower=True) is None
 
 
@@ -61,17 +98,25 @@ def test_improvement_is_positive_when_better_in_the_tasks_direction():
     assert pm.improvement(None, 0.05, lower=True) is None
 
 
-@pytest.mark.parametrize("mean, se, n, expected", [
-    (0.3, 0.1, 3, "reproduced"),          # 0.3 - 0.2 > 0
-    (0.2, 0.1, 3, "within noise"),        # 0.2 - 0.2 = 0: not beyond 2 s.e.
-    (0.1, 0.1, 3, "within noise"),        # -0.1 < 0 < 0.3
-    (-0.1, 0.1, 3, "within noise"),
-    (-0.2, 0.1, 3, "not reproduced"),     # -0.2 + 0.2 = 0 <= 0: no effect in the paper's direction fits
-    (-0.3, 0.1, 5, "not reproduced"),
-    (0.0, 0.0, 3, "not reproduced"),      # an exact tie in every seed
-    (0.3, 0.1, 2, "too few seeds"),
-    (None, None, 0, "too few seeds"),
-])
+@pytest.mark.parametrize(
+    "mean, se, n, expected",
+    [
+        (0.3, 0.1, 3, "reproduced"),  # 0.3 - 0.2 > 0
+        (0.2, 0.1, 3, "within noise"),  # 0.2 - 0.2 = 0: not beyond 2 s.e.
+        (0.1, 0.1, 3, "within noise"),  # -0.1 < 0 < 0.3
+        (-0.1, 0.1, 3, "within noise"),
+        (
+            -0.2,
+            0.1,
+            3,
+            "not reproduced",
+        ),  # -0.2 + 0.2 = 0 <= 0: no effect in the paper's direction fits
+        (-0.3, 0.1, 5, "not reproduced"),
+        (0.0, 0.0, 3, "not reproduced"),  # an exact tie in every seed
+        (0.3, 0.1, 2, "too few seeds"),
+        (None, None, 0, "too few seeds"),
+    ],
+)
 def test_verdict_rule(mean, se, n, expected):
     assert pm.verdict({"mean": mean, "se": se, "n": n}) == expected
 
@@ -97,33 +142,67 @@ def test_the_no_partial_credit_arm_is_the_paper_without_instrumentation():
     for kind in (RewardKind.NORMALIZED, RewardKind.PAPER):
         cfg = RewardConfig(kind=kind, per_marker=float(value))
         markers = ["loaded data", "trained model"]
-        assert compute_reward(markers, ExecStatus.PROGRAM_ERROR, None, False, True, cfg).reward == -10.0
+        assert (
+            compute_reward(markers, ExecStatus.PROGRAM_ERROR, None, False, True, cfg).reward
+            == -10.0
+        )
 
 
 # ---- hand-made grid ---------------------------------------------------------------------------
 # Per seed 3, 4, 5 (lower is better; U = 2 updates, closing K = 4):
-FINAL = {"default": (0.040, 0.041, 0.039), "no_duration": (0.041,) * 3, "no_partial_credit": (0.041,) * 3,
-         "no_improve": (0.044, 0.041, 0.040)}
+FINAL = {
+    "default": (0.040, 0.041, 0.039),
+    "no_duration": (0.041,) * 3,
+    "no_partial_credit": (0.041,) * 3,
+    "no_improve": (0.044, 0.041, 0.040),
+}
 BASE = {"initial_bon": (0.045, 0.046, 0.047), "aide": (0.038, 0.040, 0.037)}
 EXEC_V1 = {"default": (6.0, 7.0, 8.0), "no_duration": (4.0, 4.0, 5.0)}  # second half (version 1)
-VALID_V = {"no_partial_credit": ((False, True), (False, False), (True, True))}  # (v0, v1) valid per seed
+VALID_V = {
+    "no_partial_credit": ((False, True), (False, False), (True, True))
+}  # (v0, v1) valid per seed
 KIND = {"default": ("scratch", "scratch", "improve")}
 
 
-def _write_run(runs_dir: Path, arm: str, i: int, seed: int, task=TASK, updates=2, k=4, dead=False) -> Path:
+def _write_run(
+    runs_dir: Path, arm: str, i: int, seed: int, task=TASK, updates=2, k=4, dead=False
+) -> Path:
     d = pm.run_dir_of(runs_dir, task, arm, seed)
     d.mkdir(parents=True)
     (d / "config.yaml").write_text(f"seed: {seed}\nlearner:\n  max_updates: {updates}\n")
     valid = (False, False) if dead else VALID_V.get(arm, ((True, True),) * 3)[i]
     v1 = EXEC_V1.get(arm, (3.0,) * 3)[i]
-    samples = [_s(v, 0.10 if valid[v] else None, 0.11 if valid[v] else None, t=float(v + 1),
-                  duration=1.0 if v == 0 else v1, code=f"{arm}-{seed}-{v}", task=task) for v in range(updates)]
+    samples = [
+        _s(
+            v,
+            0.10 if valid[v] else None,
+            0.11 if valid[v] else None,
+            t=float(v + 1),
+            duration=1.0 if v == 0 else v1,
+            code=f"{arm}-{seed}-{v}",
+            task=task,
+        )
+        for v in range(updates)
+    ]
     (d / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
-    closing = {"k": k, "best_public": None if dead else 0.05, "best_score": None if dead else FINAL[arm][i],
-               "lower_is_better": True, "best_kind": None if dead else KIND.get(arm, ("scratch",) * 3)[i],
-               "elapsed_s": [1.0, 2.0, 3.0, 4.0]}
-    (d / "report.json").write_text(json.dumps({"seed": seed, "k": k, "initial": {"model": "/m"},
-                                               "trained": {"per_seed": [{"tasks": {task: closing}}]}}))
+    closing = {
+        "k": k,
+        "best_public": None if dead else 0.05,
+        "best_score": None if dead else FINAL[arm][i],
+        "lower_is_better": True,
+        "best_kind": None if dead else KIND.get(arm, ("scratch",) * 3)[i],
+        "elapsed_s": [1.0, 2.0, 3.0, 4.0],
+    }
+    (d / "report.json").write_text(
+        json.dumps(
+            {
+                "seed": seed,
+                "k": k,
+                "initial": {"model": "/m"},
+                "trained": {"per_seed": [{"tasks": {task: closing}}]},
+            }
+        )
+    )
     (d / "wall_clock_s").write_text("100")
     if arm == "default":
         for method, finals in BASE.items():
@@ -132,9 +211,17 @@ def _write_run(runs_dir: Path, arm: str, i: int, seed: int, task=TASK, updates=2
 
 
 def _write_baseline(run_dir: Path, method: str, best: float, task=TASK) -> None:
-    summary = {"k": 6, "best_score": best, "best_public": best, "best_vs_executions": [0.09, best, best],
-               "elapsed_s": [1.0, 2.0, 5.0], "valid_frac": 0.5}
-    (run_dir / f"equal_budget_{method}.json").write_text(json.dumps({"per_seed": [{"tasks": {task: summary}}]}))
+    summary = {
+        "k": 6,
+        "best_score": best,
+        "best_public": best,
+        "best_vs_executions": [0.09, best, best],
+        "elapsed_s": [1.0, 2.0, 5.0],
+        "valid_frac": 0.5,
+    }
+    (run_dir / f"equal_budget_{method}.json").write_text(
+        json.dumps({"per_seed": [{"tasks": {task: summary}}]})
+    )
 
 
 def _grid(runs_dir: Path, seeds=SEEDS) -> None:
@@ -146,25 +233,50 @@ def _grid(runs_dir: Path, seeds=SEEDS) -> None:
 def test_no_launch_aggregates_a_three_seed_grid_with_hand_derived_verdicts(tmp_path, capsys):
     _grid(tmp_path / "runs")
     out = tmp_path / "out"
-    assert pm.main(["--no-launch", "--runs-dir", str(tmp_path / "runs"), "--tasks", TASK, "--out", str(out)]) == 0
+    assert (
+        pm.main(
+            [
+                "--no-launch",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--tasks",
+                TASK,
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads((out / "paper_miniature.json").read_text())
     assert (out / "paper_miniature.png").is_file()
     assert result["incomplete_jobs"] == [] and result["training_wall_clock_s_total"] == 1200.0
     assert result["selection"]["held_out"] is True
     run = next(r for r in result["runs"] if r["arm"] == "default" and r["seed"] == 3)
     # training's best public 0.10 loses to the closing 0.05: RL reports the closing private 0.040
-    assert run["final_private"] == 0.040 and run["budget_executions"] == 6 and run["winner_kind"] == "scratch"
+    assert (
+        run["final_private"] == 0.040
+        and run["budget_executions"] == 6
+        and run["winner_kind"] == "scratch"
+    )
     assert run["exec_mix_s_second_half"] == 6.0 and run["paper_score_mean"] == pytest.approx(-0.10)
     f = result["summary"][TASK]["findings"]
     # 1a: best-of-N - RL = 0.005, 0.005, 0.008: mean 0.006, s.e. 0.001
-    assert f["rl_vs_best_of_n"]["mean"] == pytest.approx(0.006) and f["rl_vs_best_of_n"]["se"] == pytest.approx(0.001)
+    assert f["rl_vs_best_of_n"]["mean"] == pytest.approx(0.006) and f["rl_vs_best_of_n"][
+        "se"
+    ] == pytest.approx(0.001)
     assert f["rl_vs_best_of_n"]["verdict"] == "reproduced"
     # 1b: AIDE - RL = -0.002, -0.001, -0.002: mean -1/600, s.e. 1/3000; -1/600 + 2/3000 < 0
-    assert f["rl_vs_aide"]["mean"] == pytest.approx(-1 / 600) and f["rl_vs_aide"]["se"] == pytest.approx(1 / 3000)
+    assert f["rl_vs_aide"]["mean"] == pytest.approx(-1 / 600) and f["rl_vs_aide"][
+        "se"
+    ] == pytest.approx(1 / 3000)
     assert f["rl_vs_aide"]["verdict"] == "not reproduced"
     # 2: typical time, second half: 6-4, 7-4, 8-5 = 2, 3, 3: mean 8/3, s.e. 1/3
-    assert f["duration"]["mean"] == pytest.approx(8 / 3) and f["duration"]["se"] == pytest.approx(1 / 3)
-    assert f["duration"]["verdict"] == "reproduced" and f["duration"]["exec_ran_s_difference"]["mean"] == pytest.approx(8 / 3)
+    assert f["duration"]["mean"] == pytest.approx(8 / 3) and f["duration"]["se"] == pytest.approx(
+        1 / 3
+    )
+    assert f["duration"]["verdict"] == "reproduced" and f["duration"]["exec_ran_s_difference"][
+        "mean"
+    ] == pytest.approx(8 / 3)
     # 3: -0.1 - (-5.05, -10, -0.1) = 4.95, 9.9, 0: mean 4.95, s.e. 4.95 / sqrt(3); one run never valid
     assert f["partial_credit"]["mean"] == pytest.approx(4.95)
     assert f["partial_credit"]["se"] == pytest.approx(4.95 / math.sqrt(3))
@@ -174,10 +286,14 @@ def test_no_launch_aggregates_a_three_seed_grid_with_hand_derived_verdicts(tmp_p
     assert f["improve"]["mean"] == pytest.approx(0.005 / 3)
     assert f["improve"]["se"] == pytest.approx(math.sqrt(13e-6 / 3 / 3))
     assert f["improve"]["verdict"] == "within noise"
-    assert f["improve"]["relative"] == pytest.approx(0.04)  # (0.005 / 3) / mean(0.044, 0.041, 0.040)
+    assert f["improve"]["relative"] == pytest.approx(
+        0.04
+    )  # (0.005 / 3) / mean(0.044, 0.041, 0.040)
     arms = result["summary"][TASK]["arms"]
     assert arms["default"]["winner_kind_share"]["scratch"] == pytest.approx(2 / 3)
-    assert arms["no_partial_credit"]["never_valid"] == 1 and arms["aide"]["final_private"]["mean"] == pytest.approx(0.115 / 3)
+    assert arms["no_partial_credit"]["never_valid"] == 1 and arms["aide"]["final_private"][
+        "mean"
+    ] == pytest.approx(0.115 / 3)
     table = capsys.readouterr().out
     assert "| 1a. RL beats best-of-N" in table and "0.0060 ± 0.0010 (3) | reproduced |" in table
     assert "never valid 0 vs 1" in table and "Table 4: better on 10 of 12 tasks" in table
@@ -186,17 +302,37 @@ def test_no_launch_aggregates_a_three_seed_grid_with_hand_derived_verdicts(tmp_p
 def test_quick_prints_the_caveat_and_its_verdicts_say_too_few_seeds(tmp_path, capsys):
     _grid(tmp_path / "runs", seeds=(3,))  # --quick: one seed (3), the first task
     out = tmp_path / "out"
-    assert pm.main(["--quick", "--no-launch", "--runs-dir", str(tmp_path / "runs"), "--tasks", f"{TASK},other",
-                    "--out", str(out)]) == 0
+    assert (
+        pm.main(
+            [
+                "--quick",
+                "--no-launch",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--tasks",
+                f"{TASK},other",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert printed.count("proves nothing") == 2  # before and after the table
     result = json.loads((out / "paper_miniature.json").read_text())
     assert result["quick"] is True and result["tasks"] == [TASK] and result["seeds"] == [3]
-    assert result["updates"] == pm.QUICK["updates"] and result["eval_samples"] == pm.QUICK["eval_samples"]
+    assert (
+        result["updates"] == pm.QUICK["updates"]
+        and result["eval_samples"] == pm.QUICK["eval_samples"]
+    )
     f = result["summary"][TASK]["findings"]
     assert {x["verdict"] for x in f.values()} == {"too few seeds"}
-    assert f["rl_vs_best_of_n"]["mean"] == pytest.approx(0.005) and f["rl_vs_best_of_n"]["se"] is None
-    assert f["duration"]["mean"] == pytest.approx(2.0) and f["partial_credit"]["mean"] == pytest.approx(4.95)
+    assert (
+        f["rl_vs_best_of_n"]["mean"] == pytest.approx(0.005) and f["rl_vs_best_of_n"]["se"] is None
+    )
+    assert f["duration"]["mean"] == pytest.approx(2.0) and f["partial_credit"][
+        "mean"
+    ] == pytest.approx(4.95)
 
 
 def test_runs_that_never_produced_a_valid_program_are_counted_not_dropped(tmp_path, capsys):
@@ -204,7 +340,20 @@ def test_runs_that_never_produced_a_valid_program_are_counted_not_dropped(tmp_pa
         for i, seed in enumerate(SEEDS):
             _write_run(tmp_path / "runs", arm, i, seed, dead=True)
     out = tmp_path / "out"
-    assert pm.main(["--no-launch", "--runs-dir", str(tmp_path / "runs"), "--tasks", TASK, "--out", str(out)]) == 0
+    assert (
+        pm.main(
+            [
+                "--no-launch",
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--tasks",
+                TASK,
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     s = json.loads((out / "paper_miniature.json").read_text())["summary"][TASK]
     f = s["findings"]
     for key in ("rl_vs_best_of_n", "improve"):  # no final score: no pair, each seed counted missing
@@ -212,12 +361,19 @@ def test_runs_that_never_produced_a_valid_program_are_counted_not_dropped(tmp_pa
     # the Figure 9 quantity is defined (-10 everywhere): a tie in every seed, so not reproduced
     assert f["partial_credit"]["mean"] == 0.0 and f["partial_credit"]["verdict"] == "not reproduced"
     assert f["partial_credit"]["never_valid"] == {"default": 3, "no_partial_credit": 3}
-    assert s["arms"]["default"]["winner_kind_share"] == {"scratch": None, "improve": None, "n": 0, "none": 3}
+    assert s["arms"]["default"]["winner_kind_share"] == {
+        "scratch": None,
+        "improve": None,
+        "n": 0,
+        "none": 3,
+    }
     assert "| - (0) | too few seeds |" in capsys.readouterr().out
 
 
 def test_no_launch_over_nothing_says_so(tmp_path, capsys):
-    assert pm.main(["--no-launch", "--runs-dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    assert (
+        pm.main(["--no-launch", "--runs-dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    )
     assert "no finished runs" in capsys.readouterr().err
     assert not (tmp_path / "out" / "paper_miniature.json").exists()
 
@@ -228,22 +384,40 @@ def test_plan_skips_finished_runs_and_baselines(tmp_path):
     _write_run(runs, "default", 0, 3)
     _write_run(runs, "no_improve", 0, 3)
     (pm.run_dir_of(runs, TASK, "default", 3) / "equal_budget_aide.json").unlink()
-    assert pm.plan(runs, [TASK], [3]) == [("train", TASK, 3, "no_duration"), ("train", TASK, 3, "no_partial_credit"),
-                                          ("aide", TASK, 3, "default")]
+    assert pm.plan(runs, [TASK], [3]) == [
+        ("train", TASK, 3, "no_duration"),
+        ("train", TASK, 3, "no_partial_credit"),
+        ("aide", TASK, 3, "default"),
+    ]
 
 
 def test_an_interrupted_run_is_resumed_with_its_own_config(tmp_path):
     d = pm.run_dir_of(tmp_path, TASK, "no_duration", 4)
     fresh = pm.train_argv(d, TASK, "no_duration", 4, 6, 4, ["actors.temperature=0.8"])
-    assert fresh == [f"seed=4", f"tasks.ids=[{TASK}]", f"hydra.run.dir={d}", "learner.duration_weighting=none",
-                     "learner.max_updates=6", "eval_samples=4", "actors.temperature=0.8"]
-    assert pm.train_argv(d, TASK, "default", 4, None, None, []) == ["seed=4", f"tasks.ids=[{TASK}]", f"hydra.run.dir={d}"]
+    assert fresh == [
+        f"seed=4",
+        f"tasks.ids=[{TASK}]",
+        f"hydra.run.dir={d}",
+        "learner.duration_weighting=none",
+        "learner.max_updates=6",
+        "eval_samples=4",
+        "actors.temperature=0.8",
+    ]
+    assert pm.train_argv(d, TASK, "default", 4, None, None, []) == [
+        "seed=4",
+        f"tasks.ids=[{TASK}]",
+        f"hydra.run.dir={d}",
+    ]
     d.mkdir(parents=True)
     (d / "config.yaml").write_text("seed: 4\n")
-    assert pm.train_argv(d, TASK, "no_duration", 4, 6, 4, ["actors.temperature=0.8"]) == [f"resume={d}"]
+    assert pm.train_argv(d, TASK, "no_duration", 4, 6, 4, ["actors.temperature=0.8"]) == [
+        f"resume={d}"
+    ]
 
 
-def test_a_sitting_launches_only_what_is_missing_and_survives_a_failed_job(tmp_path, monkeypatch, capsys):
+def test_a_sitting_launches_only_what_is_missing_and_survives_a_failed_job(
+    tmp_path, monkeypatch, capsys
+):
     runs = tmp_path / "runs"
     _grid(runs, seeds=(3,))
     # what is left: the no_improve run, and (because the default run is new) both baselines of seed 4
@@ -259,7 +433,9 @@ def test_a_sitting_launches_only_what_is_missing_and_survives_a_failed_job(tmp_p
 
     def fake_train(run_dir, argv):
         calls.append(("train", run_dir.parent.name, argv[0]))
-        raise pm.subprocess.CalledProcessError(1, "mlerl train")  # the job fails: reported, the grid goes on
+        raise pm.subprocess.CalledProcessError(
+            1, "mlerl train"
+        )  # the job fails: reported, the grid goes on
 
     def fake_baseline(run_dir, model, method, seed, k):
         calls.append((method, seed, k))
@@ -268,10 +444,15 @@ def test_a_sitting_launches_only_what_is_missing_and_survives_a_failed_job(tmp_p
     monkeypatch.setattr(pm, "launch_train", fake_train)
     monkeypatch.setattr(pm.equal_budget, "launch", fake_baseline)
     out = tmp_path / "out"
-    assert pm.main(["--runs-dir", str(runs), "--seeds", "2", "--tasks", TASK, "--out", str(out)]) == 0
+    assert (
+        pm.main(["--runs-dir", str(runs), "--seeds", "2", "--tasks", TASK, "--out", str(out)]) == 0
+    )
     # seed 3's no_improve has a config.yaml: resumed; seed 4's baselines at N = 2 training samples + K 4
-    assert calls == [("train", "no_improve", f"resume={pm.run_dir_of(runs, TASK, 'no_improve', 3)}"),
-                     ("initial_bon", 4, 6), ("aide", 4, 6)]
+    assert calls == [
+        ("train", "no_improve", f"resume={pm.run_dir_of(runs, TASK, 'no_improve', 3)}"),
+        ("initial_bon", 4, 6),
+        ("aide", 4, 6),
+    ]
     result = json.loads((out / "paper_miniature.json").read_text())
     assert len(result["failed_launches"]) == 1 and "no_improve" in result["failed_launches"][0]
     assert result["incomplete_jobs"] == [f"train {TASK} 3 no_improve"]
@@ -280,12 +461,22 @@ def test_a_sitting_launches_only_what_is_missing_and_survives_a_failed_job(tmp_p
     # a second sitting with everything done launches nothing
     report.write_text(saved)
     calls.clear()
-    assert pm.main(["--runs-dir", str(runs), "--seeds", "2", "--tasks", TASK, "--out", str(out)]) == 0
+    assert (
+        pm.main(["--runs-dir", str(runs), "--seeds", "2", "--tasks", TASK, "--out", str(out)]) == 0
+    )
     assert calls == []
 
 
-@pytest.mark.parametrize("override", ["seed=1", "learner.duration_weighting=paper", "tasks.ids=[x]",
-                                      "instrument.reward.per_marker=0.1", "learner.max_updates=3"])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "seed=1",
+        "learner.duration_weighting=paper",
+        "tasks.ids=[x]",
+        "instrument.reward.per_marker=0.1",
+        "learner.max_updates=3",
+    ],
+)
 def test_overrides_the_script_owns_are_refused(override, capsys):
     with pytest.raises(SystemExit):
         pm.parse_args(["--no-launch", "--", override])

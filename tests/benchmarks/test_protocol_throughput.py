@@ -14,10 +14,27 @@ bench = importlib.import_module("protocol_throughput")
 
 def test_bench_writes_report(tmp_path: Path) -> None:
     out = tmp_path / "results" / "protocol.json"
-    bench.main(["--samples", "20", "--repeat", "1", "--prompt-tokens", "8",
-                "--response-tokens", "8", "--out", str(out)])
+    bench.main(
+        [
+            "--samples",
+            "20",
+            "--repeat",
+            "1",
+            "--prompt-tokens",
+            "8",
+            "--response-tokens",
+            "8",
+            "--out",
+            str(out),
+        ]
+    )
     report = json.loads(out.read_text())
     cases = {(r["profile"], r["transport"], r["storage"], r["security"]) for r in report["results"]}
-    assert cases == {(p, t, s, c) for p in ("realistic", "tiny") for t in ("tcp", "ipc")
-                     for s in ("memory", "journal") for c in ("none", "curve")}
+    assert cases == {
+        (p, t, s, c)
+        for p in ("realistic", "tiny")
+        for t in ("tcp", "ipc")
+        for s in ("memory", "journal")
+        for c in ("none", "curve")
+    }
     assert all(r["samples"] == 20 and r["samples_per_s"] > 0 for r in report["results"])

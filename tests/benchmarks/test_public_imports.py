@@ -18,7 +18,11 @@ def private_imports(source: str) -> list[str]:
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
             found += [m for m in modules if m.startswith("mlerl.") and _private(m)]
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mlerl.") and node.level == 0:
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("mlerl.")
+            and node.level == 0
+        ):
             if _private(node.module):
                 found.append(node.module)
             else:
@@ -31,14 +35,23 @@ def _private(module: str) -> bool:
 
 
 def test_no_benchmark_imports_a_private_module():
-    offenders = {str(path.relative_to(REPO)): found for path in sorted((REPO / "benchmarks").rglob("*.py"))
-                 if (found := private_imports(path.read_text()))}
+    offenders = {
+        str(path.relative_to(REPO)): found
+        for path in sorted((REPO / "benchmarks").rglob("*.py"))
+        if (found := private_imports(path.read_text()))
+    }
     assert not offenders, f"export what these need from the package's __init__: {offenders}"
 
 
 def test_the_check_sees_each_spelling():
-    source = ("from mlerl.learner._buffer import read_journal\nimport mlerl.sandbox._cgroup\n"
-              "from mlerl.sandbox import _cgroup\ndef f():\n    from mlerl.actors._testing import x\n"
-              "from mlerl.learner import read_journal\nfrom _common import RESULTS\n")
-    assert private_imports(source) == ["mlerl.learner._buffer", "mlerl.sandbox._cgroup",
-                                       "mlerl.sandbox._cgroup", "mlerl.actors._testing"]
+    source = (
+        "from mlerl.learner._buffer import read_journal\nimport mlerl.sandbox._cgroup\n"
+        "from mlerl.sandbox import _cgroup\ndef f():\n    from mlerl.actors._testing import x\n"
+        "from mlerl.learner import read_journal\nfrom _common import RESULTS\n"
+    )
+    assert private_imports(source) == [
+        "mlerl.learner._buffer",
+        "mlerl.sandbox._cgroup",
+        "mlerl.sandbox._cgroup",
+        "mlerl.actors._testing",
+    ]

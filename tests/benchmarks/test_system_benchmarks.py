@@ -14,11 +14,27 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TINY_POLICY = ["--hidden-size", "64", "--layers", "1", "--description-chars", "100", "--snippet-chars", "50"]
+TINY_POLICY = [
+    "--hidden-size",
+    "64",
+    "--layers",
+    "1",
+    "--description-chars",
+    "100",
+    "--snippet-chars",
+    "50",
+]
 
 
 def _run(script: str, out: Path, *args: str) -> dict:
-    cmd = [sys.executable, str(REPO / "benchmarks" / "throughput" / script), "--out", str(out), *TINY_POLICY, *args]
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "throughput" / script),
+        "--out",
+        str(out),
+        *TINY_POLICY,
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=500, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     name = script.removesuffix(".py")
@@ -37,8 +53,22 @@ def _overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
 @pytest.mark.slow
 def test_async_vs_sync_smoke(tmp_path):
     n, b, c = 4, 2, 2
-    r = _run("async_vs_sync.py", tmp_path, "--samples", str(n), "--batch-size", str(b), "--concurrency", str(c),
-             "--median-s", "0.3", "--sigma", "0.5", "--min-s", "0.1")
+    r = _run(
+        "async_vs_sync.py",
+        tmp_path,
+        "--samples",
+        str(n),
+        "--batch-size",
+        str(b),
+        "--concurrency",
+        str(c),
+        "--median-s",
+        "0.3",
+        "--sigma",
+        "0.5",
+        "--min-s",
+        "0.1",
+    )
     sync, asyn = r["modes"]["sync"], r["modes"]["async"]
     for m in (sync, asyn):
         assert m["samples"] == n and m["updates"] == n // b
@@ -69,8 +99,18 @@ def test_async_vs_sync_smoke(tmp_path):
 @pytest.mark.slow
 def test_overhead_smoke(tmp_path):
     n, exec_s = 4, 0.5
-    r = _run("overhead.py", tmp_path, "--exec-s", str(exec_s), "--samples", str(n), "--batch-size", "2",
-             "--concurrency", "2")
+    r = _run(
+        "overhead.py",
+        tmp_path,
+        "--exec-s",
+        str(exec_s),
+        "--samples",
+        str(n),
+        "--batch-size",
+        "2",
+        "--concurrency",
+        "2",
+    )
     (run,) = r["runs"]
     assert run["samples"] == n and run["statuses"] == ["ok"]
     assert exec_s * 1000 * 0.95 <= run["execution_ms"]["mean"] <= exec_s * 1000 + 1000
@@ -80,7 +120,9 @@ def test_overhead_smoke(tmp_path):
         assert all(row[p] >= 0 for p in parts), row
         assert sum(row[p] for p in parts) + row["execution"] == pytest.approx(row["total"], abs=0.1)
     actor = ("generation", "queueing", "instrumentation", "sandbox", "grading", "bookkeeping")
-    expected = sum(sum(row[p] for p in actor) / row["execution"] for row in run["per_sample_ms"]) / n * 100
+    expected = (
+        sum(sum(row[p] for p in actor) / row["execution"] for row in run["per_sample_ms"]) / n * 100
+    )
     assert run["framework_pct"]["mean"] == pytest.approx(expected, rel=1e-3)
     detail = sum(v["mean"] for v in run["sandbox_detail_ms"].values())
     assert detail == pytest.approx(run["parts_ms"]["sandbox"]["mean"], abs=0.5)

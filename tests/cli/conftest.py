@@ -68,10 +68,13 @@ def train_args(root: Path, run_dir: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def run_train(root: Path, run_dir: Path, *extra: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def run_train(
+    root: Path, run_dir: Path, *extra: str, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "WANDB_SILENT": "true", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(train_args(root, run_dir, *extra), capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        train_args(root, run_dir, *extra), capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def live_processes(marker: str) -> list[str]:
@@ -82,7 +85,14 @@ def live_processes(marker: str) -> list[str]:
             continue
         try:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = next((ln for ln in (proc / "status").read_text().splitlines() if ln.startswith("State:")), "")
+            state = next(
+                (
+                    ln
+                    for ln in (proc / "status").read_text().splitlines()
+                    if ln.startswith("State:")
+                ),
+                "",
+            )
         except OSError:
             continue
         if marker in cmd and "Z (zombie)" not in state:
@@ -93,7 +103,9 @@ def live_processes(marker: str) -> list[str]:
 @pytest.fixture
 def train(e2e_root: Path):
     """``train(run_dir, *overrides, timeout=...)`` runs `mlerl train` to completion."""
-    return lambda run_dir, *extra, timeout=900: run_train(e2e_root, run_dir, *extra, timeout=timeout)
+    return lambda run_dir, *extra, timeout=900: run_train(
+        e2e_root, run_dir, *extra, timeout=timeout
+    )
 
 
 @pytest.fixture

@@ -20,8 +20,12 @@ def test_usage_lists_exactly_the_dispatched_commands(capsys):
 
 @pytest.mark.parametrize("command", list(_SUBCOMMANDS))
 def test_each_command_answers_help(command):
-    done = subprocess.run([sys.executable, "-m", "mlerl.cli", command, "--help"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "mlerl.cli", command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage" in (done.stdout + done.stderr).lower() or "== Config ==" in done.stdout
     assert "Traceback" not in done.stderr
@@ -35,7 +39,9 @@ def test_the_cli_uses_only_the_packages_public_apis():
     import mlerl.cli
 
     private = re.compile(r"(?:from|import)\s+mlerl\.(?!cli\b)(\w+)\._\w+")
-    offenders = [f"{path.name}: {m.group(0)}"
-                 for path in Path(mlerl.cli.__file__).parent.glob("*.py")
-                 for m in private.finditer(path.read_text())]
+    offenders = [
+        f"{path.name}: {m.group(0)}"
+        for path in Path(mlerl.cli.__file__).parent.glob("*.py")
+        for m in private.finditer(path.read_text())
+    ]
     assert offenders == []

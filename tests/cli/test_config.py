@@ -29,7 +29,15 @@ def _options(group: str) -> list[str]:
 
 
 def test_every_group_has_options():
-    assert set(GROUPS) == {"actors", "instrument", "learner", "logging", "model", "sandbox", "tasks"}
+    assert set(GROUPS) == {
+        "actors",
+        "instrument",
+        "learner",
+        "logging",
+        "model",
+        "sandbox",
+        "tasks",
+    }
     for group in GROUPS:
         assert _options(group), group
 
@@ -59,9 +67,13 @@ def test_default_is_the_embedded_cpu_run():
 def test_paper_scale_matches_the_paper():
     cfg = validate(_compose(["+experiment=paper_scale"]))
     assert cfg.learner.batch_size == 128 and cfg.learner.lr == pytest.approx(1e-5)
-    assert cfg.learner.clip_ratio == pytest.approx(0.2) and cfg.learner.kl_coef == pytest.approx(1e-3)
+    assert cfg.learner.clip_ratio == pytest.approx(0.2) and cfg.learner.kl_coef == pytest.approx(
+        1e-3
+    )
     assert cfg.learner.entropy_coef == pytest.approx(1e-3) and cfg.learner.grad_clip == 1.0
-    assert cfg.learner.advantage.value == "gae" and cfg.learner.gamma == 1.0 and cfg.learner.lam == 1.0
+    assert (
+        cfg.learner.advantage.value == "gae" and cfg.learner.gamma == 1.0 and cfg.learner.lam == 1.0
+    )
     assert cfg.learner.duration_weighting.value == "paper"
     assert cfg.learner_procs == 8 and cfg.sandbox.backend == "docker"
     assert cfg.actors.engine == "vllm" and cfg.actors.temperature == pytest.approx(0.7)
@@ -71,21 +83,36 @@ def test_paper_scale_matches_the_paper():
 
 def test_the_edit_revisions_experiment_and_the_papers_improve_prompts_by_default():
     default = validate(_compose([]))
-    assert default.actors.prompts.improve_format == "rewrite" and default.actors.improvement.revisions == 1
+    assert (
+        default.actors.prompts.improve_format == "rewrite"
+        and default.actors.improvement.revisions == 1
+    )
     cfg = validate(_compose(["+experiment=edit_revisions"]))
     assert cfg.actors.prompts.improve_format == "edit" and cfg.actors.improvement.revisions == 4
-    assert cfg.model.bootstrap.improves_per_task == 48 and cfg.model.bootstrap.fix_share == pytest.approx(0.25)
+    assert (
+        cfg.model.bootstrap.improves_per_task == 48
+        and cfg.model.bootstrap.fix_share == pytest.approx(0.25)
+    )
     # the revisions of one parent form the group; nothing else changes
-    assert default.learner.advantage.value == "grpo" and default.learner.improve_group.value == "task"
+    assert (
+        default.learner.advantage.value == "grpo" and default.learner.improve_group.value == "task"
+    )
     assert cfg.learner.improve_group.value == "prompt"
-    assert dataclasses.replace(cfg.learner, improve_group=default.learner.improve_group) == default.learner
+    assert (
+        dataclasses.replace(cfg.learner, improve_group=default.learner.improve_group)
+        == default.learner
+    )
     assert cfg.tasks == default.tasks
 
 
 def test_admission_may_not_count_more_executions_than_the_sandbox_runs():
     """One owner for "programs at once": sandbox.max_concurrency; the admission may use fewer."""
-    assert validate(_compose(["actors.admission.max_in_flight=1"])).actors.admission.max_in_flight == 1
-    with pytest.raises(ConfigError, match=r"actors.admission.max_in_flight: 3 exceeds sandbox.max_concurrency=2"):
+    assert (
+        validate(_compose(["actors.admission.max_in_flight=1"])).actors.admission.max_in_flight == 1
+    )
+    with pytest.raises(
+        ConfigError, match=r"actors.admission.max_in_flight: 3 exceeds sandbox.max_concurrency=2"
+    ):
         validate(_compose(["actors.admission.max_in_flight=3"]))
     cfg = validate(_compose(["actors.admission.max_in_flight=3", "sandbox.max_concurrency=3"]))
     assert cfg.sandbox.max_concurrency == cfg.actors.admission.max_in_flight == 3
@@ -123,9 +150,18 @@ def test_unknown_task_fails_at_start_naming_the_key(tmp_path):
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "mlerl.cli", "train", f"hydra.run.dir={tmp_path}",
-         "tasks.ids=[no-such-task]", f"tasks.data_dir={tmp_path / 'data'}"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mlerl.cli",
+            "train",
+            f"hydra.run.dir={tmp_path}",
+            "tasks.ids=[no-such-task]",
+            f"tasks.data_dir={tmp_path / 'data'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode != 0
     assert "tasks.ids" in done.stderr and "no-such-task" in done.stderr
@@ -150,12 +186,28 @@ def test_embedded_default_is_a_floored_group_baseline_and_embedded_gae_the_previ
     floored at 0.01, no batch whitening, no critic, lr 2.5e-4); `learner=embedded_gae` is the
     previous default (GAE critic, whitened, lr 5e-5) and differs from it only in those keys."""
     base, gae = validate(_compose([])).learner, validate(_compose(["learner=embedded_gae"])).learner
-    assert base.advantage.value == "grpo" and base.grpo_std and base.grpo_std_floor == pytest.approx(0.01)
+    assert (
+        base.advantage.value == "grpo"
+        and base.grpo_std
+        and base.grpo_std_floor == pytest.approx(0.01)
+    )
     assert base.critic.value == "none" and not base.normalize_advantages
     assert base.lr == pytest.approx(2.5e-4)
-    changed = {f.name for f in dataclasses.fields(base) if getattr(base, f.name) != getattr(gae, f.name)}
-    assert changed == {"advantage", "grpo_std", "grpo_std_floor", "critic", "normalize_advantages", "lr", "critic_lr"}
+    changed = {
+        f.name for f in dataclasses.fields(base) if getattr(base, f.name) != getattr(gae, f.name)
+    }
+    assert changed == {
+        "advantage",
+        "grpo_std",
+        "grpo_std_floor",
+        "critic",
+        "normalize_advantages",
+        "lr",
+        "critic_lr",
+    }
     assert gae.advantage.value == "gae" and gae.critic.value == "copy" and gae.normalize_advantages
-    assert gae.grpo_std_floor == 0.0 and gae.lr == pytest.approx(5e-5) and gae.critic_lr == pytest.approx(1e-4)
-
-
+    assert (
+        gae.grpo_std_floor == 0.0
+        and gae.lr == pytest.approx(5e-5)
+        and gae.critic_lr == pytest.approx(1e-4)
+    )

@@ -93,8 +93,11 @@ def _library_reads() -> set[str]:
     reads = _Reads()
     for path in _library_modules():
         reads.visit(ast.parse(path.read_text(), filename=str(path)))
-    sections = {f.name for f in dataclasses.fields(TrainConfig)
-                if dataclasses.is_dataclass(typing.get_type_hints(TrainConfig)[f.name])}
+    sections = {
+        f.name
+        for f in dataclasses.fields(TrainConfig)
+        if dataclasses.is_dataclass(typing.get_type_hints(TrainConfig)[f.name])
+    }
     return reads.names | (reads.strings & sections)
 
 
@@ -127,9 +130,14 @@ def test_no_run_fact_is_read_by_a_dotted_key():
     select a key of a config tree (``load_section`` selects one section)."""
     protocol = REPO / "packages" / "protocol" / "src" / "mlerl" / "protocol"
     allowed = {protocol / "_config.py", protocol / "_run_contract.py"}
-    found = [f"{path.relative_to(REPO)}:{call.lineno}" for path, call in _calls(_readers(), "select")
-             if path not in allowed and "OmegaConf" in ast.unparse(call.func)]
-    found += [f"{path.relative_to(REPO)}:{call.lineno}" for path, call in _calls(_readers(), "load_value")]
+    found = [
+        f"{path.relative_to(REPO)}:{call.lineno}"
+        for path, call in _calls(_readers(), "select")
+        if path not in allowed and "OmegaConf" in ast.unparse(call.func)
+    ]
+    found += [
+        f"{path.relative_to(REPO)}:{call.lineno}" for path, call in _calls(_readers(), "load_value")
+    ]
     assert not found, f"read these through mlerl.protocol.load_run (or load_section): {found}"
 
 
@@ -138,16 +146,22 @@ def test_every_load_section_names_a_schema_section_of_its_type():
     a nested one) whose type is ``Cls``, so a renamed or retyped section fails here, not in a run."""
     checked = 0
     for path, call in _calls(_readers(), "load_section"):
-        if len(call.args) < 3 or not isinstance(call.args[2], ast.Constant) \
-                or not isinstance(call.args[0], ast.Name):
+        if (
+            len(call.args) < 3
+            or not isinstance(call.args[2], ast.Constant)
+            or not isinstance(call.args[0], ast.Name)
+        ):
             continue  # e.g. the learner's `--section` argument, or a helper passing `cls` on
         cls_name, section = call.args[0].id, call.args[2].value
         kind: type = TrainConfig
         for part in section.split("."):
             kind = typing.get_type_hints(kind).get(part)
-            assert kind is not None, f"{path.relative_to(REPO)}:{call.lineno}: no section {section!r}"
-        assert cls_name in {c.__name__ for c in kind.__mro__}, \
+            assert kind is not None, (
+                f"{path.relative_to(REPO)}:{call.lineno}: no section {section!r}"
+            )
+        assert cls_name in {c.__name__ for c in kind.__mro__}, (
             f"{path.relative_to(REPO)}:{call.lineno}: section {section!r} is a {kind.__name__}, not {cls_name}"
+        )
         checked += 1
     assert checked >= 4  # the actors', the learner's, the eval's and a benchmark's
 
@@ -194,14 +208,25 @@ def test_the_run_contract_is_what_train_wrote(tmp_path):
     path = _write_run_config(train, tmp_path, tmp_path / "data", str(tmp_path / "m"))
     assert isinstance(train, RunContract)
     run = load_run(path)
-    assert (run.seed, run.model.path, run.transport) == (train.seed, train.model.path, train.transport)
-    assert {f.name: getattr(run.tasks, f.name) for f in dataclasses.fields(run.tasks)} == \
-        {f.name: getattr(train.tasks, f.name) for f in dataclasses.fields(run.tasks)}
+    assert (run.seed, run.model.path, run.transport) == (
+        train.seed,
+        train.model.path,
+        train.transport,
+    )
+    assert {f.name: getattr(run.tasks, f.name) for f in dataclasses.fields(run.tasks)} == {
+        f.name: getattr(train.tasks, f.name) for f in dataclasses.fields(run.tasks)
+    }
 
 
 def test_transport_is_one_section_for_both_sides(tmp_path):
-    path = _run_config(tmp_path, ["transport.samples_address=tcp://127.0.0.1:7001",
-                                  "transport.keys_dir=/keys", "transport.curve=true"])
+    path = _run_config(
+        tmp_path,
+        [
+            "transport.samples_address=tcp://127.0.0.1:7001",
+            "transport.keys_dir=/keys",
+            "transport.curve=true",
+        ],
+    )
     transport = load_run(path).transport.resolve(tmp_path)
     assert transport.samples_address == "tcp://127.0.0.1:7001"  # given: honoured with role=all
     assert transport.weights_address.startswith("tcp://127.0.0.1:")  # empty: a free port
@@ -216,13 +241,16 @@ def test_transport_addresses_are_required_for_split_roles(tmp_path):
         _write_run_config(train, tmp_path, tmp_path / "data", "model")
 
 
-@pytest.mark.parametrize("section,cls,override,field,value", [
-    ("learner", LearnerConfig, "learner.lr=0.25", "lr", 0.25),
-    ("actors", ActorsConfig, "actors.temperature=0.5", "temperature", 0.5),
-    ("sandbox", SandboxConfig, "sandbox.max_concurrency=3", "max_concurrency", 3),
-    ("instrument.reward", RewardConfig, "instrument.reward.failure=-3.0", "failure", -3.0),
-    ("logging", MetricsConfig, "logging.wandb_mode=disabled", "wandb_mode", "disabled"),
-])
+@pytest.mark.parametrize(
+    "section,cls,override,field,value",
+    [
+        ("learner", LearnerConfig, "learner.lr=0.25", "lr", 0.25),
+        ("actors", ActorsConfig, "actors.temperature=0.5", "temperature", 0.5),
+        ("sandbox", SandboxConfig, "sandbox.max_concurrency=3", "max_concurrency", 3),
+        ("instrument.reward", RewardConfig, "instrument.reward.failure=-3.0", "failure", -3.0),
+        ("logging", MetricsConfig, "logging.wandb_mode=disabled", "wandb_mode", "disabled"),
+    ],
+)
 def test_section_override_reaches_its_reader(tmp_path, section, cls, override, field, value):
     loaded = load_section(cls, _run_config(tmp_path, [override]), section)
     assert getattr(loaded, field) == value
@@ -238,20 +266,42 @@ def test_instrument_mode_reaches_the_actors(tmp_path):
 
 def test_sandbox_limits_reach_the_actors(tmp_path):
     """Execution limits are the sandbox section's (0 s: each task's own limit)."""
-    loaded = load_section(SandboxConfig, _run_config(tmp_path, ["sandbox.limits.memory_mb=2048",
-                                                                 "sandbox.limits.pids=256"]), "sandbox")
-    assert (loaded.limits.memory_mb, loaded.limits.pids, loaded.limits.wall_time_s) == (2048, 256, 0.0)
+    loaded = load_section(
+        SandboxConfig,
+        _run_config(tmp_path, ["sandbox.limits.memory_mb=2048", "sandbox.limits.pids=256"]),
+        "sandbox",
+    )
+    assert (loaded.limits.memory_mb, loaded.limits.pids, loaded.limits.wall_time_s) == (
+        2048,
+        256,
+        0.0,
+    )
 
 
-@pytest.mark.parametrize("key", [
-    "learner.model_path=/m", "learner.run_dir=/r", "learner.seed=1", "learner.receive_address=tcp://x:1",
-    "learner.curve=false", "learner.sampling_multiplier=3", "learner.temperature=0.5",
-    "actors.model_path=/m", "actors.task_ids=[a]", "actors.data_dir=/d", "actors.seed=1",
-    "actors.samples_address=tcp://x:1", "actors.keys_dir=/k",
-    "actors.exec_time_limit_s=60", "actors.exec_memory_mb=1024", "actors.exec_cpus=2",
-    # the door's reward bounds are the reward function's range now (instrument.reward)
-    "learner.reward_min=-100", "learner.reward_max=100",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "learner.model_path=/m",
+        "learner.run_dir=/r",
+        "learner.seed=1",
+        "learner.receive_address=tcp://x:1",
+        "learner.curve=false",
+        "learner.sampling_multiplier=3",
+        "learner.temperature=0.5",
+        "actors.model_path=/m",
+        "actors.task_ids=[a]",
+        "actors.data_dir=/d",
+        "actors.seed=1",
+        "actors.samples_address=tcp://x:1",
+        "actors.keys_dir=/k",
+        "actors.exec_time_limit_s=60",
+        "actors.exec_memory_mb=1024",
+        "actors.exec_cpus=2",
+        # the door's reward bounds are the reward function's range now (instrument.reward)
+        "learner.reward_min=-100",
+        "learner.reward_max=100",
+    ],
+)
 def test_moved_and_deleted_keys_are_refused(key):
     with pytest.raises(ConfigCompositionException):
         _compose([key])
@@ -265,7 +315,10 @@ def test_reward_range_and_public_fraction_reach_their_readers(tmp_path):
     path = _run_config(tmp_path, [])
     assert _reward_bounds(path) == (-10.0, 1.0) and load_run(path).tasks.public_fraction is None
     path = _run_config(tmp_path, ["instrument.reward.kind=paper", "tasks.public_fraction=1"])
-    assert _reward_bounds(path) == (float("-inf"), float("inf")) and load_run(path).tasks.public_fraction == 1.0
+    assert (
+        _reward_bounds(path) == (float("-inf"), float("inf"))
+        and load_run(path).tasks.public_fraction == 1.0
+    )
     path = _run_config(tmp_path, ["instrument=paper"])
     assert _reward_bounds(path) == (float("-inf"), float("inf"))  # the preset's raw reward
 

@@ -28,8 +28,14 @@ threading.Timer = _Now
 def _stderr(code: str, tmp_path: Path, *args: str) -> str:
     env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl")}  # no font cache yet
     env.pop("PYTHONWARNINGS", None)
-    done = subprocess.run([sys.executable, *args, "-c", textwrap.dedent(code)], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, *args, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return done.stderr
 
@@ -56,20 +62,26 @@ def test_the_hydra_check_sees_a_warning(tmp_path):
 
 
 def test_plots_load_matplotlib_silently(tmp_path):
-    code = SLOW_FONT_CACHE + """
+    code = (
+        SLOW_FONT_CACHE
+        + """
 from mlerl.cli._curves import load_pyplot
 load_pyplot().figure()
 """
+    )
     assert _stderr(code, tmp_path) == ""
     assert any((tmp_path / "mpl").glob("fontlist-*.json"))  # the cache was built and kept
 
 
 def test_the_matplotlib_check_sees_the_notice(tmp_path):
-    code = SLOW_FONT_CACHE + """
+    code = (
+        SLOW_FONT_CACHE
+        + """
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot
 """
+    )
     assert "Matplotlib is building the font cache" in _stderr(code, tmp_path)
 
 
@@ -94,8 +106,14 @@ def test_library_info_logs_go_to_the_run_log_not_the_console(tmp_path):
     logging.getLogger("somewhere").warning("a real warning")
     """
     env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl")}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     console = done.stdout + done.stderr
     assert "fontManager" not in console and "a real warning" in console

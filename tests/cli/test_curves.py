@@ -18,16 +18,33 @@ def test_rolling_mean_skips_nan():
 
 def test_read_learner_metrics_orders_steps_and_skips_torn_lines(tmp_path):
     p = tmp_path / "metrics.jsonl"
-    p.write_text("\n".join([json.dumps({"stream": "learner", "step": 2, "a": 2.0}),
-                            json.dumps({"stream": "actor", "step": 1, "a": 9.0}),
-                            json.dumps({"stream": "learner", "step": 1, "a": 1.0}), '{"stream": "lea']))
+    p.write_text(
+        "\n".join(
+            [
+                json.dumps({"stream": "learner", "step": 2, "a": 2.0}),
+                json.dumps({"stream": "actor", "step": 1, "a": 9.0}),
+                json.dumps({"stream": "learner", "step": 1, "a": 1.0}),
+                '{"stream": "lea',
+            ]
+        )
+    )
     assert [r["a"] for r in read_learner_metrics(p)] == [1.0, 2.0]
 
 
 def test_plot_learning_curves(tmp_path):
     p = tmp_path / "metrics.jsonl"
-    rows = [{"stream": "learner", "step": s, "split/all/valid_frac": 0.5, "split/kind/scratch/valid_frac": 0.6,
-             "split/task/t1/score_mean": 0.9, "split/all/pg_share_failed": 0.7, "grad_norm/policy": 1.0} for s in range(1, 6)]
+    rows = [
+        {
+            "stream": "learner",
+            "step": s,
+            "split/all/valid_frac": 0.5,
+            "split/kind/scratch/valid_frac": 0.6,
+            "split/task/t1/score_mean": 0.9,
+            "split/all/pg_share_failed": 0.7,
+            "grad_norm/policy": 1.0,
+        }
+        for s in range(1, 6)
+    ]
     p.write_text("\n".join(json.dumps(r) for r in rows))
     with warnings.catch_warnings():
         # most panels have no series here (as value error has none without a critic): they say

@@ -117,11 +117,21 @@ def test_two_rank_learner_trains_and_survives_a_killed_rank(tmp_path, train_argv
     same batch; kill -9 of rank 1 mid-run ends that torchrun; the supervisor starts a new one, which resumes from
     the last checkpoint and the journal: nothing lost, nothing duplicated, no process left."""
     run_dir = tmp_path / "run"
-    argv = train_argv(run_dir, "learner_procs=2", "learner.max_updates=4", "learner.checkpoint_every=1",
-                      "learner.keep_checkpoints=10", "eval_samples=0")
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+    argv = train_argv(
+        run_dir,
+        "learner_procs=2",
+        "learner.max_updates=4",
+        "learner.checkpoint_every=1",
+        "learner.keep_checkpoints=10",
+        "eval_samples=0",
+    )
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV
+    )
     try:
-        _wait_for(lambda: any(s >= 1 for s in _steps(run_dir)), 900, "an update with two ranks", proc)
+        _wait_for(
+            lambda: any(s >= 1 for s in _steps(run_dir)), 900, "an update with two ranks", proc
+        )
         killed = _learner_rank(run_dir, 1, processes)
         os.kill(killed, signal.SIGKILL)
         out, _ = proc.communicate(timeout=900)
@@ -149,7 +159,9 @@ def _rss_kb(pid: int) -> int:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            children.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(int(entry.name))
+            children.setdefault(int(stat[stat.rfind(")") + 2 :].split()[1]), []).append(
+                int(entry.name)
+            )
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
@@ -158,7 +170,9 @@ def _rss_kb(pid: int) -> int:
             status = Path(f"/proc/{p}/status").read_text()
         except OSError:
             continue
-        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+        total += next(
+            (int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0
+        )
     return total
 
 
@@ -166,20 +180,38 @@ def test_stalled_learner_bounds_the_actors_and_they_resume(tmp_path, train_argv,
     """SIGSTOP the learner for a minute: the actors stop at ``actors.max_unacked`` unacked samples,
     say so in heartbeat.json, hold memory flat, and resume when the learner continues."""
     run_dir = tmp_path / "run"
-    argv = train_argv(run_dir, "learner.max_updates=3", "actors.max_unacked=4", "actors.heartbeat_s=1",
-                      "learner.max_pending_samples=4", "eval_samples=0")
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+    argv = train_argv(
+        run_dir,
+        "learner.max_updates=3",
+        "actors.max_unacked=4",
+        "actors.heartbeat_s=1",
+        "learner.max_pending_samples=4",
+        "eval_samples=0",
+    )
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV
+    )
     beat_path = run_dir / "actors" / "actor-0" / "heartbeat.json"
     try:
         _wait_for(lambda: any(s >= 1 for s in _steps(run_dir)), 900, "the first update", proc)
-        learner = min(int(line.split(":", 1)[0]) for line in processes(f"mlerl.learner --config {run_dir}"))
+        learner = min(
+            int(line.split(":", 1)[0]) for line in processes(f"mlerl.learner --config {run_dir}")
+        )
         # this run's actor only: another run's actor-0 may be alive on the same machine
-        actor = min(int(line.split(":", 1)[0])
-                    for line in processes(f"mlerl.actors --config {run_dir / 'config.yaml'} --actor-id actor-0"))
+        actor = min(
+            int(line.split(":", 1)[0])
+            for line in processes(
+                f"mlerl.actors --config {run_dir / 'config.yaml'} --actor-id actor-0"
+            )
+        )
         os.kill(learner, signal.SIGSTOP)
         try:
-            _wait_for(lambda: "unacked" in json.loads(beat_path.read_text()).get("waiting", ""), 300,
-                      "the actor to wait for the stopped learner", proc)
+            _wait_for(
+                lambda: "unacked" in json.loads(beat_path.read_text()).get("waiting", ""),
+                300,
+                "the actor to wait for the stopped learner",
+                proc,
+            )
             rss, unacked = [], []
             for _ in range(12):  # a minute stalled
                 time.sleep(5)
@@ -194,7 +226,9 @@ def test_stalled_learner_bounds_the_actors_and_they_resume(tmp_path, train_argv,
     assert proc.returncode == 0, out[-3000:]
     # bounded: at most the bound plus what was alive when it was reached (the actor's admission
     # capacity, 4), and not growing once that in-flight work is done
-    assert max(unacked) <= 4 + 4 and unacked == sorted(unacked) and len(set(unacked[6:])) == 1, unacked
+    assert max(unacked) <= 4 + 4 and unacked == sorted(unacked) and len(set(unacked[6:])) == 1, (
+        unacked
+    )
     outbox = run_dir / "actors" / "actor-0" / "outbox"
     settled = rss[4:]
     assert max(settled) - min(settled) < 0.05 * min(settled), rss  # flat: < 5% once settled
@@ -229,15 +263,29 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
     actors restarted, and the test then waited for a learner that had exited."""
     learner_dir, actors_dir = tmp_path / "learner", tmp_path / "actors"
     samples, weights = (f"tcp://127.0.0.1:{port}" for port in _PORTS.take(2))
-    learner_argv = train_argv(learner_dir, "role=learner", "transport.samples_address=" + samples.replace("127.0.0.1", "0.0.0.0"),
-                              "transport.weights_address=" + weights.replace("127.0.0.1", "0.0.0.0"),
-                              "learner.max_updates=8", "learner.max_pending_samples=4", "learner.checkpoint_every=1",
-                              "eval_samples=0")
-    actors_argv = train_argv(actors_dir, "role=actors", "num_actors=1", f"transport.samples_address={samples}",
-                             f"transport.weights_address={weights}", f"transport.keys_dir={learner_dir / 'keys'}")
+    learner_argv = train_argv(
+        learner_dir,
+        "role=learner",
+        "transport.samples_address=" + samples.replace("127.0.0.1", "0.0.0.0"),
+        "transport.weights_address=" + weights.replace("127.0.0.1", "0.0.0.0"),
+        "learner.max_updates=8",
+        "learner.max_pending_samples=4",
+        "learner.checkpoint_every=1",
+        "eval_samples=0",
+    )
+    actors_argv = train_argv(
+        actors_dir,
+        "role=actors",
+        "num_actors=1",
+        f"transport.samples_address={samples}",
+        f"transport.weights_address={weights}",
+        f"transport.keys_dir={learner_dir / 'keys'}",
+    )
 
     def start(argv):
-        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+        return subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV
+        )
 
     procs = []
     try:
@@ -245,27 +293,48 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
         procs.append(actors)
         _wait_for(lambda: (actors_dir / "config.yaml").exists(), 600, "the actors' config", actors)
         time.sleep(3)
-        assert actors.poll() is None and not (actors_dir / "logs").exists()  # waiting, nothing started
+        assert (
+            actors.poll() is None and not (actors_dir / "logs").exists()
+        )  # waiting, nothing started
         learner = start(learner_argv)
         procs.append(learner)
         _wait_for(lambda: any(s >= 1 for s in _steps(learner_dir)), 900, "an update", learner)
-        os.kill(min(int(line.split(":", 1)[0]) for line in processes(f"mlerl.learner --config {learner_dir}")),
-                signal.SIGKILL)
+        os.kill(
+            min(
+                int(line.split(":", 1)[0])
+                for line in processes(f"mlerl.learner --config {learner_dir}")
+            ),
+            signal.SIGKILL,
+        )
         learner.communicate(timeout=120)
         assert learner.returncode != 0
-        learner = start(train_argv(tmp_path / "ignored", f"resume={learner_dir}"))  # actors still running
+        learner = start(
+            train_argv(tmp_path / "ignored", f"resume={learner_dir}")
+        )  # actors still running
         procs.append(learner)
-        _wait_for(lambda: max(_steps(learner_dir), default=0) >= 2 and
-                  "resumed from" in (learner_dir / "logs" / "learner.log").read_text(), 900,
-                  "an update after the learner's restart", learner)
+        _wait_for(
+            lambda: (
+                max(_steps(learner_dir), default=0) >= 2
+                and "resumed from" in (learner_dir / "logs" / "learner.log").read_text()
+            ),
+            900,
+            "an update after the learner's restart",
+            learner,
+        )
         actors.send_signal(signal.SIGTERM)  # now the learner is up first: restart the actors
         actors.communicate(timeout=120)
-        assert learner.poll() is None, f"the learner finished before the actors restarted: {_steps(learner_dir)}"
+        assert learner.poll() is None, (
+            f"the learner finished before the actors restarted: {_steps(learner_dir)}"
+        )
         before = max(s.seq for s in _journal(learner_dir))
         actors = start(train_argv(tmp_path / "ignored2", f"resume={actors_dir}"))
         procs.append(actors)
-        _wait_for(lambda: max(s.seq for s in _journal(learner_dir)) > before, 900,
-                  "a sample from the restarted actors", actors)
+        _wait_for(
+            lambda: max(s.seq for s in _journal(learner_dir)) > before,
+            900,
+            "a sample from the restarted actors",
+            actors,
+        )
         out, _ = learner.communicate(timeout=900)
         assert learner.returncode == 0, out[-3000:]
         actors.send_signal(signal.SIGTERM)

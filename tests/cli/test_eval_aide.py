@@ -20,7 +20,10 @@ def test_aide_flag_selects_the_baseline(tmp_path, monkeypatch, capsys):
         return {"method": method}
 
     monkeypatch.setattr(_eval, "evaluate_over_seeds", fake)
-    assert _eval.main(["--model", str(model), "--tasks", "a,b", "--k", "4", "--seeds", "2", "--aide"]) == 0
+    assert (
+        _eval.main(["--model", str(model), "--tasks", "a,b", "--k", "4", "--seeds", "2", "--aide"])
+        == 0
+    )
     assert seen == {"method": "aide", "tasks": ["a", "b"], "k": 4, "seeds": [0, 1]}
     assert json.loads(capsys.readouterr().out) == {"method": "aide"}
     _eval.main(["--model", str(model), "--tasks", "a", "--k", "1", "--seeds", "1"])

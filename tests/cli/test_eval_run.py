@@ -16,7 +16,9 @@ def seen(tmp_path, monkeypatch):
     calls: dict = {}
 
     def fake(model_path, tasks, **kwargs):
-        calls.update(tasks=tasks, **{k: kwargs[k] for k in ("data_dir", "tasks_dir", "public_fraction")})
+        calls.update(
+            tasks=tasks, **{k: kwargs[k] for k in ("data_dir", "tasks_dir", "public_fraction")}
+        )
         calls["seeds"] = kwargs["seeds"]
         return {}
 
@@ -27,23 +29,62 @@ def seen(tmp_path, monkeypatch):
 
 
 def test_the_runs_tasks_are_evaluated(tmp_path, seen):
-    train = validate(_compose(["transport.curve=false", "tasks.ids=[a,b]", "tasks.tasks_dir=/specs",
-                               "tasks.public_fraction=0.5"]))
+    train = validate(
+        _compose(
+            [
+                "transport.curve=false",
+                "tasks.ids=[a,b]",
+                "tasks.tasks_dir=/specs",
+                "tasks.public_fraction=0.5",
+            ]
+        )
+    )
     _write_run_config(train, tmp_path, tmp_path / "data", str(tmp_path / "model"))
     assert _eval.main(["--model", str(tmp_path / "model"), "--run", str(tmp_path)]) == 0
-    assert seen == {"tasks": ["a", "b"], "data_dir": str(tmp_path / "data"), "tasks_dir": "/specs",
-                    "public_fraction": 0.5, "seeds": [0, 1, 2]}
-    _eval.main(["--model", str(tmp_path / "model"), "--run", str(tmp_path), "--tasks", "c",
-                "--data-dir", "/d", "--public-fraction", "1", "--seeds", "2", "--first-seed", "4"])
+    assert seen == {
+        "tasks": ["a", "b"],
+        "data_dir": str(tmp_path / "data"),
+        "tasks_dir": "/specs",
+        "public_fraction": 0.5,
+        "seeds": [0, 1, 2],
+    }
+    _eval.main(
+        [
+            "--model",
+            str(tmp_path / "model"),
+            "--run",
+            str(tmp_path),
+            "--tasks",
+            "c",
+            "--data-dir",
+            "/d",
+            "--public-fraction",
+            "1",
+            "--seeds",
+            "2",
+            "--first-seed",
+            "4",
+        ]
+    )
     # the command line wins
-    assert seen == {"tasks": ["c"], "data_dir": "/d", "tasks_dir": "/specs", "public_fraction": 1.0,
-                    "seeds": [4, 5]}
+    assert seen == {
+        "tasks": ["c"],
+        "data_dir": "/d",
+        "tasks_dir": "/specs",
+        "public_fraction": 1.0,
+        "seeds": [4, 5],
+    }
 
 
 def test_without_a_run_the_train_defaults_apply(tmp_path, seen):
     assert _eval.main(["--model", str(tmp_path / "model")]) == 0
-    assert seen == {"tasks": ["standin-cancer-auc-tiny"], "data_dir": "", "tasks_dir": "", "public_fraction": None,
-                    "seeds": [0, 1, 2]}
+    assert seen == {
+        "tasks": ["standin-cancer-auc-tiny"],
+        "data_dir": "",
+        "tasks_dir": "",
+        "public_fraction": None,
+        "seeds": [0, 1, 2],
+    }
 
 
 def test_a_negative_first_seed_is_refused(tmp_path, seen, capsys):

@@ -39,7 +39,7 @@ def _stat(pid: int) -> tuple[int, int] | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = stat[stat.rfind(")") + 2 :].split()
     if fields[0] == "Z":
         return None
     return int(fields[1]), int(fields[19])
@@ -47,7 +47,9 @@ def _stat(pid: int) -> tuple[int, int] | None:
 
 def _cmdline(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
     except OSError:
         return ""
 
@@ -90,8 +92,11 @@ class Watch:
         """Processes seen that are still alive after up to ``wait_s`` seconds."""
         end = time.monotonic() + wait_s
         while True:
-            alive = [f"{pid}: {cmd[:160]}" for pid, (start, cmd) in self.seen.items()
-                     if (st := _stat(pid)) is not None and st[1] == start]
+            alive = [
+                f"{pid}: {cmd[:160]}"
+                for pid, (start, cmd) in self.seen.items()
+                if (st := _stat(pid)) is not None and st[1] == start
+            ]
             if not alive or time.monotonic() > end:
                 return alive
             time.sleep(0.5)
@@ -99,8 +104,11 @@ class Watch:
     def descendants(self, marker: str) -> list[int]:
         """Live watched processes whose command line holds ``marker``."""
         self.scan()
-        return [pid for pid, (start, cmd) in self.seen.items()
-                if marker in cmd and (st := _stat(pid)) is not None and st[1] == start]
+        return [
+            pid
+            for pid, (start, cmd) in self.seen.items()
+            if marker in cmd and (st := _stat(pid)) is not None and st[1] == start
+        ]
 
 
 def _record(cell: str, **row: object) -> None:
@@ -110,7 +118,9 @@ def _record(cell: str, **row: object) -> None:
             f.write(json.dumps({"cell": cell, **row}) + "\n")
 
 
-def _wait(predicate, what: str, proc: subprocess.Popen | None = None, timeout: float = RECOVER_S) -> float:
+def _wait(
+    predicate, what: str, proc: subprocess.Popen | None = None, timeout: float = RECOVER_S
+) -> float:
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         if predicate():
@@ -126,11 +136,15 @@ def _stored(run_dir: Path) -> int:
 
 
 def _start(argv: list[str]) -> tuple[subprocess.Popen, Watch]:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV
+    )
     return proc, Watch(proc.pid)
 
 
-def _finish(proc: subprocess.Popen, watch: Watch, timeout: float = 600) -> tuple[int, str, list[str]]:
+def _finish(
+    proc: subprocess.Popen, watch: Watch, timeout: float = 600
+) -> tuple[int, str, list[str]]:
     try:
         out, _ = proc.communicate(timeout=timeout)
     finally:
@@ -155,8 +169,15 @@ def test_kills_of_every_part_recover_and_lose_nothing(tmp_path, train_argv, proc
     an actor, a grading process, the sandboxes, learner rank 1, learner rank 0; then SIGKILL of
     `mlerl train` itself (everything must die with it) and a resume that finishes the run."""
     run_dir = tmp_path / "run"
-    argv = train_argv(run_dir, "learner_procs=2", f"learner.max_updates={UPDATES}", "learner.checkpoint_every=1",
-                      "learner.keep_checkpoints=3", "eval_samples=0", "actors.heartbeat_s=1")
+    argv = train_argv(
+        run_dir,
+        "learner_procs=2",
+        f"learner.max_updates={UPDATES}",
+        "learner.checkpoint_every=1",
+        "learner.keep_checkpoints=3",
+        "eval_samples=0",
+        "actors.heartbeat_s=1",
+    )
     proc, watch = _start(argv)
     try:
         _wait(lambda: max(_steps(run_dir), default=0) >= 1, "the first update", proc, timeout=900)
@@ -177,15 +198,29 @@ def test_kills_of_every_part_recover_and_lose_nothing(tmp_path, train_argv, proc
         actor = f"mlerl.actors --config {run_dir / 'config.yaml'}"
         seconds = progress_after(lambda: kill_all(actor))
         assert watch.descendants(actor), "the actor was not restarted"
-        _record("SIGKILL actor", outcome="restarted, resumed from its outbox", seconds=round(seconds, 1))
+        _record(
+            "SIGKILL actor", outcome="restarted, resumed from its outbox", seconds=round(seconds, 1)
+        )
 
-        _wait(lambda: bool(watch.descendants("mlerl.bench._subprocess --serve")), "a grading process", proc)
+        _wait(
+            lambda: bool(watch.descendants("mlerl.bench._subprocess --serve")),
+            "a grading process",
+            proc,
+        )
         seconds = progress_after(lambda: kill_all("mlerl.bench._subprocess --serve"))
-        _record("SIGKILL grading process", outcome="replaced; grading continues", seconds=round(seconds, 1))
+        _record(
+            "SIGKILL grading process",
+            outcome="replaced; grading continues",
+            seconds=round(seconds, 1),
+        )
 
         _wait(lambda: bool(watch.descendants("bwrap")), "a sandbox", proc)
         seconds = progress_after(lambda: kill_all("bwrap"))
-        _record("SIGKILL sandboxes", outcome="runs recorded as failed or retried; new sandboxes", seconds=round(seconds, 1))
+        _record(
+            "SIGKILL sandboxes",
+            outcome="runs recorded as failed or retried; new sandboxes",
+            seconds=round(seconds, 1),
+        )
 
         for rank in (1, 0):
             log = run_dir / "logs" / "learner.log"
@@ -193,18 +228,30 @@ def test_kills_of_every_part_recover_and_lose_nothing(tmp_path, train_argv, proc
             step = max(_steps(run_dir))
             t0 = time.monotonic()
             os.kill(_learner_rank(run_dir, rank, processes), signal.SIGKILL)
-            _wait(lambda: log.read_text().count("resumed from") > resumed and max(_steps(run_dir)) > step,
-                  f"an update after learner rank {rank} was killed", proc)
-            _record(f"SIGKILL learner rank {rank}", outcome="torchrun group restarted, resumed from checkpoint",
-                    seconds=round(time.monotonic() - t0, 1))
+            _wait(
+                lambda: (
+                    log.read_text().count("resumed from") > resumed and max(_steps(run_dir)) > step
+                ),
+                f"an update after learner rank {rank} was killed",
+                proc,
+            )
+            _record(
+                f"SIGKILL learner rank {rank}",
+                outcome="torchrun group restarted, resumed from checkpoint",
+                seconds=round(time.monotonic() - t0, 1),
+            )
 
         t0 = time.monotonic()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
         watch.stop()
         left = watch.left(wait_s=60)
-        _record("SIGKILL mlerl train", outcome="every process it started died with it",
-                seconds=round(time.monotonic() - t0, 1), left=len(left))
+        _record(
+            "SIGKILL mlerl train",
+            outcome="every process it started died with it",
+            seconds=round(time.monotonic() - t0, 1),
+            left=len(left),
+        )
         assert left == [], left
     finally:
         proc.kill()
@@ -217,7 +264,9 @@ def test_kills_of_every_part_recover_and_lose_nothing(tmp_path, train_argv, proc
     assert code == 0, out[-3000:]
     assert left == [], left
     steps = _steps(run_dir)
-    assert steps == list(range(1, UPDATES + 1)), steps  # one record per update, redone ones replaced
+    assert steps == list(range(1, UPDATES + 1)), (
+        steps
+    )  # one record per update, redone ones replaced
     _assert_exactly_once(run_dir, [run_dir / "actors"])
     assert "restarting learner" in (run_dir / "supervisor.log").read_text()
 
@@ -241,20 +290,31 @@ def test_a_port_taken_by_another_program_ends_the_run_with_the_reason(tmp_path, 
         squatter.bind(("0.0.0.0", 0))
         squatter.listen()
         port = squatter.getsockname()[1]
-        argv = train_argv(tmp_path / "run", "learner_procs=2", "learner.max_updates=2", "eval_samples=0",
-                          f"transport.samples_address=tcp://0.0.0.0:{port}")
+        argv = train_argv(
+            tmp_path / "run",
+            "learner_procs=2",
+            "learner.max_updates=2",
+            "eval_samples=0",
+            f"transport.samples_address=tcp://0.0.0.0:{port}",
+        )
         t0 = time.monotonic()
         proc, watch = _start(argv)
         code, out, left = _finish(proc, watch)
     seconds = time.monotonic() - t0
     reason = _one_line_reason(out)
-    _record("port taken", outcome=f"exit {code}: {reason}", seconds=round(seconds, 1), left=len(left))
-    assert code != 0 and "learner failed" in reason and "Address already in use" in reason, out[-3000:]
+    _record(
+        "port taken", outcome=f"exit {code}: {reason}", seconds=round(seconds, 1), left=len(left)
+    )
+    assert code != 0 and "learner failed" in reason and "Address already in use" in reason, out[
+        -3000:
+    ]
     assert "restarting learner" not in (tmp_path / "run" / "supervisor.log").read_text()
     assert left == [], left
 
 
-def test_an_exception_at_learner_start_up_ends_the_run_with_the_reason(tmp_path, train_argv, policy):
+def test_an_exception_at_learner_start_up_ends_the_run_with_the_reason(
+    tmp_path, train_argv, policy
+):
     """The 2 learner ranks raise while loading the policy (its weights file is corrupt): every rank
     ends, the run exits non-zero at once with the error, and nothing is left running."""
     model = policy
@@ -263,13 +323,24 @@ def test_an_exception_at_learner_start_up_ends_the_run_with_the_reason(tmp_path,
     (weights,) = broken.glob("*.safetensors")
     weights.write_bytes(b"not a safetensors file" * 100)
     t0 = time.monotonic()
-    proc, watch = _start(train_argv(tmp_path / "run", "learner_procs=2", "learner.max_updates=2",
-                                    "eval_samples=0", f"model.path={broken}"))
+    proc, watch = _start(
+        train_argv(
+            tmp_path / "run",
+            "learner_procs=2",
+            "learner.max_updates=2",
+            "eval_samples=0",
+            f"model.path={broken}",
+        )
+    )
     code, out, left = _finish(proc, watch)
     seconds = time.monotonic() - t0
     reason = _one_line_reason(out)
-    _record("exception at learner start-up", outcome=f"exit {code}: {reason}", seconds=round(seconds, 1),
-            left=len(left))
+    _record(
+        "exception at learner start-up",
+        outcome=f"exit {code}: {reason}",
+        seconds=round(seconds, 1),
+        left=len(left),
+    )
     assert code != 0 and "learner failed" in reason, out[-3000:]
     assert "restarting learner" not in (tmp_path / "run" / "supervisor.log").read_text()
     assert left == [], left
@@ -297,7 +368,9 @@ def test_a_full_journal_disk_stops_the_run_and_a_resume_loses_nothing(tmp_path, 
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(buffer)], check=True)
     try:
         t0 = time.monotonic()
-        proc, watch = _start(train_argv(run_dir, f"learner.max_updates={DISK_UPDATES}", "eval_samples=0"))
+        proc, watch = _start(
+            train_argv(run_dir, f"learner.max_updates={DISK_UPDATES}", "eval_samples=0")
+        )
         code, out, left = _finish(proc, watch, timeout=900)
         seconds = time.monotonic() - t0
         reason = _one_line_reason(out)
@@ -312,7 +385,12 @@ def test_a_full_journal_disk_stops_the_run_and_a_resume_loses_nothing(tmp_path, 
     shutil.copytree(kept, buffer)
     stored = _stored(run_dir)
     assert stored > 0
-    _record("journal disk full", outcome=f"exit {code}: {reason}", seconds=round(seconds, 1), left=len(left))
+    _record(
+        "journal disk full",
+        outcome=f"exit {code}: {reason}",
+        seconds=round(seconds, 1),
+        left=len(left),
+    )
     proc, watch = _start(train_argv(tmp_path / "ignored", f"resume={run_dir}"))
     code, out, left = _finish(proc, watch)
     assert code == 0, out[-3000:]

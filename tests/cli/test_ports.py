@@ -9,7 +9,22 @@ from mlerl.cli._ports import PortLease, bindable, candidates, ephemeral_range, l
 
 def test_candidates_leave_out_the_ephemeral_range():
     got = candidates((32768, 60999), low=32760, high=61005)
-    assert got == [32760, 32761, 32762, 32763, 32764, 32765, 32766, 32767, 61000, 61001, 61002, 61003, 61004, 61005]
+    assert got == [
+        32760,
+        32761,
+        32762,
+        32763,
+        32764,
+        32765,
+        32766,
+        32767,
+        61000,
+        61001,
+        61002,
+        61003,
+        61004,
+        61005,
+    ]
 
 
 def test_ephemeral_range_reads_the_kernel_file(tmp_path):

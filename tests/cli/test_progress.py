@@ -8,18 +8,29 @@ from mlerl.cli._progress import Progress, best_cell
 
 
 def test_best_cell_follows_each_tasks_direction():
-    record = {"split/task/auc/score_max": 0.91, "split/task/auc/score_min": 0.5,
-              "split/task/rmsle/score_max": 60.99, "split/task/rmsle/score_min": 0.0392}
+    record = {
+        "split/task/auc/score_max": 0.91,
+        "split/task/auc/score_min": 0.5,
+        "split/task/rmsle/score_max": 60.99,
+        "split/task/rmsle/score_min": 0.0392,
+    }
     # the case: the batch held 60.99 and 0.0392 on a lower-is-better task
     assert best_cell(record, {"rmsle": True}) == "0.0392"
     assert best_cell(record, {"auc": False, "rmsle": True}) == "0.9100 0.0392"
-    assert best_cell(record, {"auc": False, "other": True}) == "0.9100 -"  # no valid sample in the batch
+    assert (
+        best_cell(record, {"auc": False, "other": True}) == "0.9100 -"
+    )  # no valid sample in the batch
     assert best_cell(record, {}) == "-"
 
 
 def test_progress_prints_the_direction_aware_best(tmp_path):
-    rec = {"step": 3, "batch/reward_mean": -0.5, "batch/score_max": 60.99, "split/task/t/score_min": 0.0392,
-           "split/task/t/score_max": 60.99}
+    rec = {
+        "step": 3,
+        "batch/reward_mean": -0.5,
+        "batch/score_max": 60.99,
+        "split/task/t/score_min": 0.0392,
+        "split/task/t/score_max": 60.99,
+    }
     (tmp_path / "metrics.jsonl").write_text(json.dumps(rec) + "\n")
     progress = Progress(tmp_path, directions={"t": True})
     lines: list[str] = []

@@ -10,8 +10,12 @@ import pytest
 @pytest.mark.parametrize("content", ["learner: {a: [1, 2\n  b: :\n", "- just\n- a list\n"])
 def test_unparsable_run_config_is_a_clear_error(tmp_path, content):
     (tmp_path / "config.yaml").write_text(content)
-    done = subprocess.run([sys.executable, "-m", "mlerl.cli", "train", f"resume={tmp_path}"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "mlerl.cli", "train", f"resume={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert f"config error: {tmp_path / 'config.yaml'}: " in done.stderr
@@ -68,12 +72,17 @@ def test_resume_refuses_overrides_that_would_change_the_run_and_accepts_repeated
     same = ["resume=/r", "hydra.run.dir=/x", "learner.lr=1e-5", "num_actors=2"]
     assert resume_conflicts(same, _composed(*same[2:]), stored) == []
     # an empty start-up-decided key means "as decided": not a change
-    assert resume_conflicts(["model.path=", "learner.lr=1e-5"], _composed("learner.lr=1e-5"), stored) == []
+    assert (
+        resume_conflicts(["model.path=", "learner.lr=1e-5"], _composed("learner.lr=1e-5"), stored)
+        == []
+    )
 
     changed = ["learner.lr=3e-4", "actors.temperature=0.5", "num_actors=2"]
     got = resume_conflicts(changed, _composed(*changed), stored)
-    assert got == ["learner.lr: given 0.0003, the run has 1e-05",
-                   "actors.temperature: given 0.5, the run has 0.9"], got
+    assert got == [
+        "learner.lr: given 0.0003, the run has 1e-05",
+        "actors.temperature: given 0.5, the run has 0.9",
+    ], got
     # a group choice compares its whole section
     got = resume_conflicts(["learner=paper"], _composed("learner=paper"), stored)
     assert got and all(line.startswith("learner.") for line in got)
@@ -85,7 +94,18 @@ def test_resume_with_a_changing_override_is_a_clear_error(tmp_path):
     from mlerl.cli._config import TrainConfig
 
     OmegaConf.save(OmegaConf.structured(TrainConfig()), tmp_path / "config.yaml")
-    done = subprocess.run([sys.executable, "-m", "mlerl.cli", "train", f"resume={tmp_path}",
-                           "learner.max_updates=99"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlerl.cli",
+            "train",
+            f"resume={tmp_path}",
+            "learner.max_updates=99",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "learner.max_updates: given 99, the run has" in done.stderr, done.stderr[-2000:]

@@ -38,8 +38,12 @@ def _shims(tmp_path: Path, nodes: list[str]) -> dict[str, str]:
     (bin_dir / "scontrol").write_text("#!/bin/bash\nprintf '%s\\n' " + " ".join(nodes) + "\n")
     for f in bin_dir.iterdir():
         f.chmod(f.stat().st_mode | stat.S_IEXEC)
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "n[1-9]",
-            "SLURM_JOB_ID": "4242"}
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "SLURM_JOB_NODELIST": "n[1-9]",
+        "SLURM_JOB_ID": "4242",
+    }
 
 
 def _recording_python(tmp_path: Path) -> Path:
@@ -47,10 +51,12 @@ def _recording_python(tmp_path: Path) -> Path:
     log = tmp_path / "calls.jsonl"
     py = tmp_path / "py"
     # the learner stand-in lingers a moment: its end stops the actor step, which must have run
-    py.write_text(f"#!{sys.executable}\nimport json, os, sys, time\n"
-                  f"open({str(log)!r}, 'a').write(json.dumps({{'node': os.environ.get('SLURMD_NODENAME'), "
-                  f"'head': os.environ.get('HEAD'), 'argv': sys.argv[1:]}}) + '\\n')\n"
-                  "if 'torch.distributed.run' in sys.argv: time.sleep(3)\n")
+    py.write_text(
+        f"#!{sys.executable}\nimport json, os, sys, time\n"
+        f"open({str(log)!r}, 'a').write(json.dumps({{'node': os.environ.get('SLURMD_NODENAME'), "
+        f"'head': os.environ.get('HEAD'), 'argv': sys.argv[1:]}}) + '\\n')\n"
+        "if 'torch.distributed.run' in sys.argv: time.sleep(3)\n"
+    )
     py.chmod(0o755)
     return py
 
@@ -60,8 +66,17 @@ def _calls(tmp_path: Path) -> list[dict]:
 
 
 def test_script_is_valid_bash_with_the_allocation_asked_for(tmp_path):
-    text = script(SlurmJob(run_dir="/shared/run", learner_nodes=2, gpus_per_node=4, actor_nodes=3,
-                           partition="gpu", time="2:00:00", overrides=["seed=3"]))
+    text = script(
+        SlurmJob(
+            run_dir="/shared/run",
+            learner_nodes=2,
+            gpus_per_node=4,
+            actor_nodes=3,
+            partition="gpu",
+            time="2:00:00",
+            overrides=["seed=3"],
+        )
+    )
     assert "#SBATCH --nodes=5\n" in text and "#SBATCH --gpus-per-node=4\n" in text
     assert "#SBATCH --partition=gpu\n" in text and "#SBATCH --time=2:00:00\n" in text
     assert "#SBATCH --account" not in text
@@ -83,8 +98,11 @@ def test_cpu_cluster_asks_for_no_gpus_and_runs_one_rank_per_node():
     assert "--nproc_per_node=1 " in text and "learner_procs=2 " in text
     # each step names its task count: the job's SLURM_NTASKS (3) is inherited by srun otherwise
     # and a real slurmctld refuses the 1-node step ("More processors requested than permitted")
-    assert [next(a for a in line.split() if a.startswith("--ntasks="))
-            for line in text.splitlines() if line.startswith("srun ")] == ["--ntasks=1", "--ntasks=2", "--ntasks=1"]
+    assert [
+        next(a for a in line.split() if a.startswith("--ntasks="))
+        for line in text.splitlines()
+        if line.startswith("srun ")
+    ] == ["--ntasks=1", "--ntasks=2", "--ntasks=1"]
     text = script(SlurmJob(run_dir="/r", learner_nodes=2, gpus_per_node=0, ranks_per_node=3))
     assert "--nproc_per_node=3 " in text and "learner_procs=6 " in text
     assert "#SBATCH --gpus-per-node=4\n" in script(SlurmJob(run_dir="/r", gpus_per_node=4))
@@ -97,37 +115,90 @@ def test_each_node_runs_the_expected_command(tmp_path):
     py = _recording_python(tmp_path)
     out = tmp_path / "job.sh"
     overrides = ["tasks.ids=[x,y]", "learner.max_updates=7", "+experiment=paper_scale"]
-    done = subprocess.run([sys.executable, "-m", "mlerl.cli", "slurm", "--run-dir", str(run_dir),
-                           "--learner-nodes", "2", "--gpus-per-node", "4", "--actor-nodes", "2",
-                           "--actors-per-node", "3", "--samples-port", "6000", "--weights-port", "6001",
-                           "--rdzv-port", "29555", "--python", str(py), "--out", str(out), "--", *overrides],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlerl.cli",
+            "slurm",
+            "--run-dir",
+            str(run_dir),
+            "--learner-nodes",
+            "2",
+            "--gpus-per-node",
+            "4",
+            "--actor-nodes",
+            "2",
+            "--actors-per-node",
+            "3",
+            "--samples-port",
+            "6000",
+            "--weights-port",
+            "6001",
+            "--rdzv-port",
+            "29555",
+            "--python",
+            str(py),
+            "--out",
+            str(out),
+            "--",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     env = _shims(tmp_path, ["a", "b", "c", "d"])
     for attempt in (1, 2):  # a resubmission resumes each actor host from its own run dir
         (tmp_path / "calls.jsonl").unlink(missing_ok=True)
-        ran = subprocess.run(["bash", str(out)], env=env, capture_output=True, text=True, timeout=120)
+        ran = subprocess.run(
+            ["bash", str(out)], env=env, capture_output=True, text=True, timeout=120
+        )
         assert ran.returncode == 0, ran.stderr
         calls = _calls(tmp_path)
         prepare = [c for c in calls if "prepare_only=true" in c["argv"]]
         assert [c["node"] for c in prepare] == ["a"]
         assert prepare[0]["argv"][:4] == ["-m", "mlerl.cli", "train", "role=learner"]
-        assert {f"hydra.run.dir={run_dir}", "learner_procs=8", "transport.samples_address=tcp://0.0.0.0:6000",
-                "transport.weights_address=tcp://0.0.0.0:6001", *overrides} <= set(prepare[0]["argv"])
+        assert {
+            f"hydra.run.dir={run_dir}",
+            "learner_procs=8",
+            "transport.samples_address=tcp://0.0.0.0:6000",
+            "transport.weights_address=tcp://0.0.0.0:6001",
+            *overrides,
+        } <= set(prepare[0]["argv"])
         learners = [c for c in calls if "torch.distributed.run" in c["argv"]]
         assert sorted(c["node"] for c in learners) == ["a", "b"]
         for c in learners:
-            assert {"--nnodes=2", "--nproc_per_node=4", "--rdzv_backend=c10d", "--rdzv_endpoint=a:29555",
-                    "--rdzv_id=4242", "--max-restarts=3"} <= set(c["argv"])
-            assert c["argv"][-4:] == ["-m", "mlerl.learner", "--config", str(run_dir / "config.yaml")]
+            assert {
+                "--nnodes=2",
+                "--nproc_per_node=4",
+                "--rdzv_backend=c10d",
+                "--rdzv_endpoint=a:29555",
+                "--rdzv_id=4242",
+                "--max-restarts=3",
+            } <= set(c["argv"])
+            assert c["argv"][-4:] == [
+                "-m",
+                "mlerl.learner",
+                "--config",
+                str(run_dir / "config.yaml"),
+            ]
         actors = [c for c in calls if "role=actors" in c["argv"]]
         assert sorted(c["node"] for c in actors) == ["c", "d"]
         for c in actors:
             host = run_dir / "hosts" / c["node"]
             expect_resume = f"resume={host}" if attempt == 2 else "resume="
-            assert {f"hydra.run.dir={host}", expect_resume, f"actor_prefix={c['node']}", "num_actors=3",
-                    "transport.samples_address=tcp://a:6000", "transport.weights_address=tcp://a:6001",
-                    f"transport.keys_dir={run_dir / 'keys'}", *overrides} <= set(c["argv"]), c["argv"]
+            assert {
+                f"hydra.run.dir={host}",
+                expect_resume,
+                f"actor_prefix={c['node']}",
+                "num_actors=3",
+                "transport.samples_address=tcp://a:6000",
+                "transport.weights_address=tcp://a:6001",
+                f"transport.keys_dir={run_dir / 'keys'}",
+                *overrides,
+            } <= set(c["argv"]), c["argv"]
             host.mkdir(parents=True, exist_ok=True)
             (host / "config.yaml").write_text("role: actors\n")  # what the first run leaves
 
@@ -141,16 +212,33 @@ def test_submitit_sweep_runs_one_job_per_point(tmp_path):
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")  # prepare_only never loads it
     done = subprocess.run(
-        [sys.executable, "-m", "mlerl.cli", "train", "-m", "hydra/launcher=submitit_local",
-         f"hydra.sweep.dir={tmp_path / 'multirun'}", "hydra.sweep.subdir=job${hydra.job.num}",
-         f"model.path={tmp_path / 'model'}", f"tasks.data_dir={tmp_path / 'data'}", "prepare_only=true",
-         "logging.console=false", "seed=0,1"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "mlerl.cli",
+            "train",
+            "-m",
+            "hydra/launcher=submitit_local",
+            f"hydra.sweep.dir={tmp_path / 'multirun'}",
+            "hydra.sweep.subdir=job${hydra.job.num}",
+            f"model.path={tmp_path / 'model'}",
+            f"tasks.data_dir={tmp_path / 'data'}",
+            "prepare_only=true",
+            "logging.console=false",
+            "seed=0,1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     from omegaconf import OmegaConf
 
     configs = [OmegaConf.load(tmp_path / "multirun" / f"job{i}" / "config.yaml") for i in (0, 1)]
     assert [c.seed for c in configs] == [0, 1]
     assert configs[0].transport.samples_address != configs[1].transport.samples_address
-    assert all((tmp_path / "multirun" / f"job{i}" / "keys" / "learner.key").is_file() for i in (0, 1))
+    assert all(
+        (tmp_path / "multirun" / f"job{i}" / "keys" / "learner.key").is_file() for i in (0, 1)
+    )
     assert list((tmp_path / "multirun" / ".submitit").iterdir())  # the jobs went through submitit

@@ -25,8 +25,17 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 NODES = ["mlerl-n1", "mlerl-n2", "mlerl-n3"]
 SETUP = Path(__file__).resolve().parents[2] / "scripts" / "ci" / "setup_slurm.sh"
-ENDED = {"COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL",
-         "DEADLINE"}
+ENDED = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "NODE_FAIL",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
 TIMES: dict[str, float] = {}  # fault cell -> seconds, written to $MLERL_SLURM_TIMES when set
 
 
@@ -43,9 +52,13 @@ def cluster():
     try:
         states = dict(line.split() for line in _sh("sinfo", "-h", "-N", "-o", "%N %t").splitlines())
     except (OSError, AssertionError) as exc:
-        pytest.fail(f"no Slurm cluster ({exc}): run `bash {SETUP}` as root, or deselect with -m 'not slurm'")
+        pytest.fail(
+            f"no Slurm cluster ({exc}): run `bash {SETUP}` as root, or deselect with -m 'not slurm'"
+        )
     if any(not states.get(n, "").startswith(("idle", "mix", "alloc")) for n in NODES):
-        pytest.fail(f"Slurm nodes not up: {states}; run `bash {SETUP}` as root, or deselect with -m 'not slurm'")
+        pytest.fail(
+            f"Slurm nodes not up: {states}; run `bash {SETUP}` as root, or deselect with -m 'not slurm'"
+        )
     yield NODES
     if TIMES and os.environ.get("MLERL_SLURM_TIMES"):
         Path(os.environ["MLERL_SLURM_TIMES"]).write_text(json.dumps(TIMES, indent=1))
@@ -66,8 +79,17 @@ def _node_processes(node: str) -> list[str]:
     out = []
     for pid in _sh("ip", "netns", "pids", node).split():
         try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = next(ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ln.startswith("State:"))
+            cmd = (
+                Path(f"/proc/{pid}/cmdline")
+                .read_bytes()
+                .replace(b"\0", b" ")
+                .decode(errors="replace")
+            )
+            state = next(
+                ln
+                for ln in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if ln.startswith("State:")
+            )
         except (OSError, StopIteration):
             continue
         if "Z (zombie)" not in state and not cmd.startswith("slurmd"):
@@ -94,21 +116,51 @@ def _submit(path: Path) -> str:
     return _sh("sbatch", "--parsable", str(path)).strip().split(";")[0]
 
 
-def _write(tmp_path: Path, run_dir: Path, overrides: list[str], *extra: str, learner_nodes: int = 1,
-           actor_nodes: int = 2) -> Path:
+def _write(
+    tmp_path: Path,
+    run_dir: Path,
+    overrides: list[str],
+    *extra: str,
+    learner_nodes: int = 1,
+    actor_nodes: int = 2,
+) -> Path:
     """The job script, written by `mlerl slurm` as a user would (CPU nodes: no GPUs to ask for)."""
     path = tmp_path / "job.sbatch"
     done = subprocess.run(
-        [sys.executable, "-m", "mlerl.cli", "slurm", "--run-dir", str(run_dir), "--gpus-per-node", "0",
-         "--learner-nodes", str(learner_nodes), "--actor-nodes", str(actor_nodes), "--actors-per-node", "1",
-         "--out", str(path), "--", *overrides, "eval_samples=0", "learner.checkpoint_every=1", *extra],
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "mlerl.cli",
+            "slurm",
+            "--run-dir",
+            str(run_dir),
+            "--gpus-per-node",
+            "0",
+            "--learner-nodes",
+            str(learner_nodes),
+            "--actor-nodes",
+            str(actor_nodes),
+            "--actors-per-node",
+            "1",
+            "--out",
+            str(path),
+            "--",
+            *overrides,
+            "eval_samples=0",
+            "learner.checkpoint_every=1",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return path
 
 
 def _wait_steps(run_dir: Path, job_id: str, n: int, timeout: float = 900) -> None:
     """Until the learner logged update ``n``; fails at once when the job ends first."""
+
     def reached() -> bool:
         if any(s >= n for s in _steps(run_dir)):
             return True
@@ -185,9 +237,14 @@ def test_job_on_three_nodes_through_scancel_and_dead_nodes(cluster, overrides, t
     killed_at = time.monotonic()
     step = max(_steps(run_dir))
     seq = max((s.seq for s in _journal(run_dir) if s.actor_id == "mlerl-n2-0"), default=-1)
-    _wait_for(lambda: max(_steps(run_dir)) > step and
-              max(s.seq for s in _journal(run_dir) if s.actor_id == "mlerl-n2-0") > seq, 900,
-              "an update and a sample from mlerl-n2 after mlerl-n3's actors died")
+    _wait_for(
+        lambda: (
+            max(_steps(run_dir)) > step
+            and max(s.seq for s in _journal(run_dir) if s.actor_id == "mlerl-n2-0") > seq
+        ),
+        900,
+        "an update and a sample from mlerl-n2 after mlerl-n3's actors died",
+    )
     TIMES["actor node's processes killed -> next update"] = round(time.monotonic() - killed_at, 1)
     assert _job(job)["JobState"] == "RUNNING"
     assert _pids("mlerl-n3", str(run_dir)) == []  # not restarted on that node: its step task ended
@@ -198,19 +255,30 @@ def test_job_on_three_nodes_through_scancel_and_dead_nodes(cluster, overrides, t
     start = time.monotonic()
     try:
         # RUNNING, then COMPLETING while Slurm ends the other nodes' steps, then PENDING again
-        _wait_for(lambda: _job(job)["JobState"] in {"PENDING", "REQUEUED", *ENDED}, 300,
-                  "Slurm to see mlerl-n1 die")
+        _wait_for(
+            lambda: _job(job)["JobState"] in {"PENDING", "REQUEUED", *ENDED},
+            300,
+            "Slurm to see mlerl-n1 die",
+        )
         info = _job(job)
         TIMES["learner node killed -> job requeued"] = round(time.monotonic() - start, 1)
-        _wait_for(lambda: not any(_node_processes(n) for n in NODES[1:]), 120, "the other nodes to be empty")
+        _wait_for(
+            lambda: not any(_node_processes(n) for n in NODES[1:]),
+            120,
+            "the other nodes to be empty",
+        )
         TIMES["learner node killed -> no process on any node"] = round(time.monotonic() - start, 1)
         assert info["JobState"] in ("PENDING", "REQUEUED") and info["Restarts"] == "1", info
         assert processes(str(run_dir)) == []
-        log = Path("/var/lib/mlerl-slurm/log/slurmctld.log").read_text()  # kept across restarts: this job's part
-        log = log[log.rfind(f"_slurm_rpc_submit_batch_job: JobId={job} "):]
+        log = Path(
+            "/var/lib/mlerl-slurm/log/slurmctld.log"
+        ).read_text()  # kept across restarts: this job's part
+        log = log[log.rfind(f"_slurm_rpc_submit_batch_job: JobId={job} ") :]
         assert f"requeue job JobId={job} due to failure of node mlerl-n1" in log
     finally:
-        subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=300, check=True)
+        subprocess.run(
+            ["bash", str(SETUP)], capture_output=True, text=True, timeout=300, check=True
+        )
     _wait_for(lambda: _node_up("mlerl-n1"), 120, "mlerl-n1 back in service")
     before = max(_steps(run_dir))
     info = _wait_job(job, 900)
@@ -246,7 +314,9 @@ def test_learner_over_two_nodes_and_a_rank_killed(cluster, overrides, tmp_path, 
     --max-restarts restarts both nodes' ranks, which resume from the checkpoint and the journal,
     and the job completes; nothing lost or trained twice."""
     run_dir = tmp_path / "run"
-    path = _write(tmp_path, run_dir, overrides, "learner.max_updates=3", learner_nodes=2, actor_nodes=1)
+    path = _write(
+        tmp_path, run_dir, overrides, "learner.max_updates=3", learner_nodes=2, actor_nodes=1
+    )
     job = _submit(path)
     _wait_steps(run_dir, job, 1)
     assert _rank_pid("mlerl-n1", run_dir, 0) and _rank_pid("mlerl-n2", run_dir, 1)
@@ -255,9 +325,12 @@ def test_learner_over_two_nodes_and_a_rank_killed(cluster, overrides, tmp_path, 
     # torchrun's agents on both nodes see the group fail and start both ranks again in place
     _wait_for(lambda: _out(run_dir, job).count("resumed from") >= 2, 600, "both ranks to restart")
     TIMES["learner rank killed on the second learner node -> both ranks resumed"] = round(
-        time.monotonic() - start, 1)
+        time.monotonic() - start, 1
+    )
     info = _wait_job(job, 900)
-    TIMES["learner rank killed on the second learner node -> job completed"] = round(time.monotonic() - start, 1)
+    TIMES["learner rank killed on the second learner node -> job completed"] = round(
+        time.monotonic() - start, 1
+    )
     out = (run_dir / f"slurm-{job}.out").read_text()
     (tmp_path / "outcome.json").write_text(json.dumps({"job": info, "out": out}))
     assert info["JobState"] == "COMPLETED", (info, out[-4000:])
@@ -268,23 +341,47 @@ def test_learner_over_two_nodes_and_a_rank_killed(cluster, overrides, tmp_path, 
     _nothing_left(run_dir, processes)
 
 
-def test_submitit_slurm_sweep_runs_each_point_on_the_cluster(cluster, overrides, tmp_path, processes):
+def test_submitit_slurm_sweep_runs_each_point_on_the_cluster(
+    cluster, overrides, tmp_path, processes
+):
     """`mlerl train -m hydra/launcher=submitit_slurm ... seed=0,1`: two Slurm jobs, each a whole
     single-node run (learner + actor) to learner.max_updates; the launcher waits for both and
     the sweep ends with their results (metrics, a checkpoint) in its job directories."""
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     sweep = tmp_path / "multirun"
     done = subprocess.run(
-        [sys.executable, "-m", "mlerl.cli", "train", "-m", "hydra/launcher=submitit_slurm",
-         f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=job${hydra.job.num}", "hydra.launcher.timeout_min=20",
-         *overrides, "learner.max_updates=1", "eval_samples=0", "num_actors=1", "seed=0,1"],
-        capture_output=True, text=True, timeout=1200, cwd=tmp_path, env=ENV)
+        [
+            sys.executable,
+            "-m",
+            "mlerl.cli",
+            "train",
+            "-m",
+            "hydra/launcher=submitit_slurm",
+            f"hydra.sweep.dir={sweep}",
+            "hydra.sweep.subdir=job${hydra.job.num}",
+            "hydra.launcher.timeout_min=20",
+            *overrides,
+            "learner.max_updates=1",
+            "eval_samples=0",
+            "num_actors=1",
+            "seed=0,1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=tmp_path,
+        env=ENV,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     logs = sorted((sweep / ".submitit").rglob("*_log.out"))
-    job_ids = sorted({p.parent.name for p in logs})  # one job array, a task per point: <id>_0, <id>_1
+    job_ids = sorted(
+        {p.parent.name for p in logs}
+    )  # one job array, a task per point: <id>_0, <id>_1
     assert len(job_ids) == 2 and all(re.fullmatch(r"\d+_[01]", j) for j in job_ids), logs
     for job_id in job_ids:  # each ran on the cluster, and ended well there (submitit collects a
-        info = _wait_job(job_id, 120)  # result as soon as it is written, while the job may still exit)
+        info = _wait_job(
+            job_id, 120
+        )  # result as soon as it is written, while the job may still exit)
         assert info["JobState"] == "COMPLETED" and info["NodeList"] in NODES, info
     for i in (0, 1):
         run = sweep / f"job{i}"

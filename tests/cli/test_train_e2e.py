@@ -46,8 +46,9 @@ def _assert_run_complete(run_dir: Path, updates: int) -> None:
             assert s.duration_s == pytest.approx(s.t_exec_finished - s.t_exec_started, abs=0.5)
     versions = {s.policy_version for s in samples}
     assert max(versions) >= 1, "no sample was generated after a weight update"
-    assert any(s.exec_status is ExecStatus.OK and s.valid_submission for s in samples), \
-        [(s.exec_status, s.output_tail[-300:]) for s in samples[:4]]
+    assert any(s.exec_status is ExecStatus.OK and s.valid_submission for s in samples), [
+        (s.exec_status, s.output_tail[-300:]) for s in samples[:4]
+    ]
     # one W&B run across resumes; the last session's file is complete (a SIGKILLed learner's
     # file may be cut short: metrics.jsonl is the record that survives a crash)
     run_id = (run_dir / "wandb" / "mlerl-run-id").read_text()
@@ -74,7 +75,11 @@ def test_train_runs_end_to_end(tmp_path, train, processes, backend, wandb_offlin
         assert any(p.endswith("best_score_vs_time.png") for p in report["plots"])
         # AIDE with the initial policy: the same K executions, best so far after each
         aide = report["aide"]["per_seed"][0]["tasks"]["standin-cancer-auc-tiny"]
-        assert report["aide"]["method"] == "aide" and aide["k"] == 2 and len(aide["best_vs_executions"]) == 2
+        assert (
+            report["aide"]["method"] == "aide"
+            and aide["k"] == 2
+            and len(aide["best_vs_executions"]) == 2
+        )
         assert any(p.endswith("rl_vs_aide.png") for p in report["plots"])
         _assert_wandb_browsable(wandb_offline(run_dir))
         _assert_eval_of_trained_policy(run_dir)
@@ -86,8 +91,12 @@ def _assert_wandb_browsable(run) -> None:
     tables = [r["learner/samples"] for r in history if "learner/samples" in r]
     assert tables, "no samples table"
     columns, rows = run.table(tables[0])
-    assert {"plan", "program", "output_tail", "reward", "public_score", "private_score"} <= set(columns)
-    assert 0 < len(rows) <= 16 and all(r[columns.index("task_id")] == "standin-cancer-auc-tiny" for r in rows)
+    assert {"plan", "program", "output_tail", "reward", "public_score", "private_score"} <= set(
+        columns
+    )
+    assert 0 < len(rows) <= 16 and all(
+        r[columns.index("task_id")] == "standin-cancer-auc-tiny" for r in rows
+    )
     report = {k for r in history if "report/step" in r for k in r}
     assert {"report/rl_vs_aide", "report/learning_curves"} <= report
     assert any(k.startswith("report/trained_vs_initial_policy") for k in report)
@@ -99,9 +108,26 @@ def _assert_eval_of_trained_policy(run_dir: Path) -> None:
 
     out = run_dir / "eval.json"
     done = subprocess.run(
-        [sys.executable, "-m", "mlerl.cli", "eval", "--model", str(run_dir / "policy"),
-         "--run", str(run_dir), "--k", "3", "--seeds", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "mlerl.cli",
+            "eval",
+            "--model",
+            str(run_dir / "policy"),
+            "--run",
+            str(run_dir),
+            "--k",
+            "3",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())
     assert [run["seed"] for run in result["per_seed"]] == [0, 1]
@@ -110,10 +136,13 @@ def _assert_eval_of_trained_policy(run_dir: Path) -> None:
         assert summary["k"] == 3 and 0.0 <= summary["valid_frac"] <= 1.0
         if summary["best_score"] is not None:  # AUC: higher is better, best >= mean on the board it
             assert summary["best_public"] >= summary["mean_public"]  # was chosen on (public)
-            assert summary["best_gap"] == pytest.approx(summary["best_score"] - summary["best_public"])
+            assert summary["best_gap"] == pytest.approx(
+                summary["best_score"] - summary["best_public"]
+            )
     across = result["tasks"]["standin-cancer-auc-tiny"]
-    assert across["valid_runs"] == sum(r["tasks"]["standin-cancer-auc-tiny"]["best_score"] is not None
-                                       for r in result["per_seed"])
+    assert across["valid_runs"] == sum(
+        r["tasks"]["standin-cancer-auc-tiny"]["best_score"] is not None for r in result["per_seed"]
+    )
 
 
 def _wait_for(predicate, timeout: float, what: str) -> None:
@@ -131,18 +160,34 @@ def _pid_of(marker: str, processes) -> int:
     return min(found)
 
 
-def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(tmp_path, train, train_argv, processes):
+def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(
+    tmp_path, train, train_argv, processes
+):
     run_dir = tmp_path / "run"
-    argv = train_argv(run_dir, "learner.max_updates=6", "learner.checkpoint_every=1", "num_actors=2",
-                      "eval_samples=0")
+    argv = train_argv(
+        run_dir,
+        "learner.max_updates=6",
+        "learner.checkpoint_every=1",
+        "num_actors=2",
+        "eval_samples=0",
+    )
     env = {**os.environ, "WANDB_SILENT": "true"}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     try:
         # an actor killed mid-run is restarted by the supervisor and resumes its sequence
-        _wait_for(lambda: any(s.actor_id == "actor-1" for s in _journal(run_dir)), 600,
-                  "a sample from actor-1")
-        os.kill(_pid_of(f"mlerl.actors --config {run_dir / 'config.yaml'} --actor-id actor-1", processes),
-                signal.SIGKILL)  # this run's actor-1, not another run's on the same machine
+        _wait_for(
+            lambda: any(s.actor_id == "actor-1" for s in _journal(run_dir)),
+            600,
+            "a sample from actor-1",
+        )
+        os.kill(
+            _pid_of(
+                f"mlerl.actors --config {run_dir / 'config.yaml'} --actor-id actor-1", processes
+            ),
+            signal.SIGKILL,
+        )  # this run's actor-1, not another run's on the same machine
         # then the learner, once it has checkpointed at least one update
         _wait_for(lambda: any(m.get("step", 0) >= 1 for m in _metrics(run_dir)), 600, "an update")
         os.kill(_pid_of(f"mlerl.learner --config {run_dir}", processes), signal.SIGKILL)
@@ -174,9 +219,16 @@ def test_unreachable_sandbox_backend_stops_the_run_without_training(tmp_path, tr
     sample reaches the learner (not even the unparseable ones that need no sandbox), the
     actor gives up after ``actors.infra.down_after_s`` and the run exits non-zero, saying why."""
     run_dir = tmp_path / "run"
-    done = train(run_dir, "sandbox=docker", f"sandbox.docker_host=unix://{tmp_path}/no.sock",
-                 "sandbox.engine_timeout_s=2", "actors.infra.down_after_s=5",
-                 "actors.infra.probe_s=1", "learner.max_updates=3", "eval_samples=2")
+    done = train(
+        run_dir,
+        "sandbox=docker",
+        f"sandbox.docker_host=unix://{tmp_path}/no.sock",
+        "sandbox.engine_timeout_s=2",
+        "actors.infra.down_after_s=5",
+        "actors.infra.probe_s=1",
+        "learner.max_updates=3",
+        "eval_samples=2",
+    )
     assert done.returncode == 3, done.stderr[-3000:]
     assert "the sandbox stayed down" in done.stdout + done.stderr
     journal = run_dir / "buffer" / "journal.bin"

@@ -45,8 +45,14 @@ def test_every_answer_is_a_plan_then_one_python_block(views):
 
 
 def test_mistakes_are_a_minority_and_marked(views):
-    ex = generate_corpus(views, seed=0, drafts_per_task=40, improves_per_task=0,
-                         instruments_per_task=0, mistake_rate=0.25)
+    ex = generate_corpus(
+        views,
+        seed=0,
+        drafts_per_task=40,
+        improves_per_task=0,
+        instruments_per_task=0,
+        mistake_rate=0.25,
+    )
     bad = [e for e in ex if not e.correct]
     assert 0.1 * len(ex) < len(bad) < 0.4 * len(ex)
     assert len({e.mistake for e in bad}) >= 4
@@ -87,8 +93,9 @@ def test_prompts_are_the_actors_and_instrumenters_own(views):
     ex = generate_corpus(views[:2], seed=0, **SMALL)
     view = views[0]
     draft = next(e for e in ex if e.kind == "draft" and e.task_id == view.id)
-    assert draft.chat() == [{"role": m.role, "content": m.content}
-                            for m in scratch_prompt(view.task, PromptConfig())]
+    assert draft.chat() == [
+        {"role": m.role, "content": m.content} for m in scratch_prompt(view.task, PromptConfig())
+    ]
     inst = next(e for e in ex if e.kind == "instrument")
     assert inst.chat() == [{"role": "user", "content": INSTRUMENT_PROMPT.format(code=inst.code)}]
     imp = next(e for e in ex if e.kind == "improve" and e.task_id == view.id)
@@ -105,8 +112,12 @@ def test_lm_instrumenter_accepts_the_instrumentation_answers(views):
     from mlerl.protocol import Completion
 
     for e in [e for e in generate_corpus(views, seed=5, **SMALL) if e.kind == "instrument"]:
-        done = judge(e.code, Completion(prompt_ids=[], token_ids=[], logprobs=[], text=e.answer,
-                                        finish_reason="stop"))
+        done = judge(
+            e.code,
+            Completion(
+                prompt_ids=[], token_ids=[], logprobs=[], text=e.answer, finish_reason="stop"
+            ),
+        )
         assert done.path == "lm", (done.reason, done.detail)
         inserted = [ln for ln in e.answer.splitlines() if ln in {f'print("{m}")' for m in MARKERS}]
         # a library-model program keeps its stage markers; a rule-based one (no library model:
@@ -117,7 +128,16 @@ def test_lm_instrumenter_accepts_the_instrumentation_answers(views):
 def test_one_style_corpus_varies_only_what_changes_the_score(views):
     ex = generate_corpus(views, seed=0, **SMALL, styles=False)
     drafts = [e for e in ex if e.kind == "draft"]
-    other_styles = ("train_df", "df_train", "tr = pd", "DATA_DIR", "INPUT /", "ID_COL", "clf", "estimator =")
+    other_styles = (
+        "train_df",
+        "df_train",
+        "tr = pd",
+        "DATA_DIR",
+        "INPUT /",
+        "ID_COL",
+        "clf",
+        "estimator =",
+    )
     for e in drafts:
         assert not any(s in e.code for s in other_styles), e.code
         assert e.mistake == "wrong_path" or 'pd.read_csv("./input/train.csv")' in e.code
@@ -143,7 +163,9 @@ def test_with_real_outputs_rerenders_each_improve_prompt_with_its_parents_output
     for n, i in enumerate(improve):
         prompt = out[i].messages[-1][1]
         assert f"REAL-OUTPUT-{n}\n```" in prompt
-        assert ex[i].parent[1].strip() in prompt and calls[n][1] == ex[i].parent[1]  # the parent ran
+        assert (
+            ex[i].parent[1].strip() in prompt and calls[n][1] == ex[i].parent[1]
+        )  # the parent ran
         assert out[i].answer == ex[i].answer
     assert all(out[i] == ex[i] for i in range(len(ex)) if i not in improve)
     with pytest.raises(ValueError, match="outputs for"):
@@ -152,10 +174,23 @@ def test_with_real_outputs_rerenders_each_improve_prompt_with_its_parents_output
 
 def test_fix_share_sets_how_many_improve_examples_revise_a_bug(views):
     def fixes(share):
-        ex = [e for e in generate_corpus(views, seed=0, drafts_per_task=1, improves_per_task=12,
-                                         instruments_per_task=0, fix_share=share) if e.kind == "improve"]
-        return sum(e.answer.startswith("The previous solution failed") or
-                   e.answer.startswith("The previous solution had a bug") for e in ex) / len(ex)
+        ex = [
+            e
+            for e in generate_corpus(
+                views,
+                seed=0,
+                drafts_per_task=1,
+                improves_per_task=12,
+                instruments_per_task=0,
+                fix_share=share,
+            )
+            if e.kind == "improve"
+        ]
+        return sum(
+            e.answer.startswith("The previous solution failed")
+            or e.answer.startswith("The previous solution had a bug")
+            for e in ex
+        ) / len(ex)
 
     assert fixes(0.0) == 0.0
     assert 0.0 < fixes(0.25) < fixes(0.75)
@@ -169,16 +204,28 @@ def test_edit_format_improve_answers_are_one_change_that_the_actor_applies_to_th
     from mlerl.protocol import ParseStatus
 
     prompts = PromptConfig(improve_format="edit")
-    improves = [e for e in generate_corpus(views, seed=0, drafts_per_task=1, improves_per_task=16,
-                                           instruments_per_task=0, prompts=prompts, fix_share=0.25)
-                if e.kind == "improve"]
+    improves = [
+        e
+        for e in generate_corpus(
+            views,
+            seed=0,
+            drafts_per_task=1,
+            improves_per_task=16,
+            instruments_per_task=0,
+            prompts=prompts,
+            fix_share=0.25,
+        )
+        if e.kind == "improve"
+    ]
     assert len(improves) > 16 * len(views) // 2
     edits = 0
     for ex in improves:
         assert "<<<<<<< SEARCH" in ex.messages[-1][1] and ex.parent[1] in ex.messages[-1][1]
         parsed = parse_response(ex.answer, "stop", parent=ex.parent[1])
         assert parsed.status is ParseStatus.OK, (ex.task_id, parsed.detail)
-        assert parsed.code == ex.code != ex.parent[1]  # the answer turns the parent into the revision
+        assert (
+            parsed.code == ex.code != ex.parent[1]
+        )  # the answer turns the parent into the revision
         if "<<<<<<< SEARCH" in ex.answer:
             edits += 1
             # one change: the edits touch a few lines, not the whole program
@@ -193,10 +240,22 @@ def test_edit_format_improve_answers_are_one_change_that_the_actor_applies_to_th
 def _family_of(code: str) -> str:
     from mlerl.embedded._families import FAMILIES  # noqa: F401  (names only)
 
-    for needle, family in (("HistGradientBoosting", "hist_gb"), ("lgb.", "lightgbm"), ("RandomForest", "random_forest"),
-                           ("ExtraTrees", "extra_trees"), ("GradientBoosting", "grad_boost"), ("KNeighbors", "knn"),
-                           ("MLP", "mlp"), ("SVR", "svm"), ("SVC", "svm"), ("SGD", "sgd"), ("LogisticRegression", "logistic"),
-                           ("Ridge", "ridge"), ("LinearRegression", "linear"), ("NB(", "naive_bayes")):
+    for needle, family in (
+        ("HistGradientBoosting", "hist_gb"),
+        ("lgb.", "lightgbm"),
+        ("RandomForest", "random_forest"),
+        ("ExtraTrees", "extra_trees"),
+        ("GradientBoosting", "grad_boost"),
+        ("KNeighbors", "knn"),
+        ("MLP", "mlp"),
+        ("SVR", "svm"),
+        ("SVC", "svm"),
+        ("SGD", "sgd"),
+        ("LogisticRegression", "logistic"),
+        ("Ridge", "ridge"),
+        ("LinearRegression", "linear"),
+        ("NB(", "naive_bayes"),
+    ):
         if needle in code:
             return family
     return "?"

@@ -8,10 +8,22 @@ from mlerl.embedded import BootstrapConfig, build_policy, read_manifest
 from mlerl.embedded._model import answer_loss, encode_example
 from mlerl.protocol import ConfigError
 
-TINY = dict(task_ids=["standin-cancer-auc-tiny", "standin-tweets-jaccard-tiny"],
-            drafts_per_task=4, improves_per_task=2, instruments_per_task=1, vocab_size=700,
-            hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
-            sft_steps=3, sft_seconds=600, batch_tokens=8192, max_len=4096)
+TINY = dict(
+    task_ids=["standin-cancer-auc-tiny", "standin-tweets-jaccard-tiny"],
+    drafts_per_task=4,
+    improves_per_task=2,
+    instruments_per_task=1,
+    vocab_size=700,
+    hidden_size=32,
+    num_layers=1,
+    num_heads=2,
+    num_kv_heads=1,
+    intermediate_size=64,
+    sft_steps=3,
+    sft_seconds=600,
+    batch_tokens=8192,
+    max_len=4096,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +44,12 @@ def test_build_writes_loadable_model_with_manifest(built):
     assert len(manifest["loss_curve"]) == 3 and manifest["examples_dropped"] == 0
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path)
-    ids = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True,
-                                  return_tensors="pt", return_dict=True)["input_ids"]
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )["input_ids"]
     out = model.generate(ids, max_new_tokens=5, do_sample=False, pad_token_id=tok.pad_token_id)
     assert out.shape[1] <= ids.shape[1] + 5
     assert tok.eos_token_id == model.generation_config.eos_token_id
@@ -61,7 +77,9 @@ def test_a_real_outputs_build_runs_each_improve_parent_in_the_sandbox(built, dat
     """`real_outputs` runs the parents (the default corpus keys the cache) and gets its own key."""
     _, path, _ = built
     logs: list[str] = []
-    out = build_policy(tmp_path, BootstrapConfig(**TINY, real_outputs=True), data_dir=data_dir, log=logs.append)
+    out = build_policy(
+        tmp_path, BootstrapConfig(**TINY, real_outputs=True), data_dir=data_dir, log=logs.append
+    )
     assert out.name != path.name and read_manifest(out)["steps"] == 3
     assert any("ran the 4 improve parents for their terminal output" in line for line in logs), logs
 
@@ -82,9 +100,17 @@ def test_answer_loss_matches_hf_loss_on_answer_tokens():
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=50, hidden_size=16, num_hidden_layers=1,
-                                         num_attention_heads=2, num_key_value_heads=1,
-                                         intermediate_size=32, tie_word_embeddings=True))
+    model = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=50,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            intermediate_size=32,
+            tie_word_embeddings=True,
+        )
+    )
     ids = torch.randint(0, 50, (2, 9))
     labels = ids.clone()
     labels[:, :4] = -100  # prompt
@@ -103,7 +129,9 @@ def test_encode_masks_the_prompt(built, views):
 
     _, path, _ = built
     tok = AutoTokenizer.from_pretrained(path)
-    ex = generate_corpus(views[:1], drafts_per_task=1, improves_per_task=0, instruments_per_task=0)[0]
+    ex = generate_corpus(views[:1], drafts_per_task=1, improves_per_task=0, instruments_per_task=0)[
+        0
+    ]
     ids, labels = encode_example(tok, ex)
     answer = [t for t in labels if t != -100]
     assert tok.decode(answer) == ex.answer + "<|im_end|>"
@@ -127,10 +155,22 @@ def test_sft_tokenizer_is_the_one_engines_load(tmp_path):
     from mlerl.embedded._tokenizer import train_tokenizer
     from mlerl.embedded import BootstrapConfig
 
-    texts = ["import pandas as pd\ntrain = pd.read_csv('input/train.csv')\nx = 12345 + 0.678\n    y  =  x\n" * 40]
+    texts = [
+        "import pandas as pd\ntrain = pd.read_csv('input/train.csv')\nx = 12345 + 0.678\n    y  =  x\n"
+        * 40
+    ]
     tok = train_tokenizer(texts, 600)
-    model = new_model(tok, BootstrapConfig(vocab_size=600, hidden_size=32, num_layers=1, num_heads=2,
-                                           num_kv_heads=1, intermediate_size=32))
+    model = new_model(
+        tok,
+        BootstrapConfig(
+            vocab_size=600,
+            hidden_size=32,
+            num_layers=1,
+            num_heads=2,
+            num_kv_heads=1,
+            intermediate_size=32,
+        ),
+    )
     tok = _as_loaded(tok, model.config)
     tok.save_pretrained(tmp_path)
     model.config.save_pretrained(tmp_path)
@@ -142,8 +182,10 @@ def test_sft_tokenizer_is_the_one_engines_load(tmp_path):
 
         @staticmethod
         def chat():
-            return [{"role": "system", "content": "You are given a task."},
-                    {"role": "user", "content": "Solve it.\ntrain = pd.read_csv('input/train.csv')"}]
+            return [
+                {"role": "system", "content": "You are given a task."},
+                {"role": "user", "content": "Solve it.\ntrain = pd.read_csv('input/train.csv')"},
+            ]
 
     assert encode_example(tok, Ex) == encode_example(reloaded, Ex)
 
@@ -151,7 +193,9 @@ def test_sft_tokenizer_is_the_one_engines_load(tmp_path):
 def test_sft_seconds_is_not_in_the_key(built):
     _, path, _ = built
     manifest = read_manifest(path)
-    assert BootstrapConfig(**{**TINY, "sft_seconds": 5000}).key(manifest["corpus_hash"]) == path.name
+    assert (
+        BootstrapConfig(**{**TINY, "sft_seconds": 5000}).key(manifest["corpus_hash"]) == path.name
+    )
 
 
 def test_a_time_capped_build_is_not_reused(built, data_dir, tmp_path):
@@ -163,5 +207,7 @@ def test_a_time_capped_build_is_not_reused(built, data_dir, tmp_path):
     assert any("WARNING" in line for line in logs)
     logs.clear()
     again = build_policy(tmp_path, BootstrapConfig(**TINY), data_dir=data_dir, log=logs.append)
-    assert not any("cache hit" in line for line in logs) and any("rebuilding" in line for line in logs)
+    assert not any("cache hit" in line for line in logs) and any(
+        "rebuilding" in line for line in logs
+    )
     assert read_manifest(again)["steps"] == 3

@@ -9,8 +9,20 @@ from mlerl.embedded import generate_program, run_program
 from mlerl.embedded._mistakes import with_mistake
 from mlerl.embedded._programs import sample_choices
 
-FAST = {"logistic", "ridge", "linear", "naive_bayes", "knn", "full_text", "last_words",
-        "word_scores", "sentiment_word_scores", "sgd", "random_forest", "extra_trees"}
+FAST = {
+    "logistic",
+    "ridge",
+    "linear",
+    "naive_bayes",
+    "knn",
+    "full_text",
+    "last_words",
+    "word_scores",
+    "sentiment_word_scores",
+    "sgd",
+    "random_forest",
+    "extra_trees",
+}
 
 
 def _cheap_programs(view, count, seed=0):
@@ -47,7 +59,9 @@ def test_varied_correct_programs_are_valid(views, registry):
 def test_crashing_mistake_prints_the_error_the_corpus_shows(views, registry, mistake):
     view = next(v for v in views if v.id.startswith("standin-cancer"))
     rng = random.Random(mistake)
-    program = with_mistake(generate_program(view, rng, _cheap_programs(view, 1)[0].choices), view, mistake, rng)
+    program = with_mistake(
+        generate_program(view, rng, _cheap_programs(view, 1)[0].choices), view, mistake, rng
+    )
     assert program.mistake == mistake and not program.correct
     outcome = run_program(program.code, registry.get(view.id), timeout_s=300)
     assert outcome.exit_code not in (0, None)
@@ -72,7 +86,12 @@ def test_terminal_outputs_are_what_the_actors_show(views, registry):
     view = next(v for v in views if v.id == "standin-wine-logloss-tiny")
     good = _cheap_programs(view, 1)[0]
     bad = good.code.replace("import pandas as pd\n", "")
-    ok, crashed = terminal_outputs([(registry.get(view.id), good.code), (registry.get(view.id), bad)])
+    ok, crashed = terminal_outputs(
+        [(registry.get(view.id), good.code), (registry.get(view.id), bad)]
+    )
     assert ok.startswith("imported packages\nloaded data\n") and "predicted test labels" in ok
     assert ":key " not in ok and "Traceback" not in ok  # channel lines cleaned, nothing raised
-    assert "Traceback (most recent call last)" in crashed and "NameError: name 'pd' is not defined" in crashed
+    assert (
+        "Traceback (most recent call last)" in crashed
+        and "NameError: name 'pd' is not defined" in crashed
+    )

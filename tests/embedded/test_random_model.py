@@ -10,10 +10,24 @@ from mlerl.embedded.__main__ import main as embedded_main
 
 # From the published config.json of Qwen/Qwen2.5-0.5B-Instruct and Qwen/Qwen2.5-3B-Instruct.
 PUBLISHED = {
-    "qwen2.5-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                         num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True),
-    "qwen2.5-3b": dict(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
-                       num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True),
+    "qwen2.5-0.5b": dict(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+    ),
+    "qwen2.5-3b": dict(
+        hidden_size=2048,
+        intermediate_size=11008,
+        num_hidden_layers=36,
+        num_attention_heads=16,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+    ),
 }
 # The model cards' parameter counts (0.49 B and 3.09 B), exactly: embeddings tied, q/k/v biases.
 PARAMS = {"qwen2.5-0.5b": 494_032_768, "qwen2.5-3b": 3_085_938_688}
@@ -24,7 +38,10 @@ def test_architecture_is_the_published_one(arch):
     config = architecture_config(arch)
     for key, value in PUBLISHED[arch].items():
         assert getattr(config, key) == value, key
-    assert config.hidden_size // config.num_attention_heads == {"qwen2.5-0.5b": 64, "qwen2.5-3b": 128}[arch]
+    assert (
+        config.hidden_size // config.num_attention_heads
+        == {"qwen2.5-0.5b": 64, "qwen2.5-3b": 128}[arch]
+    )
     assert config.rms_norm_eps == 1e-6 and config.max_position_embeddings == 32768
     rope = getattr(config, "rope_parameters", None) or {"rope_theta": config.rope_theta}
     assert rope["rope_theta"] == 1_000_000.0
@@ -62,14 +79,26 @@ def test_tiny_build_loads_with_a_tokenizer_of_the_model_vocabulary(tiny_dir):
     text = "def f(x):\n    return x + 1\n"
     ids = tok(text, add_special_tokens=False)["input_ids"]
     assert max(ids) < vocab // 2 and tok.decode(ids) == text
-    chat = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
+    chat = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False
+    )
     assert chat == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
-    assert tok.eos_token == "<|im_end|>" and model.generation_config.eos_token_id == tok.eos_token_id
-    out = model.generate(torch.tensor([tok(chat)["input_ids"]]), max_new_tokens=4, do_sample=True,
-                         pad_token_id=tok.pad_token_id)
+    assert (
+        tok.eos_token == "<|im_end|>" and model.generation_config.eos_token_id == tok.eos_token_id
+    )
+    out = model.generate(
+        torch.tensor([tok(chat)["input_ids"]]),
+        max_new_tokens=4,
+        do_sample=True,
+        pad_token_id=tok.pad_token_id,
+    )
     assert out.shape[1] > len(tok(chat)["input_ids"])
     manifest = json.loads((tiny_dir / "random_model.json").read_text())
-    assert manifest["arch"] == "tiny" and manifest["seed"] == 3 and manifest["params"] == model.num_parameters()
+    assert (
+        manifest["arch"] == "tiny"
+        and manifest["seed"] == 3
+        and manifest["params"] == model.num_parameters()
+    )
 
 
 def test_same_request_reuses_the_directory_and_another_seed_rebuilds_it(tiny_dir):
@@ -79,10 +108,17 @@ def test_same_request_reuses_the_directory_and_another_seed_rebuilds_it(tiny_dir
     stamp = (tiny_dir / "random_model.json").read_text()
     logs: list[str] = []
     assert build_random_model("tiny", tiny_dir, seed=3, log=logs.append) == tiny_dir
-    assert logs == [f"random model: reusing {tiny_dir}"] and (tiny_dir / "random_model.json").read_text() == stamp
+    assert (
+        logs == [f"random model: reusing {tiny_dir}"]
+        and (tiny_dir / "random_model.json").read_text() == stamp
+    )
     build_random_model("tiny", tiny_dir, seed=4, log=logs.append)
     after = load_file(tiny_dir / "model.safetensors")
     assert before.keys() == after.keys()
-    assert not torch.equal(before["model.layers.0.mlp.up_proj.weight"], after["model.layers.0.mlp.up_proj.weight"])
+    assert not torch.equal(
+        before["model.layers.0.mlp.up_proj.weight"], after["model.layers.0.mlp.up_proj.weight"]
+    )
     assert json.loads((tiny_dir / "random_model.json").read_text())["seed"] == 4
-    assert [p.name for p in tiny_dir.parent.iterdir()] == ["tiny"]  # no temporary directory left behind
+    assert [p.name for p in tiny_dir.parent.iterdir()] == [
+        "tiny"
+    ]  # no temporary directory left behind

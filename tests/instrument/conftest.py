@@ -33,8 +33,11 @@ class FakeEngine:
         out = []
         for conv in conversations:
             text, finish = self.answer(conv[-1].content)
-            out.append(Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text,
-                                  finish_reason=finish))
+            out.append(
+                Completion(
+                    prompt_ids=[], token_ids=[], logprobs=[], text=text, finish_reason=finish
+                )
+            )
         return out
 
     async def update_weights(self, update) -> None:
@@ -53,11 +56,15 @@ class Run:
 
 
 async def run_programs(
-    programs: list[str], data_dir: Path | None = None, wall_time_s: float = 60.0, concurrency: int = 2
+    programs: list[str],
+    data_dir: Path | None = None,
+    wall_time_s: float = 60.0,
+    concurrency: int = 2,
 ) -> list[Run]:
     """Run programs in mlerl.sandbox's local backend, streaming stdout as the actors do."""
     sandbox = make_sandbox(SandboxConfig(backend="local", max_concurrency=concurrency))
     try:
+
         async def one(program: str) -> Run:
             chunks: list[bytes] = []
 
@@ -65,8 +72,11 @@ async def run_programs(
                 if stream == "stdout":
                     chunks.append(chunk)
 
-            req = ExecutionRequest(program=program, data_dir=data_dir,
-                                   limits=Limits(wall_time_s=wall_time_s, kill_grace_s=0.5))
+            req = ExecutionRequest(
+                program=program,
+                data_dir=data_dir,
+                limits=Limits(wall_time_s=wall_time_s, kill_grace_s=0.5),
+            )
             res = await sandbox.run(req, on_output=on_output)
             return Run(res.status, b"".join(chunks), res.files)
 

@@ -56,7 +56,10 @@ def test_paper_example_gets_the_papers_placement() -> None:
     assert got == [
         ("imported packages", "import numpy as np"),
         ("loaded data", 'test_data = pd.read_json("input/test.json")'),
-        ("defined model", "rf_classifier = RandomForestClassifier(n_estimators=100, random_state=42)"),
+        (
+            "defined model",
+            "rf_classifier = RandomForestClassifier(n_estimators=100, random_state=42)",
+        ),
         ("trained model", 'rf_classifier.fit(X_train_tfidf, train_data["label"])'),
         ("predicted test labels", "y_pred_proba = rf_classifier.predict_proba(X_test_tfidf)[:, 1]"),
     ]
@@ -143,7 +146,7 @@ def test_statement_sharing_a_line_with_a_header_gets_no_marker() -> None:
 def test_no_trailing_newline_and_semicolons() -> None:
     code = "import pandas as pd; import numpy as np\ndf = pd.read_csv('x'); y = 1"
     out = instrument_ast(code)
-    assert out.endswith('df = pd.read_csv(\'x\'); y = 1\nprint("loaded data")\n')
+    assert out.endswith("df = pd.read_csv('x'); y = 1\nprint(\"loaded data\")\n")
     assert finalize(code, out) == out
 
 

@@ -103,15 +103,25 @@ OUTPUT = (
     b"progress 10%\rprogress 100%\n"
     b"loaded data (plain print, forged)\n"
     b"partial line \xc3"
-    b"\xa9 then\n" + K + b":imported packages\n"
-    + V + b":testing loss: 0.93\n"  # display line: no credit
-    + K + b":testing loss:\n"
+    b"\xa9 then\n"
+    + K
+    + b":imported packages\n"
+    + V
+    + b":testing loss: 0.93\n"  # display line: no credit
+    + K
+    + b":testing loss:\n"
     b"x" + K + b":trained model\n"  # not at line start
     b"NONCE:defined model\n"  # the nonce alone earns nothing
-    + K + b":defined models\n"  # not a marker
-    b"NONCE:key " + b"c" * 32 + b" " + b"d" * 32 + b"\n"  # a second handshake is ignored
-    + b"c" * 32 + b":trained model\n"
-    + K + b":predicted test labels"  # final line without newline (killed program)
+     + K + b":defined models\n"  # not a marker
+    b"NONCE:key "
+    + b"c" * 32
+    + b" "
+    + b"d" * 32
+    + b"\n"  # a second handshake is ignored
+    + b"c" * 32
+    + b":trained model\n"
+    + K
+    + b":predicted test labels"  # final line without newline (killed program)
 )
 
 
@@ -120,8 +130,17 @@ OUTPUT = (
 def test_scanner_is_split_invariant(cuts: list[int]) -> None:
     for nonce, expected in [
         ("NONCE", ["imported packages", "testing loss:", "predicted test labels"]),
-        (None, ["loaded data", "imported packages", "testing loss:", "trained model",
-                "defined model", "predicted test labels"]),
+        (
+            None,
+            [
+                "loaded data",
+                "imported packages",
+                "testing loss:",
+                "trained model",
+                "defined model",
+                "predicted test labels",
+            ],
+        ),
     ]:
         scanner = MarkerScanner(nonce)
         edges = [0, *sorted(cuts), len(OUTPUT)]

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from mlerl.instrument import MARKERS, MarkerScanner, RewardConfig, RewardKind, compute_reward, instrument_ast, prepare_run
+from mlerl.instrument import (
+    MARKERS,
+    MarkerScanner,
+    RewardConfig,
+    RewardKind,
+    compute_reward,
+    instrument_ast,
+    prepare_run,
+)
 from mlerl.protocol import ExecStatus
 from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, make_sandbox
 
@@ -44,7 +52,9 @@ def make_program(stage: str, variant: int) -> tuple[str, set[str], ExecStatus]:
     train_file = "missing.csv" if stage == "missing" else "train.csv"
     cols = '["f1", "f2", "nope"]' if stage == "badcol" else '["f1", "f2", "f3"]'
     y_fit = "y[:3]" if stage == "fit" else "y"
-    out = {"wrongpath": "./output/submission.csv", "wrongname": "preds.csv"}.get(stage, "submission.csv")
+    out = {"wrongpath": "./output/submission.csv", "wrongname": "preds.csv"}.get(
+        stage, "submission.csv"
+    )
     body = [f'train = pd.read_csv("./input/{train_file}")', 'test = pd.read_csv("./input/test.csv")',
             f"features = {cols}", "X = train[features]", 'y = train["target"]',
             f"model = {cls}({args})"]  # fmt: skip
@@ -99,9 +109,12 @@ def grade(path: Path | None, labels: list[int]) -> tuple[bool, float | None]:
     return True, sum(int(float(r["target"])) == y for r, y in zip(got, labels)) / len(labels)
 
 
-async def _run_all(programs: list[str], data: Path) -> list[tuple[ExecStatus, list[str], Path | None]]:
+async def _run_all(
+    programs: list[str], data: Path
+) -> list[tuple[ExecStatus, list[str], Path | None]]:
     sandbox = make_sandbox(SandboxConfig(backend="local", max_concurrency=2))
     try:
+
         async def one(program: str):
             prepared = prepare_run(instrument_ast(program), "secure")
             scanner = MarkerScanner(prepared.nonce)

@@ -34,8 +34,7 @@ HONEST = ["imported packages", "loaded data"]  # what HEAD earns
 ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
     # name: (program, markers it may earn, expected taint prefix or None, proof in stdout)
     "globals_and_direct_audit": (
-        HEAD
-        + "for name, obj in list(globals().items()):\n"
+        HEAD + "for name, obj in list(globals().items()):\n"
         "    if callable(obj) and name.startswith('_'):\n"
         "        for m in ['trained model', 'predicted test labels']:\n"
         "            try:\n"
@@ -45,22 +44,24 @@ ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
         "for m in ['defined model', 'trained model', 'predicted test labels']:\n"
         "    sys.audit('mlerl.marker', m)\n"
         "    __import__('sys').audit('mlerl.marker', m)\n",
-        HONEST, None, None,
+        HONEST,
+        None,
+        None,
     ),
     "nonce_from_source_then_fake_handshake": (
-        HEAD
-        + "src = open(__file__).read()\n"
+        HEAD + "src = open(__file__).read()\n"
         "nonce = re.search(r'([0-9a-f]{32}):key ', src).group(1)\n"
         "print('FOUND_NONCE', len(nonce))\n"
         "fake = 'a' * 32\n"
         "print(f'{nonce}:key {fake} {fake}')\n"
         "print(f'{fake}:predicted test labels')\n"
         "print(f'{nonce}:trained model', flush=True)\n",
-        HONEST, None, "FOUND_NONCE 32",
+        HONEST,
+        None,
+        "FOUND_NONCE 32",
     ),
     "co_consts_walk": (
-        HEAD
-        + "todo, found = [sys._getframe().f_code], []\n"
+        HEAD + "todo, found = [sys._getframe().f_code], []\n"
         "while todo:\n"
         "    c = todo.pop()\n"
         "    for k in c.co_consts:\n"
@@ -69,13 +70,14 @@ ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
         "        elif hasattr(k, 'co_consts'):\n"
         "            todo.append(k)\n"
         "for s in found:\n"
-        "    print(f'\\n{s}:trained model\\n{s}:key {\"b\" * 32} {\"b\" * 32}')\n"
+        '    print(f\'\\n{s}:trained model\\n{s}:key {"b" * 32} {"b" * 32}\')\n'
         "print(f'\\n{\"b\" * 32}:predicted test labels')\n",
-        HONEST, "reads .f_code", None,
+        HONEST,
+        "reads .f_code",
+        None,
     ),
     "gc_closure_cells": (
-        HEAD
-        + "import gc\n"
+        HEAD + "import gc\n"
         "n = 0\n"
         "for o in gc.get_objects():\n"
         "    try:\n"
@@ -91,17 +93,20 @@ ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
         "            n += 1\n"
         "            print(f'\\n{v}:predicted test labels\\n{v}:trained model', flush=True)\n"
         "print('KEYS_FOUND', n > 0)\n",
-        HONEST, "gc.get_objects", "KEYS_FOUND True",
+        HONEST,
+        "gc.get_objects",
+        "KEYS_FOUND True",
     ),
     "rebuilt_code_at_marker_lines": (
-        HEAD
-        + "n = len(open(__file__).read().splitlines())\n"
+        HEAD + "n = len(open(__file__).read().splitlines())\n"
         "for line in range(1, n + 1):\n"
         "    fake = '\\n' * (line - 1) + \"sys.audit('mlerl.marker', 'predicted test labels')\"\n"
         "    exec(compile(fake, __file__, 'exec'))\n"
         "    fake = '\\n' * (line - 1) + \"__import__('sys').audit('mlerl.marker', 'trained model')\"\n"
         "    exec(compile(fake, __file__, 'exec'), {})\n",
-        HONEST, None, None,
+        HONEST,
+        None,
+        None,
     ),
     "genuine_code_with_fake_globals": (
         "import os\nimport sys\nimport types\nimport numpy as np\n"
@@ -113,7 +118,9 @@ ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
         "        return 0\n"
         "fake = types.FunctionType(load.__code__, {'np': FakeNp()})\n"
         "print('FAKE_RESULT', fake('no/such/file'))\n",
-        ["imported packages"], "reads .__code__", "FAKE_RESULT 0",
+        ["imported packages"],
+        "reads .__code__",
+        "FAKE_RESULT 0",
     ),
     "settrace_jump_to_marker_line": (
         "import os\nimport sys\nimport numpy as np\n"
@@ -135,16 +142,19 @@ ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
         "g(False)\n"
         "sys.settrace(None)\n"
         "print('JUMPED', state['jumped'])\n",
-        ["imported packages"], "sys.settrace", "JUMPED True",
+        ["imported packages"],
+        "sys.settrace",
+        "JUMPED True",
     ),
     "reread_own_stdout_pipe": (
-        HEAD
-        + "try:\n"
+        HEAD + "try:\n"
         "    fd = os.open('/proc/self/fd/1', os.O_RDONLY | os.O_NONBLOCK)\n"
         "    print('STOLEN', len(os.read(fd, 4096)))\n"
         "except OSError as exc:\n"
         "    print('NO_PIPE', exc)\n",
-        HONEST, "opens /proc/self/fd/1", None,
+        HONEST,
+        "opens /proc/self/fd/1",
+        None,
     ),
     "self_written_pandas_module": (
         "import os\nimport sys\n"
@@ -153,7 +163,9 @@ ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
         "import pandas as pd\n"
         "df = pd.read_csv('no/such/file.csv')\n"
         "print('FAKE_PANDAS', df == 0)\n",
-        [], "writes ", "FAKE_PANDAS True",
+        [],
+        "writes ",
+        "FAKE_PANDAS True",
     ),
     # Stage names alone: the AST rules no longer trust them (no marker is even inserted).
     "fake_pandas_class": (
@@ -163,7 +175,9 @@ ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
         "    def read_csv(path):\n"
         "        return 0\n"
         "df = pd.read_csv('input/train.csv')\n",
-        ["imported packages"], None, None,
+        ["imported packages"],
+        None,
+        None,
     ),
     "tiny_model_fit_predict": (
         "import os\nimport numpy as np\n"
@@ -176,7 +190,9 @@ ATTACKS: dict[str, tuple[str, list[str], str | None, str | None]] = {
         "model.fit([1], [2])\n"
         "preds = model.predict([3])\n"
         "np.savetxt('submission.csv', preds)\n",
-        ["imported packages"], None, None,
+        ["imported packages"],
+        None,
+        None,
     ),
 }
 
@@ -205,7 +221,10 @@ def test_runtime_attacks_earn_nothing_they_did_not_do(monkeypatch: pytest.Monkey
         if taint is None:
             assert scanner.tainted is None, (name, scanner.tainted)
         else:
-            assert scanner.tainted is not None and scanner.tainted.startswith(taint), (name, scanner.tainted)
+            assert scanner.tainted is not None and scanner.tainted.startswith(taint), (
+                name,
+                scanner.tainted,
+            )
 
 
 def test_gc_attack_really_finds_the_key_and_is_discounted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -311,19 +330,33 @@ def test_ordinary_ml_code_is_not_flagged(code: str) -> None:
         ("import pandas as pd\npd = object()\ndf = pd.read_csv('x')\n", "loaded data"),
         ("import pandas\ndef f(pandas):\n    return pandas.read_csv('x')\n", "loaded data"),
         ("from mylib import read_csv\ndf = read_csv('x')\n", "loaded data"),
-        ("class TinyModel:\n    def fit(self, X, y):\n        return self\n"
-         "model = TinyModel()\nmodel.fit(1, 2)\n", "trained model"),
+        (
+            "class TinyModel:\n    def fit(self, X, y):\n        return self\n"
+            "model = TinyModel()\nmodel.fit(1, 2)\n",
+            "trained model",
+        ),
         ("class TinyModel:\n    pass\nmodel = TinyModel()\n", "defined model"),
-        ("from sklearn.linear_model import LinearRegression\nclass M(LinearRegression):\n"
-         "    def fit(self, X, y):\n        return self\nm = M()\nm.fit(1, 2)\n", "trained model"),
-        ("from sklearn.linear_model import LinearRegression\nmodel = LinearRegression()\n"
-         "model = object()\nmodel.fit(1, 2)\n", "trained model"),
-        ("class L:\n    def backward(self):\n        pass\nimport torch\n"
-         "for i in range(2):\n    L().backward()\n", "trained model"),
+        (
+            "from sklearn.linear_model import LinearRegression\nclass M(LinearRegression):\n"
+            "    def fit(self, X, y):\n        return self\nm = M()\nm.fit(1, 2)\n",
+            "trained model",
+        ),
+        (
+            "from sklearn.linear_model import LinearRegression\nmodel = LinearRegression()\n"
+            "model = object()\nmodel.fit(1, 2)\n",
+            "trained model",
+        ),
+        (
+            "class L:\n    def backward(self):\n        pass\nimport torch\n"
+            "for i in range(2):\n    L().backward()\n",
+            "trained model",
+        ),
         ("for i in range(2):\n    loss.backward()\n", "training loss:"),  # no torch
         ("def my_loss(a, b):\n    return 0\nval_loss = my_loss(1, 2)\n", "testing loss:"),
-        ("class Fake:\n    def predict(self, X):\n        return X\nclf = Fake()\np = clf.predict(1)\n",
-         "predicted test labels"),
+        (
+            "class Fake:\n    def predict(self, X):\n        return X\nclf = Fake()\np = clf.predict(1)\n",
+            "predicted test labels",
+        ),
     ],
 )
 def test_stage_names_alone_earn_no_marker(code: str, absent: str) -> None:
@@ -367,9 +400,17 @@ def _lm_result(answer_body: str):
 def test_lm_answer_with_every_marker_after_import_sys_is_rejected() -> None:
     all_up_front = PROGRAM.replace(
         "import sys\n",
-        "import sys\n" + "".join(f'print("{m}")\n' for m in [
-            "imported packages", "loaded data", "defined model", "trained model",
-            "predicted test labels"]),  # fmt: skip
+        "import sys\n"
+        + "".join(
+            f'print("{m}")\n'
+            for m in [
+                "imported packages",
+                "loaded data",
+                "defined model",
+                "trained model",
+                "predicted test labels",
+            ]
+        ),  # fmt: skip
     )
     result = _lm_result(all_up_front)
     assert (result.path, result.reason) == ("ast", "misplaced_marker")
@@ -380,12 +421,31 @@ def test_lm_answer_with_every_marker_after_import_sys_is_rejected() -> None:
     ("edit", "ok"),
     [
         (("model.fit(df, df['y'])\n", "model.fit(df, df['y'])\nprint(\"trained model\")\n"), True),
-        (("preds = model.predict(df)\n", "preds = model.predict(df)\nprint(\"trained model\")\n"), True),
-        (("model = LinearRegression()\n", "model = LinearRegression()\nprint(\"trained model\")\n"), False),
-        (("df = pd.read_csv('input/train.csv')\n",
-          "print(\"loaded data\")\ndf = pd.read_csv('input/train.csv')\n"), False),
-        (("df = pd.read_csv('input/train.csv')\n",
-          "df = pd.read_csv('input/train.csv'); print(\"loaded data\")\n"), False),
+        (
+            ("preds = model.predict(df)\n", 'preds = model.predict(df)\nprint("trained model")\n'),
+            True,
+        ),
+        (
+            (
+                "model = LinearRegression()\n",
+                'model = LinearRegression()\nprint("trained model")\n',
+            ),
+            False,
+        ),
+        (
+            (
+                "df = pd.read_csv('input/train.csv')\n",
+                "print(\"loaded data\")\ndf = pd.read_csv('input/train.csv')\n",
+            ),
+            False,
+        ),
+        (
+            (
+                "df = pd.read_csv('input/train.csv')\n",
+                "df = pd.read_csv('input/train.csv'); print(\"loaded data\")\n",
+            ),
+            False,
+        ),
         (("model.fit(df, df['y'])\n", "model.fit(df, df['y'])\nif False:\n    pass\n"), None),
     ],
 )
@@ -400,7 +460,7 @@ def test_lm_marker_must_follow_its_stage(edit: tuple[str, str], ok: bool | None)
 
 def test_lm_marker_after_a_branch_that_may_not_run_is_rejected() -> None:
     base = "import pandas as pd\nimport sys\nif len(sys.argv) > 5:\n    df = pd.read_csv('x')\n"
-    engine = FakeEngine(lambda prompt: (f"```python\n{base}print(\"loaded data\")\n```", "stop"))
+    engine = FakeEngine(lambda prompt: (f'```python\n{base}print("loaded data")\n```', "stop"))
     result = asyncio.run(LMInstrumenter(engine).instrument(base))
     assert result.reason == "misplaced_marker"
     inside = base + '    print("loaded data")\n'

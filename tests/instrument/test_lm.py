@@ -19,7 +19,10 @@ CODE = (
     "model = LinearRegression()\n"
     "model.fit(df, df['y'])\n"
 )
-GOOD = CODE.replace("train.csv')\n", "train.csv')\nprint(\"loaded data\")\n") + 'print("trained model")\n'
+GOOD = (
+    CODE.replace("train.csv')\n", 'train.csv\')\nprint("loaded data")\n')
+    + 'print("trained model")\n'
+)
 
 
 def _answer(body: str, finish: str = "stop"):
@@ -41,7 +44,10 @@ def test_a_verified_answer_is_used() -> None:
     ("answer", "reason"),
     [
         (_answer(GOOD.replace("df", "data")), "modified_program"),  # renamed variable
-        (_answer(GOOD.replace("model = LinearRegression()\n", "")), "modified_program"),  # dropped line
+        (
+            _answer(GOOD.replace("model = LinearRegression()\n", "")),
+            "modified_program",
+        ),  # dropped line
         (_answer(GOOD + "import os\n"), "modified_program"),  # added code
         (_answer(GOOD + "def (:\n"), "syntax_error"),
         (_answer(GOOD, finish="length"), "truncated"),
@@ -82,14 +88,14 @@ def test_batching_dedup_and_cache() -> None:
     def answer(prompt: str):
         prompts.append(prompt)
         code = prompt.split("python script: ", 1)[1]
-        return f"```\n{code}print(\"imported packages\")\n```", "stop"
+        return f'```\n{code}print("imported packages")\n```', "stop"
 
     engine = FakeEngine(answer)
     inst = LMInstrumenter(engine, config=LMInstrumentConfig(batch_size=2))
     codes = [f"import os\nx = {i}\n" for i in range(3)] + ["import os\nx = 0\n"]
     out = asyncio.run(inst.instrument_batch(codes))
     assert engine.calls == [2, 1]  # 3 distinct programs, batches of at most 2
-    expected = [f"import os\nx = {i}\nprint(\"imported packages\")\n" for i in (0, 1, 2, 0)]
+    expected = [f'import os\nx = {i}\nprint("imported packages")\n' for i in (0, 1, 2, 0)]
     assert [r.code for r in out] == expected
     again = asyncio.run(inst.instrument_batch(["import os\nx = 1\n"]))
     assert engine.calls == [2, 1] and again[0].cached and again[0].path == "lm"
@@ -126,28 +132,41 @@ def test_drop_unjustified_keeps_only_what_judge_accepts():
     from mlerl.instrument import drop_unjustified, judge
     from mlerl.protocol import Completion
 
-    code = ("import pandas as pd\n"
-            "df = pd.read_csv('input/train.csv')\n"
-            "def predict(x):\n"
-            "    return x\n"
-            "out = [predict(v) for v in df['a']]\n")
-    claimed = ("import pandas as pd\n"
-               "print(\"imported packages\")\n"
-               "df = pd.read_csv('input/train.csv')\n"
-               "print(\"loaded data\")\n"
-               "def predict(x):\n"
-               "    return x\n"
-               "print(\"defined model\")\n"
-               "out = [predict(v) for v in df['a']]\n"
-               "print(\"predicted test labels\")\n")
+    code = (
+        "import pandas as pd\n"
+        "df = pd.read_csv('input/train.csv')\n"
+        "def predict(x):\n"
+        "    return x\n"
+        "out = [predict(v) for v in df['a']]\n"
+    )
+    claimed = (
+        "import pandas as pd\n"
+        'print("imported packages")\n'
+        "df = pd.read_csv('input/train.csv')\n"
+        'print("loaded data")\n'
+        "def predict(x):\n"
+        "    return x\n"
+        'print("defined model")\n'
+        "out = [predict(v) for v in df['a']]\n"
+        'print("predicted test labels")\n'
+    )
 
     def verdict(text):
-        return judge(code, Completion(prompt_ids=[], token_ids=[], logprobs=[],
-                                      text=f"```python\n{text}```", finish_reason="stop"))
+        return judge(
+            code,
+            Completion(
+                prompt_ids=[],
+                token_ids=[],
+                logprobs=[],
+                text=f"```python\n{text}```",
+                finish_reason="stop",
+            ),
+        )
 
     assert verdict(claimed).reason == "misplaced_marker"
     kept = drop_unjustified(code, claimed)
     assert kept == claimed.replace('print("defined model")\n', "").replace(
-        'print("predicted test labels")\n', "")
+        'print("predicted test labels")\n', ""
+    )
     done = verdict(kept)
     assert done.path == "lm" and done.n_markers == 2

@@ -6,7 +6,15 @@ import math
 
 import pytest
 
-from mlerl.instrument import MARKERS, Reference, RewardConfig, RewardKind, compute_reward, normalised_score, reward_range
+from mlerl.instrument import (
+    MARKERS,
+    Reference,
+    RewardConfig,
+    RewardKind,
+    compute_reward,
+    normalised_score,
+    reward_range,
+)
 from mlerl.protocol import ConfigError, ExecStatus
 
 BEST_FAILURE = -10.0 + 0.1 * len(MARKERS)  # -9.3
@@ -59,11 +67,14 @@ def test_default_reward_is_normalised_and_failures_unchanged() -> None:
     assert r.case == "graded" and r.reward == pytest.approx(-287.0439218 / 288.0439218)
     assert r.parts["score"] == -60.99 and r.parts["normalised"] == r.reward
     assert r.reward > BEST_FAILURE
-    assert compute_reward(MARKERS, ExecStatus.PROGRAM_ERROR, None, False, True, reference=ref).reward \
-        == pytest.approx(BEST_FAILURE)
+    assert compute_reward(
+        MARKERS, ExecStatus.PROGRAM_ERROR, None, False, True, reference=ref
+    ).reward == pytest.approx(BEST_FAILURE)
     # with markers on success: 0.5 + 0.1 * 3
     cfg = RewardConfig(markers_on_success=True)
-    r = compute_reward(MARKERS[:3], ExecStatus.OK, 0.75, True, False, cfg, reference=Reference(0.5, 1.0))
+    r = compute_reward(
+        MARKERS[:3], ExecStatus.OK, 0.75, True, False, cfg, reference=Reference(0.5, 1.0)
+    )
     assert r.reward == pytest.approx(0.8)
 
 
@@ -79,4 +90,6 @@ def test_constants_that_let_a_failure_beat_a_valid_submission_are_refused() -> N
     # -2 + 0.2 * 7 = -0.6 > -1: a failure could outscore a poor valid submission
     with pytest.raises(ConfigError, match="failure"):
         RewardConfig(failure=-2.0, per_marker=0.2)
-    RewardConfig(kind=RewardKind.PAPER, failure=-2.0, per_marker=0.2)  # the paper makes no such promise
+    RewardConfig(
+        kind=RewardKind.PAPER, failure=-2.0, per_marker=0.2
+    )  # the paper makes no such promise

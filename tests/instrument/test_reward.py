@@ -31,7 +31,9 @@ def test_paper_failures(status, markers, expected, case) -> None:
 
 
 def test_duplicate_markers_count_once() -> None:
-    r = compute_reward(["loaded data"] * 5 + ["imported packages"], ExecStatus.TIMEOUT, None, False, False)
+    r = compute_reward(
+        ["loaded data"] * 5 + ["imported packages"], ExecStatus.TIMEOUT, None, False, False
+    )
     assert r.reward == pytest.approx(-9.8)  # -10 + 0.1*2
     assert r.parts["n_markers"] == 2
 
@@ -64,8 +66,12 @@ def test_infra_error_gives_no_reward() -> None:
 
 
 def test_configurable_constants() -> None:
-    cfg = RewardConfig(kind=RewardKind.PAPER, failure=-1.0, per_marker=0.05, markers_on_success=True)
-    assert compute_reward(THREE, ExecStatus.TIMEOUT, None, False, False, cfg).reward == pytest.approx(-0.85)
+    cfg = RewardConfig(
+        kind=RewardKind.PAPER, failure=-1.0, per_marker=0.05, markers_on_success=True
+    )
+    assert compute_reward(
+        THREE, ExecStatus.TIMEOUT, None, False, False, cfg
+    ).reward == pytest.approx(-0.85)
     # graded: 0.5 + 0.05*3
     assert compute_reward(THREE, ExecStatus.OK, 0.5, True, False, cfg).reward == pytest.approx(0.65)
 
@@ -106,6 +112,7 @@ def test_bad_inputs_are_clear_errors() -> None:
 
 # Mutation survivors (benchmarks/tools/mutation.py): edges the tests above left open.
 
+
 def test_config_bounds_at_their_edges() -> None:
     RewardConfig(per_marker=0.0)  # no partial credit is allowed
     RewardConfig(mlagent_scale=1e-9)
@@ -114,8 +121,18 @@ def test_config_bounds_at_their_edges() -> None:
             RewardConfig(mlagent_scale=scale)
 
 
-@pytest.mark.parametrize("name", ["failure", "per_marker", "mlagent_error", "mlagent_invalid",
-                                  "mlagent_scale", "mlagent_init", "mlagent_best"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "failure",
+        "per_marker",
+        "mlagent_error",
+        "mlagent_invalid",
+        "mlagent_scale",
+        "mlagent_init",
+        "mlagent_best",
+    ],
+)
 def test_every_constant_must_be_finite(name) -> None:
     with pytest.raises(ConfigError, match=name):
         RewardConfig(**{name: math.nan})
@@ -208,13 +225,19 @@ def test_a_best_failure_of_exactly_minus_one_is_refused() -> None:
 
 
 @pytest.mark.parametrize("kind", [RewardKind.NORMALIZED, RewardKind.PAPER])
-def test_without_partial_credit_every_failure_is_minus_ten_and_a_valid_run_is_unchanged(kind) -> None:
+def test_without_partial_credit_every_failure_is_minus_ten_and_a_valid_run_is_unchanged(
+    kind,
+) -> None:
     # `instrument.reward.per_marker=0`: the paper's ablation "without instrumentation" (Figure 9,
     # benchmarks/experiments/paper_miniature.py's no_partial_credit arm): -10 + 0 * n whatever was printed
     cfg = RewardConfig(kind=kind, per_marker=0.0)
     ref = Reference(init=0.5, best=1.0)
-    for status, markers in ((ExecStatus.PROGRAM_ERROR, MARKERS), (ExecStatus.TIMEOUT, THREE),
-                            (ExecStatus.OK, MARKERS), (ExecStatus.NOT_RUN, [])):
+    for status, markers in (
+        (ExecStatus.PROGRAM_ERROR, MARKERS),
+        (ExecStatus.TIMEOUT, THREE),
+        (ExecStatus.OK, MARKERS),
+        (ExecStatus.NOT_RUN, []),
+    ):
         r = compute_reward(markers, status, None, False, False, cfg, reference=ref)
         assert r.reward == -10.0 and r.parts.get("markers", 0.0) == 0.0
     # a valid submission scores as with partial credit: normalised (0.75 - 0.5) / (1 - 0.5) = 0.5, raw 0.75

@@ -32,7 +32,9 @@ def engine(tmp_path_factory):
 
 
 async def test_real_engine_answers_are_judged_and_fallbacks_recorded(engine):
-    instrumenter = LMInstrumenter(engine, config=LMInstrumentConfig(max_new_tokens=64, batch_size=2))
+    instrumenter = LMInstrumenter(
+        engine, config=LMInstrumentConfig(max_new_tokens=64, batch_size=2)
+    )
     results = await instrumenter.instrument_batch(PROGRAMS)
     stats = instrumenter.stats.as_dict()
     assert stats["total"] == len(PROGRAMS) == stats["lm"] + stats["ast"] + stats["none"]

@@ -39,7 +39,9 @@ def test_grpo_and_rloo():
     r = torch.tensor([1.0, 2.0, 3.0, 10.0])
     groups = ["a", "a", "a", "b"]
     # group a: mean 2 -> [-1, 0, 1]; group b has one sample -> 0 (no baseline)
-    assert group_advantages(r, groups, AdvantageEstimator.grpo).tolist() == pytest.approx([-1, 0, 1, 0])
+    assert group_advantages(r, groups, AdvantageEstimator.grpo).tolist() == pytest.approx(
+        [-1, 0, 1, 0]
+    )
     # population std of [1, 2, 3] = sqrt(2/3) = 0.816497 -> +-1/0.816497 = +-1.224745
     std = group_advantages(r, groups, AdvantageEstimator.grpo, std_normalise=True)
     assert std.tolist() == pytest.approx([-1.224745, 0, 1.224745, 0], abs=1e-5)
@@ -52,10 +54,14 @@ def test_grpo_and_rloo():
     near = torch.tensor([0.04002, 0.04012])
     plain = group_advantages(near, [0, 0], AdvantageEstimator.grpo, std_normalise=True)
     assert plain.abs().tolist() == pytest.approx([5e-5 / (5e-5 + 1e-6)] * 2, rel=1e-2)  # eps 1e-6
-    floored = group_advantages(near, [0, 0], AdvantageEstimator.grpo, std_normalise=True, std_floor=0.01)
+    floored = group_advantages(
+        near, [0, 0], AdvantageEstimator.grpo, std_normalise=True, std_floor=0.01
+    )
     assert floored.abs().tolist() == pytest.approx([0.005, 0.005], rel=1e-3)
     # RLOO: R_i - mean of the others: 1 - 2.5 = -1.5, 2 - 2 = 0, 3 - 1.5 = 1.5
-    assert group_advantages(r, groups, AdvantageEstimator.rloo).tolist() == pytest.approx([-1.5, 0, 1.5, 0])
+    assert group_advantages(r, groups, AdvantageEstimator.rloo).tolist() == pytest.approx(
+        [-1.5, 0, 1.5, 0]
+    )
 
 
 def test_group_advantages_rejects_gae():
@@ -64,6 +70,7 @@ def test_group_advantages_rejects_gae():
 
 
 # Mutation survivors (benchmarks/tools/mutation.py): edges the tests above left open.
+
 
 def test_terminal_reward_skips_empty_rows_and_places_a_single_token_reward():
     mask = torch.tensor([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
@@ -100,14 +107,20 @@ def test_advantages_carry_no_gradient():
     assert not adv.requires_grad and not ret.requires_grad
     rewards = torch.tensor([1.0, 2.0], requires_grad=True)
     assert not group_advantages(rewards, [0, 0], AdvantageEstimator.grpo).requires_grad
-    assert not whiten(torch.tensor([[1.0, 3.0]], requires_grad=True), torch.ones(1, 2)).requires_grad
+    assert not whiten(
+        torch.tensor([[1.0, 3.0]], requires_grad=True), torch.ones(1, 2)
+    ).requires_grad
 
 
 def test_gae_reads_every_next_value():
     # 4 real tokens, gamma = lambda = 1: A_t = R - V_t = 10 - [1, 2, 3, 4]; G_t = R
     mask = torch.ones(1, 4)
-    adv, ret = gae(terminal_rewards(torch.tensor([10.0]), mask), torch.tensor([[1.0, 2.0, 3.0, 4.0]]), mask)
-    assert adv[0].tolist() == pytest.approx([9.0, 8.0, 7.0, 6.0]) and ret[0].tolist() == pytest.approx([10.0] * 4)
+    adv, ret = gae(
+        terminal_rewards(torch.tensor([10.0]), mask), torch.tensor([[1.0, 2.0, 3.0, 4.0]]), mask
+    )
+    assert adv[0].tolist() == pytest.approx([9.0, 8.0, 7.0, 6.0]) and ret[
+        0
+    ].tolist() == pytest.approx([10.0] * 4)
 
 
 def test_group_advantage_options_are_keyword_only():
@@ -118,9 +131,13 @@ def test_group_advantage_options_are_keyword_only():
 def test_group_baselines_of_a_pair_after_a_singleton():
     # the singleton group comes first: it is skipped, the pair after it is still computed
     r, groups = torch.tensor([10.0, 1.0, 3.0]), ["solo", "pair", "pair"]
-    assert group_advantages(r, groups, AdvantageEstimator.grpo).tolist() == pytest.approx([0.0, -1.0, 1.0])
+    assert group_advantages(r, groups, AdvantageEstimator.grpo).tolist() == pytest.approx(
+        [0.0, -1.0, 1.0]
+    )
     # RLOO of a pair: R_i - the other one = [1 - 3, 3 - 1] (n / (n - 1) = 2, an even n)
-    assert group_advantages(r, groups, AdvantageEstimator.rloo).tolist() == pytest.approx([0.0, -2.0, 2.0])
+    assert group_advantages(r, groups, AdvantageEstimator.rloo).tolist() == pytest.approx(
+        [0.0, -2.0, 2.0]
+    )
 
 
 def test_terminal_reward_of_a_first_token_before_two_pads():

@@ -10,7 +10,10 @@ from mlerl.learner._batch import VARLEN_ATTENTION, collate, token_logprobs, use_
 
 def _reference(model, batch, temperature):
     """log-probs and entropies from the model's logits at every position (no shortcuts)."""
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1] / temperature
+    logits = (
+        model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1]
+        / temperature
+    )
     logp = torch.log_softmax(logits.float(), dim=-1)
     chosen = logp.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     entropy = -(logp.exp() * logp).sum(-1)
@@ -20,8 +23,11 @@ def _reference(model, batch, temperature):
 def test_logprobs_on_response_positions_match_the_full_computation(tiny_model, make_sample):
     model = tiny_model().eval()
     # rows with different prompt lengths: the LM head starts at the earliest response position
-    samples = [make_sample(prompt_len=9, response_len=3), make_sample(prompt_len=5, response_len=6),
-               make_sample(prompt_len=12, response_len=2)]
+    samples = [
+        make_sample(prompt_len=9, response_len=3),
+        make_sample(prompt_len=5, response_len=6),
+        make_sample(prompt_len=12, response_len=2),
+    ]
     batch = collate(samples)
     with torch.no_grad():
         logprobs, entropy = token_logprobs(model, batch, with_entropy=True, temperature=0.7)
@@ -31,7 +37,9 @@ def test_logprobs_on_response_positions_match_the_full_computation(tiny_model, m
     assert int(mask.sum()) == 3 + 6 + 2
     torch.testing.assert_close(logprobs[mask], want_lp[mask], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(entropy[mask], want_ent[mask], rtol=1e-5, atol=1e-5)
-    assert torch.all(logprobs[:, :4] == 0)  # before the first response position (5 - 1): not computed
+    assert torch.all(
+        logprobs[:, :4] == 0
+    )  # before the first response position (5 - 1): not computed
 
 
 def test_gradients_flow_only_through_response_positions(tiny_model, make_sample):
@@ -50,8 +58,11 @@ def _grads(model):
 def test_packed_chunked_head_equals_padded_full_logits(tiny_model, make_sample, chunk):
     """Packed rows (varlen attention) + the chunked response-only head give the log-probs,
     entropies and parameter gradients of the padded full-logits computation."""
-    samples = [make_sample(prompt_len=9, response_len=3), make_sample(prompt_len=5, response_len=6),
-               make_sample(prompt_len=12, response_len=2)]
+    samples = [
+        make_sample(prompt_len=9, response_len=3),
+        make_sample(prompt_len=5, response_len=6),
+        make_sample(prompt_len=12, response_len=2),
+    ]
     batch = collate(samples)
     mask = batch.mask.bool()
     g = torch.randn(batch.mask.shape, generator=torch.Generator().manual_seed(0))
@@ -72,7 +83,9 @@ def test_packed_chunked_head_equals_padded_full_logits(tiny_model, make_sample, 
 
 
 def test_varlen_attention_without_packing_is_sdpa(tiny_model, make_sample):
-    batch = collate([make_sample(prompt_len=4, response_len=5), make_sample(prompt_len=7, response_len=2)])
+    batch = collate(
+        [make_sample(prompt_len=4, response_len=5), make_sample(prompt_len=7, response_len=2)]
+    )
     plain, varlen = tiny_model().eval(), tiny_model().eval()
     use_varlen_attention(varlen)
     with torch.no_grad():
@@ -82,13 +95,18 @@ def test_varlen_attention_without_packing_is_sdpa(tiny_model, make_sample):
 
 
 @pytest.mark.parametrize("pack", [False, True])
-def test_each_sample_is_scored_at_the_temperature_it_was_sampled_with(tiny_model, make_sample, pack):
+def test_each_sample_is_scored_at_the_temperature_it_was_sampled_with(
+    tiny_model, make_sample, pack
+):
     """The sampling temperature travels on the Sample: a batch mixing 0.5, 1.0 and 0.5 gives
     each row the log-probs of its own logits / T, not of a learner-wide setting."""
     import msgspec
 
-    rows = [make_sample(prompt_len=9, response_len=3), make_sample(prompt_len=5, response_len=6),
-            make_sample(prompt_len=7, response_len=4)]
+    rows = [
+        make_sample(prompt_len=9, response_len=3),
+        make_sample(prompt_len=5, response_len=6),
+        make_sample(prompt_len=7, response_len=4),
+    ]
     rows = [msgspec.structs.replace(s, temperature=t) for s, t in zip(rows, (0.5, 1.0, 0.5))]
     batch = collate(rows)
     assert batch.temperature.tolist() == [0.5, 1.0, 0.5]
@@ -113,8 +131,10 @@ def test_each_sample_is_scored_at_the_temperature_it_was_sampled_with(tiny_model
 def test_gradients_flow_through_a_mixed_temperature_batch(tiny_model, make_sample):
     import msgspec
 
-    rows = [msgspec.structs.replace(make_sample(prompt_len=4, response_len=3), temperature=t)
-            for t in (0.7, 1.3)]
+    rows = [
+        msgspec.structs.replace(make_sample(prompt_len=4, response_len=3), temperature=t)
+        for t in (0.7, 1.3)
+    ]
     model = tiny_model()
     batch = collate(rows)
     lp, _ = token_logprobs(model, batch)

@@ -30,7 +30,9 @@ def test_refused_sample_is_logged_not_journaled_and_counts_as_stored(tmp_path, m
     buf.close()
     assert [s.seq for s in read_journal(tmp_path / "journal.bin")[0]] == [0]
     records = [json.loads(line) for line in (tmp_path / "refused.jsonl").read_text().splitlines()]
-    assert [(r["actor_id"], r["seq"], r["sample_id"], r["reason"]) for r in records] == [("a0", 1, "a0:1", reason)]
+    assert [(r["actor_id"], r["seq"], r["sample_id"], r["reason"]) for r in records] == [
+        ("a0", 1, "a0:1", reason)
+    ]
 
     again = ExperienceBuffer(tmp_path, check=_check)  # restart: the refused key is still stored
     assert again.stored_keys() == {("a0", 0), ("a0", 1)} and len(again) == 1
@@ -40,7 +42,9 @@ def test_refused_sample_is_logged_not_journaled_and_counts_as_stored(tmp_path, m
 
 def test_bad_sample_already_journaled_is_skipped_on_replay(tmp_path, make_sample):
     old = ExperienceBuffer(tmp_path)  # an older build: no check at the door
-    poisoned = msgspec.structs.replace(make_sample(seq=1), response_ids=[7, 512, 3, 4])  # 512: outside the vocabulary
+    poisoned = msgspec.structs.replace(
+        make_sample(seq=1), response_ids=[7, 512, 3, 4]
+    )  # 512: outside the vocabulary
     for s in (make_sample(seq=0), poisoned, make_sample(seq=2)):
         old.add(s)
     old.close()

@@ -17,7 +17,14 @@ from mlerl.learner._checkpoint import (
     save_checkpoint,
 )
 
-CFG = dict(batch_size=4, micro_batch_size=2, bf16=False, gradient_checkpointing=False, lr=1e-3, critic_lr=1e-3)
+CFG = dict(
+    batch_size=4,
+    micro_batch_size=2,
+    bf16=False,
+    gradient_checkpointing=False,
+    lr=1e-3,
+    critic_lr=1e-3,
+)
 
 
 def _params(model):
@@ -27,7 +34,9 @@ def _params(model):
 def test_resume_makes_the_same_next_update(tmp_path, make_sample, tiny_model):
     buf = ExperienceBuffer(tmp_path / "buffer")
     for i in range(12):
-        buf.add(make_sample(seq=i, reward=float(i % 3), duration_s=0.1 * (12 - i), t_sampled=100.0 + i))
+        buf.add(
+            make_sample(seq=i, reward=float(i % 3), duration_s=0.1 * (12 - i), t_sampled=100.0 + i)
+        )
     cfg = LearnerConfig(**CFG, duration_weighting="running")
     learner = Learner(cfg, tiny_model())
     learner.update(buf.take(4))
@@ -46,7 +55,10 @@ def test_resume_makes_the_same_next_update(tmp_path, make_sample, tiny_model):
     for want, got in zip(expected, (_params(resumed.policy), _params(resumed.critic))):
         for name in want:
             assert torch.equal(want[name], got[name]), name
-    assert metrics2["loss/policy"] == metrics["loss/policy"] and metrics2["weights/w_max"] == metrics["weights/w_max"]
+    assert (
+        metrics2["loss/policy"] == metrics["loss/policy"]
+        and metrics2["weights/w_max"] == metrics["weights/w_max"]
+    )
 
 
 def test_keep_prunes_old_checkpoints(tmp_path, tiny_model):
@@ -84,9 +96,13 @@ def test_kill_9_during_checkpoint_resumes_from_last_complete(tmp_path, tiny_mode
     script = tmp_path / "crash.py"
     script.write_text(_CRASHER.format(tiny=tiny_kwargs, cfg=CFG))
     root = tmp_path / "ckpt"
-    proc = subprocess.Popen([sys.executable, str(script), str(root)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(root)], stdout=subprocess.PIPE, text=True
+    )
     try:
-        assert proc.stdout.readline().strip() == "WRITING"  # state.pt of step 2 written, no COMMIT yet
+        assert (
+            proc.stdout.readline().strip() == "WRITING"
+        )  # state.pt of step 2 written, no COMMIT yet
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()

@@ -14,9 +14,21 @@ import pytest
 import torch
 
 from mlerl.learner import Learner, LearnerConfig
-from mlerl.learner._checkpoint import CheckpointError, load_checkpoint, restore_checkpoint, save_checkpoint
+from mlerl.learner._checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    restore_checkpoint,
+    save_checkpoint,
+)
 
-CFG = dict(batch_size=4, micro_batch_size=2, bf16=False, gradient_checkpointing=False, lr=1e-3, critic_lr=1e-3)
+CFG = dict(
+    batch_size=4,
+    micro_batch_size=2,
+    bf16=False,
+    gradient_checkpointing=False,
+    lr=1e-3,
+    critic_lr=1e-3,
+)
 
 
 class _Payload:
@@ -64,7 +76,9 @@ def test_pickle_payload_in_a_checkpoint_does_not_run(tmp_path, tiny_model):
 def test_corrupt_newest_checkpoint_falls_back_to_the_newest_valid(tmp_path, tiny_model, caplog):
     old, new = _two_checkpoints(tmp_path / "ckpt", tiny_model)
     data = bytearray((new / "state.pt").read_bytes())
-    data[len(data) // 2] ^= 0xFF  # one flipped byte in the tensor data: torch.load alone would not notice
+    data[len(data) // 2] ^= (
+        0xFF  # one flipped byte in the tensor data: torch.load alone would not notice
+    )
     (new / "state.pt").write_bytes(bytes(data))
     learner = Learner(LearnerConfig(**CFG), tiny_model(seed=3))
     with caplog.at_level(logging.WARNING, logger="mlerl.learner._checkpoint"):
@@ -77,8 +91,12 @@ def test_truncated_or_planted_newest_checkpoint_falls_back(tmp_path, tiny_model)
     marker = tmp_path / "pwned"
     old, new = _two_checkpoints(tmp_path / "ckpt", tiny_model)
     (new / "state.pt").write_bytes((new / "state.pt").read_bytes()[:1000])
-    (new / "COMMIT").write_text("ok\n")  # old-style COMMIT without a checksum: torch.load must catch it
-    _plant(tmp_path / "ckpt" / "step_00000003", {"version": 3, "extra": _Payload(f"touch {marker}")})
+    (new / "COMMIT").write_text(
+        "ok\n"
+    )  # old-style COMMIT without a checksum: torch.load must catch it
+    _plant(
+        tmp_path / "ckpt" / "step_00000003", {"version": 3, "extra": _Payload(f"touch {marker}")}
+    )
     learner = Learner(LearnerConfig(**CFG), tiny_model(seed=3))
     path, extra = restore_checkpoint(tmp_path / "ckpt", learner)
     assert path == old and learner.version == 1 and not marker.exists()
@@ -90,7 +108,10 @@ def test_no_loadable_checkpoint_is_an_error_not_a_fresh_start(tmp_path, tiny_mod
         (ckpt / "state.pt").write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match="none of the 2 checkpoints"):
         restore_checkpoint(tmp_path / "ckpt", Learner(LearnerConfig(**CFG), tiny_model()))
-    assert restore_checkpoint(tmp_path / "empty", Learner(LearnerConfig(**CFG), tiny_model())) == (None, {})
+    assert restore_checkpoint(tmp_path / "empty", Learner(LearnerConfig(**CFG), tiny_model())) == (
+        None,
+        {},
+    )
 
 
 def test_checkpoint_round_trips_rng_state(tmp_path, tiny_model):
@@ -111,6 +132,7 @@ def test_checkpoint_round_trips_rng_state(tmp_path, tiny_model):
 
 # Mutation survivors (benchmarks/tools/mutation.py): the rank logic, with torch.distributed faked.
 
+
 def test_only_rank_0_writes_and_every_rank_meets_at_the_barrier(tmp_path, tiny_model, monkeypatch):
     from mlerl.learner import _checkpoint
 
@@ -124,7 +146,9 @@ def test_only_rank_0_writes_and_every_rank_meets_at_the_barrier(tmp_path, tiny_m
         assert save_checkpoint(tmp_path / "ckpt", learner, {}) is None
     assert not (tmp_path / "ckpt").exists() and calls == ["barrier", "barrier"]
     monkeypatch.setattr(torch.distributed, "get_rank", lambda: 0)
-    assert save_checkpoint(tmp_path / "ckpt", learner, {"a": 1}) == tmp_path / "ckpt" / "step_00000003"
+    assert (
+        save_checkpoint(tmp_path / "ckpt", learner, {"a": 1}) == tmp_path / "ckpt" / "step_00000003"
+    )
     assert calls == ["barrier"] * 3  # rank 0 waits too, after the commit
 
 
@@ -138,10 +162,13 @@ def test_an_unloadable_state_names_the_loaders_error(tmp_path, tiny_model):
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(bad, learner)
     # "<path>: state.pt is not a loadable checkpoint: <ExceptionType>: <its first line>"
-    assert re.search(r"state\.pt is not a loadable checkpoint: \w+: \S", str(info.value)), str(info.value)
+    assert re.search(r"state\.pt is not a loadable checkpoint: \w+: \S", str(info.value)), str(
+        info.value
+    )
 
 
 # Mutation survivors of _checkpoint.py (benchmarks/tools/mutation.py, 2026-11-25)
+
 
 def _minimal_checkpoint(path, digest=None):
     """A state.pt with the required keys and a COMMIT naming ``digest`` (default: its own)."""
@@ -228,11 +255,15 @@ def test_only_a_commit_of_sha256_and_its_hex_is_a_checksum(tmp_path, commit):
     assert set(read_checkpoint(tmp_path / "c")) == set(_REQUIRED)
 
 
-@pytest.mark.parametrize(("state", "missing"), [
-    ({"version": 1, "running_dt": None, "policy": {}, "policy_opt": {}}, "rng, extra"),
-    ([1, 2], "version, running_dt, policy, policy_opt, rng, extra"),
-    (3, "version, running_dt, policy, policy_opt, rng, extra"),
-], ids=["dict-without-rng-and-extra", "list", "int"])
+@pytest.mark.parametrize(
+    ("state", "missing"),
+    [
+        ({"version": 1, "running_dt": None, "policy": {}, "policy_opt": {}}, "rng, extra"),
+        ([1, 2], "version, running_dt, policy, policy_opt, rng, extra"),
+        (3, "version, running_dt, policy, policy_opt, rng, extra"),
+    ],
+    ids=["dict-without-rng-and-extra", "list", "int"],
+)
 def test_a_state_without_the_learners_keys_is_refused(tmp_path, state, missing):
     from mlerl.learner._checkpoint import read_checkpoint
 
@@ -252,7 +283,10 @@ def test_only_committed_directories_are_checkpoints(tmp_path):
     _minimal_checkpoint(root / ".tmp-step_00000004")  # a write that was never renamed
     assert complete_checkpoints(root) == [root / "step_00000001"]
     assert latest_checkpoint(root) == root / "step_00000001"
-    assert complete_checkpoints(tmp_path / "absent") == [] and latest_checkpoint(tmp_path / "absent") is None
+    assert (
+        complete_checkpoints(tmp_path / "absent") == []
+        and latest_checkpoint(tmp_path / "absent") is None
+    )
 
 
 def test_a_rank_other_than_0_gathers_no_full_state(tiny_model, monkeypatch):

@@ -25,7 +25,16 @@ def test_per_sample_stats():
     adv = torch.tensor([[1.0, 3.0], [-2.0, 0.0]])
     values = torch.tensor([[0.0, 1.0], [-1.0, 0.0]])
     returns = torch.tensor([[1.0, 1.0], [-3.0, 0.0]])
-    st = per_sample_stats(mask, behaviour, adv, torch.ones(2), seq_mean=False, ref_logprobs=ref, values=values, returns=returns)
+    st = per_sample_stats(
+        mask,
+        behaviour,
+        adv,
+        torch.ones(2),
+        seq_mean=False,
+        ref_logprobs=ref,
+        values=values,
+        returns=returns,
+    )
     assert st["tokens"] == [2.0, 1.0]
     # entropy estimate: mean -log mu = (log 2 + log 4) / 2 = 1.5 log 2; second: -log 1 = 0
     assert st["entropy"] == pytest.approx([1.5 * math.log(2), 0.0])
@@ -38,13 +47,24 @@ def test_per_sample_stats():
 
 
 def test_per_sample_stats_without_reference_or_critic_is_nan():
-    st = per_sample_stats(torch.ones(1, 2), torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1), seq_mean=True)
+    st = per_sample_stats(
+        torch.ones(1, 2), torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1), seq_mean=True
+    )
     assert math.isnan(st["kl"][0]) and math.isnan(st["value_err"][0])
 
 
 def _row(kind, task, valid, reward, score, status, mass, exec_s=1.0, adv=0.0):
-    return dict(kind=kind, task=task, valid=valid, reward=reward, score=score, status=status, exec_s=exec_s,
-                pg_mass=mass, adv=adv)
+    return dict(
+        kind=kind,
+        task=task,
+        valid=valid,
+        reward=reward,
+        score=score,
+        status=status,
+        exec_s=exec_s,
+        pg_mass=mass,
+        adv=adv,
+    )
 
 
 def test_split_metrics_groups_and_shares():
@@ -78,8 +98,10 @@ def test_update_reports_the_split(make_sample, tiny_model):
     from mlerl.learner import Learner, LearnerConfig
 
     cfg = LearnerConfig(batch_size=2, micro_batch_size=2, bf16=False, gradient_checkpointing=False)
-    samples = [make_sample(seq=0, reward=1.0, duration_s=2.0, response_len=3),
-               make_sample(seq=1, reward=-10.0, duration_s=0.0, response_len=5)]
+    samples = [
+        make_sample(seq=0, reward=1.0, duration_s=2.0, response_len=3),
+        make_sample(seq=1, reward=-10.0, duration_s=0.0, response_len=5),
+    ]
     m = Learner(cfg, tiny_model()).update(samples)
     assert m["split/all/n"] == 2
     assert m["split/all/reward_mean"] == pytest.approx(-4.5)

@@ -27,19 +27,40 @@ from .test_process import _port
 def _config(tmp_path, model_dir, max_updates, ports):
     """A run config in ``tmp_path/run`` (the learner's run dir is the config file's dir)."""
     learner = dict(
-        batch_size=4, micro_batch_size=2, bf16=False, gradient_checkpointing=False, lr=1e-3,
-        critic_lr=1e-3, checkpoint_every=1, max_updates=max_updates, torch_threads=1,
+        batch_size=4,
+        micro_batch_size=2,
+        bf16=False,
+        gradient_checkpointing=False,
+        lr=1e-3,
+        critic_lr=1e-3,
+        checkpoint_every=1,
+        max_updates=max_updates,
+        torch_threads=1,
     )
-    transport = dict(samples_address=f"tcp://127.0.0.1:{ports[0]}", weights_address=f"tcp://127.0.0.1:{ports[1]}")
+    transport = dict(
+        samples_address=f"tcp://127.0.0.1:{ports[0]}", weights_address=f"tcp://127.0.0.1:{ports[1]}"
+    )
     path = tmp_path / "run" / f"config_{max_updates}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump({"learner": learner, "transport": transport, "model": {"path": str(model_dir)}, "seed": 0}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "learner": learner,
+                "transport": transport,
+                "model": {"path": str(model_dir)},
+                "seed": 0,
+            }
+        )
+    )
     return path
 
 
 def _start(config, log):
-    return subprocess.Popen([sys.executable, "-m", "mlerl.learner", "--config", str(config)],
-                            stdout=open(log, "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    return subprocess.Popen(
+        [sys.executable, "-m", "mlerl.learner", "--config", str(config)],
+        stdout=open(log, "ab"),
+        stderr=subprocess.STDOUT,
+    )  # noqa: SIM115
 
 
 async def _keys(run_dir, proc, log) -> CurveKeys:
@@ -74,7 +95,8 @@ async def _flush(sender, proc, log, timeout=300.0) -> None:
         raise AssertionError(
             f"samples not acked within {timeout} s: acked_seq {sender.acked_seq}, unacked "
             f"{sender.unacked}, counters {sender.counters}, learner exit code {proc.poll()}\n"
-            + log.read_text()[-3000:]) from None
+            + log.read_text()[-3000:]
+        ) from None
 
 
 async def _not_delivered(address, actor_id, curve, sample, wait_s) -> bool:
@@ -97,7 +119,9 @@ async def _latest(sub, timeout):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-async def test_poisoned_and_unauthenticated_samples_never_reach_training(tmp_path, make_sample, tiny_model):
+async def test_poisoned_and_unauthenticated_samples_never_reach_training(
+    tmp_path, make_sample, tiny_model
+):
     model_dir = tmp_path / "model"
     tiny_model().save_pretrained(model_dir)  # vocab_size 512
     ports = (_port(), _port())
@@ -105,7 +129,9 @@ async def test_poisoned_and_unauthenticated_samples_never_reach_training(tmp_pat
     run, log = tmp_path / "run", tmp_path / "learner.log"
 
     def ok(seq, **kw):
-        return make_sample(**{"seq": seq, "reward": float(seq % 2), "t_sampled": 1000.0 + seq, **kw})
+        return make_sample(
+            **{"seq": seq, "reward": float(seq % 2), "t_sampled": 1000.0 + seq, **kw}
+        )
 
     poisons = {
         1: msgspec.structs.replace(ok(1), behaviour_logprobs=[-0.5, math.nan, -0.5, -0.5]),
@@ -129,8 +155,14 @@ async def test_poisoned_and_unauthenticated_samples_never_reach_training(tmp_pat
         assert await _not_delivered(samples_at, "a0", None, forged, 3.0)
         assert await _not_delivered(samples_at, "a0", stranger, forged, 3.0)
 
-        async with WeightSubscriber(weights_at) as plain, WeightSubscriber(weights_at, curve=stranger) as odd:
-            async with SampleSender(samples_at, "a0", curve=keys) as sender, WeightSubscriber(weights_at, curve=keys) as sub:
+        async with (
+            WeightSubscriber(weights_at) as plain,
+            WeightSubscriber(weights_at, curve=stranger) as odd,
+        ):
+            async with (
+                SampleSender(samples_at, "a0", curve=keys) as sender,
+                WeightSubscriber(weights_at, curve=keys) as sub,
+            ):
                 for sample in stream:
                     await sender.send(sample)
                 await _flush(sender, proc, log)  # refused samples are acked too: no endless resend
@@ -144,7 +176,11 @@ async def test_poisoned_and_unauthenticated_samples_never_reach_training(tmp_pat
     assert [s.seq for s in journal] == [0, 3, 6, 7] and all(s.task_id != "forged" for s in journal)
     refused = [json.loads(x) for x in (run / "buffer" / "refused.jsonl").read_text().splitlines()]
     assert [(r["seq"], r["reason"].split(":")[0]) for r in refused] == [
-        (1, "behaviour_logprobs"), (2, "behaviour_logprobs"), (4, "response_ids"), (5, "reward")]
+        (1, "behaviour_logprobs"),
+        (2, "behaviour_logprobs"),
+        (4, "response_ids"),
+        (5, "reward"),
+    ]
     metrics = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
     assert metrics["buffer/refused"] == 4.0 and metrics["refused/behaviour_logprobs"] == 2.0
     assert metrics["refused/response_ids"] == 1.0 and metrics["refused/reward"] == 1.0
@@ -162,7 +198,10 @@ async def test_poisoned_and_unauthenticated_samples_never_reach_training(tmp_pat
     proc = _start(config, log)
     try:
         keys = await _keys(run, proc, log)
-        async with SampleSender(samples_at, "a0", curve=keys) as sender, WeightSubscriber(weights_at, curve=keys) as sub:
+        async with (
+            SampleSender(samples_at, "a0", curve=keys) as sender,
+            WeightSubscriber(weights_at, curve=keys) as sub,
+        ):
             for seq in range(9, 13):
                 await sender.send(ok(seq))
             await _flush(sender, proc, log)

@@ -33,7 +33,9 @@ def test_log():
 
 def test_running_uses_the_given_scale_and_ema():
     # dt / 2 with a running mean of 2
-    assert duration_weights(D, W.running, running_mean=2.0).tolist() == pytest.approx([0.5, 1.0, 1.5, 3.0])
+    assert duration_weights(D, W.running, running_mean=2.0).tolist() == pytest.approx(
+        [0.5, 1.0, 1.5, 3.0]
+    )
     # no history yet: falls back to the batch mean (= paper)
     assert duration_weights(D, W.running).tolist() == pytest.approx([1 / 3, 2 / 3, 1.0, 2.0])
     # 0.9 * 2 + 0.1 * 3 = 2.1; first batch initialises to its mean
@@ -55,7 +57,9 @@ FAIL = torch.tensor([0.0, 0.5, 9.5, 30.0])
 def test_slot_durations_floor_the_measured_dt():
     # dt = max(generation + execution, floor): [0 + 1, 5 + 1] floored at 3 -> [3, 6]
     assert slot_durations(torch.tensor([0.0, 5.0]) + 1.0, floor=3.0).tolist() == [3.0, 6.0]
-    assert slot_durations(FAIL).tolist() == FAIL.tolist()  # no generation time, no floor: the paper's dt
+    assert (
+        slot_durations(FAIL).tolist() == FAIL.tolist()
+    )  # no generation time, no floor: the paper's dt
 
 
 GEN = 10.0  # seconds of generation every sample spent before its execution
@@ -71,7 +75,9 @@ def test_generation_time_keeps_failures_in_the_gradient():
     for mode in (W.paper, W.clipped, W.log, W.running):
         assert float(duration_weights(FAIL + GEN, mode, running_mean=20.0)[0]) > 0.0, mode
     # running: scale 25 (given) -> dt / 25 = [0.4, 0.42, 0.78, 1.6]
-    assert duration_weights(FAIL + GEN, W.running, running_mean=25.0).tolist() == pytest.approx([0.4, 0.42, 0.78, 1.6])
+    assert duration_weights(FAIL + GEN, W.running, running_mean=25.0).tolist() == pytest.approx(
+        [0.4, 0.42, 0.78, 1.6]
+    )
     # the running mean is over the same dt: first batch 20; then 0.9 * 10 + 0.1 * 20 = 11
     assert update_running_mean(None, FAIL + GEN, 0.9) == pytest.approx(20.0)
     assert update_running_mean(10.0, FAIL + GEN, 0.9) == pytest.approx(11.0)
@@ -93,10 +99,13 @@ def test_weight_stats():
     assert s["grad_mass_slow"] == pytest.approx(0.75)
     assert s["grad_mass_fast"] == pytest.approx(0.25)
     # with |A| = [0, 0, 1, 0]: all mass on the sample with dt = 3 (slow)
-    assert weight_stats(torch.ones(4), D, torch.tensor([0.0, 0.0, -1.0, 0.0]))["grad_mass_slow"] == 1.0
+    assert (
+        weight_stats(torch.ones(4), D, torch.tensor([0.0, 0.0, -1.0, 0.0]))["grad_mass_slow"] == 1.0
+    )
 
 
 # Mutation survivors (benchmarks/tools/mutation.py): the edges the tests above left open.
+
 
 def test_a_single_sample_and_a_non_positive_running_mean():
     one = torch.tensor([2.0])
@@ -105,7 +114,9 @@ def test_a_single_sample_and_a_non_positive_running_mean():
     assert duration_weights(torch.zeros(0), W.paper).tolist() == []
     # a running mean of 0 (or below) is no scale: the batch mean (3) is used, as with none
     for bad in (0.0, -1.0):
-        assert duration_weights(D, W.running, running_mean=bad).tolist() == pytest.approx([1 / 3, 2 / 3, 1.0, 2.0])
+        assert duration_weights(D, W.running, running_mean=bad).tolist() == pytest.approx(
+            [1 / 3, 2 / 3, 1.0, 2.0]
+        )
     # the EMA of an empty batch is the previous value
     assert update_running_mean(2.5, torch.zeros(0), 0.9) == 2.5
     assert update_running_mean(None, torch.zeros(0), 0.9) is None
@@ -113,7 +124,12 @@ def test_a_single_sample_and_a_non_positive_running_mean():
 
 def test_weight_stats_of_an_empty_batch_small_weights_and_no_mass():
     empty = torch.zeros(0)
-    assert weight_stats(empty, empty) == {"ess_frac": 0.0, "grad_mass_slow": 0.0, "grad_mass_fast": 0.0, "w_max": 0.0}
+    assert weight_stats(empty, empty) == {
+        "ess_frac": 0.0,
+        "grad_mass_slow": 0.0,
+        "grad_mass_fast": 0.0,
+        "w_max": 0.0,
+    }
     # small uniform weights: ESS = (0.2)^2 / 0.02 = 2 of 2 samples -> 1.0 (no clamp at work)
     small = weight_stats(torch.tensor([0.1, 0.1]), torch.tensor([1.0, 2.0]))
     assert small["ess_frac"] == pytest.approx(1.0) and small["w_max"] == pytest.approx(0.1)
@@ -134,11 +150,15 @@ def test_clipped_caps_at_five_batch_means_by_default():
 def test_sub_second_durations_are_weighted_like_any_others():
     # a batch mean below 1 s is still a time to correct for: D / 10 has the weights of D
     for mode in (W.paper, W.clipped, W.log):
-        assert duration_weights(D / 10, mode).tolist() == pytest.approx(duration_weights(D, mode).tolist()), mode
+        assert duration_weights(D / 10, mode).tolist() == pytest.approx(
+            duration_weights(D, mode).tolist()
+        ), mode
 
 
 def test_a_running_mean_below_one_second_is_a_scale_and_zero_weights_have_no_ess():
-    assert duration_weights(D, W.running, running_mean=0.5).tolist() == pytest.approx([2.0, 4.0, 6.0, 12.0])
+    assert duration_weights(D, W.running, running_mean=0.5).tolist() == pytest.approx(
+        [2.0, 4.0, 6.0, 12.0]
+    )
     # all weights 0: 0 / max(0, 1e-30) = 0, not nan
     assert weight_stats(torch.zeros(2), torch.tensor([1.0, 2.0]))["ess_frac"] == 0.0
 

@@ -14,12 +14,15 @@ from mlerl.learner._faults import FATAL_FILE, RankFailed, lasting, leaves, reaso
 from mlerl.protocol import ConfigError
 
 
-@pytest.mark.parametrize("exc", [
-    OSError(errno.ENOSPC, "No space left on device"),
-    zmq.ZMQError(errno.EADDRINUSE),
-    ConfigError("transport.samples_address", "bad"),
-    CheckpointError("corrupt"),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),
+        zmq.ZMQError(errno.EADDRINUSE),
+        ConfigError("transport.samples_address", "bad"),
+        CheckpointError("corrupt"),
+    ],
+)
 def test_lasting_causes_end_the_run_at_any_time(exc):
     assert lasting(exc, starting=False) and lasting(exc, starting=True)
 
@@ -30,14 +33,18 @@ def test_start_up_failures_are_lasting_and_later_ones_are_not():
 
 
 def test_a_peers_death_is_restartable_even_during_start_up():
-    gloo = RuntimeError("[gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:4040")
+    gloo = RuntimeError(
+        "[gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:4040"
+    )
     assert not lasting(gloo, starting=True)
     assert not lasting(torch.distributed.DistBackendError("NCCL watchdog"), starting=True)
 
 
 def test_exception_groups_are_opened_and_the_lasting_leaf_is_the_reason():
     """The receiver's journal commit fails inside a TaskGroup: an ExceptionGroup reaches the top."""
-    group = BaseExceptionGroup("unhandled errors in a TaskGroup", [OSError(errno.ENOSPC, "No space left on device")])
+    group = BaseExceptionGroup(
+        "unhandled errors in a TaskGroup", [OSError(errno.ENOSPC, "No space left on device")]
+    )
     assert [type(e) for e in leaves(group)] == [OSError]
     assert lasting(group, starting=False)
     assert reason(group) == "OSError: [Errno 28] No space left on device"
@@ -69,4 +76,6 @@ def test_die_exits_at_once_with_the_reason_recorded(tmp_path):
 
 
 def test_rank_failed_names_the_phase(tmp_path):
-    assert "start-up" in str(RankFailed(1, tmp_path, True)) and "start-up" not in str(RankFailed(1, tmp_path, False))
+    assert "start-up" in str(RankFailed(1, tmp_path, True)) and "start-up" not in str(
+        RankFailed(1, tmp_path, False)
+    )

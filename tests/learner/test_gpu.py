@@ -28,10 +28,17 @@ def _compare(a: Path, b: Path, tiny_model, atol: float) -> None:
     wa, wb = load_file((a / "uri").read_text()), load_file((b / "uri").read_text())
     assert wa.keys() == wb.keys() and "lm_head.weight" not in wa
     initial = tiny_model().state_dict()
-    assert max((wa[k] - initial[k]).abs().max().item() for k in wa) > 1e-3  # the updates moved the weights
+    assert (
+        max((wa[k] - initial[k]).abs().max().item() for k in wa) > 1e-3
+    )  # the updates moved the weights
     for k in wa:
-        assert torch.allclose(wa[k], wb[k], atol=atol, rtol=1e-3), (k, (wa[k] - wb[k]).abs().max().item())
-    assert float((a / "grad_norm").read_text()) == pytest.approx(float((b / "grad_norm").read_text()), rel=1e-3)
+        assert torch.allclose(wa[k], wb[k], atol=atol, rtol=1e-3), (
+            k,
+            (wa[k] - wb[k]).abs().max().item(),
+        )
+    assert float((a / "grad_norm").read_text()) == pytest.approx(
+        float((b / "grad_norm").read_text()), rel=1e-3
+    )
 
 
 @pytest.mark.timeout(300)
@@ -52,7 +59,18 @@ def test_fsdp_over_all_gpus_matches_one_rank(tmp_path, tiny_model):
     samples = 8 * gpus // math.gcd(8, gpus)  # a multiple of 8 that splits over the ranks
     _worker().main(tmp_path / "one", "cuda", samples)  # the single-process reference, on GPU 0
     torchrun = Path(sys.executable).with_name("torchrun")
-    subprocess.run([str(torchrun), "--standalone", f"--nproc_per_node={gpus}", str(WORKER), str(tmp_path / "all"),
-                    "cuda", str(samples)], check=True, timeout=480)
+    subprocess.run(
+        [
+            str(torchrun),
+            "--standalone",
+            f"--nproc_per_node={gpus}",
+            str(WORKER),
+            str(tmp_path / "all"),
+            "cuda",
+            str(samples),
+        ],
+        check=True,
+        timeout=480,
+    )
     _compare(tmp_path / "one", tmp_path / "all", tiny_model, atol=1e-4)
     assert (tmp_path / "all" / "ckpt").exists()

@@ -13,20 +13,39 @@ class _GradRecorder(Learner):
     """Records the gradients just before each optimizer step."""
 
     def _clip_and_step(self, model, opt):
-        self.grads = getattr(self, "grads", []) + [{n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}]
+        self.grads = getattr(self, "grads", []) + [
+            {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        ]
         return super()._clip_and_step(model, opt)
 
 
 def _batch(make_sample, n=6):
     # varied lengths and rewards, so token-mean normalisation across micro-batches matters
-    return [make_sample(seq=i, reward=float(i % 3) - 1, duration_s=0.5 + i, prompt_len=2 + i % 3, response_len=2 + (i * 5) % 7) for i in range(n)]
+    return [
+        make_sample(
+            seq=i,
+            reward=float(i % 3) - 1,
+            duration_s=0.5 + i,
+            prompt_len=2 + i % 3,
+            response_len=2 + (i * 5) % 7,
+        )
+        for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("agg", [LossAgg.token_mean, LossAgg.seq_mean])
 def test_micro_batched_gradient_equals_full_batch(agg, make_sample, tiny_model):
     grads = []
     for mbs in (6, 4):
-        cfg = LearnerConfig(batch_size=6, micro_batch_size=mbs, bf16=False, gradient_checkpointing=False, loss_agg=agg, kl_coef=0.01, entropy_coef=0.01)
+        cfg = LearnerConfig(
+            batch_size=6,
+            micro_batch_size=mbs,
+            bf16=False,
+            gradient_checkpointing=False,
+            loss_agg=agg,
+            kl_coef=0.01,
+            entropy_coef=0.01,
+        )
         learner = _GradRecorder(cfg, tiny_model())
         learner.update(_batch(make_sample))
         grads.append(learner.grads)
@@ -40,7 +59,9 @@ def test_micro_batched_gradient_equals_full_batch(agg, make_sample, tiny_model):
 def test_policy_gradient_is_nonzero_and_checkpointing_does_not_change_it(make_sample, tiny_model):
     out = []
     for ckpt in (False, True):
-        cfg = LearnerConfig(batch_size=6, micro_batch_size=3, bf16=False, gradient_checkpointing=ckpt)
+        cfg = LearnerConfig(
+            batch_size=6, micro_batch_size=3, bf16=False, gradient_checkpointing=ckpt
+        )
         learner = _GradRecorder(cfg, tiny_model())
         learner.update(_batch(make_sample))
         out.append(learner.grads[0])
@@ -63,14 +84,27 @@ def test_infra_error_sample_is_excluded_from_the_update(make_sample, tiny_model)
 
 
 def test_proximal_mode_and_bf16_run_and_report_staleness(make_sample, tiny_model):
-    cfg = LearnerConfig(batch_size=4, micro_batch_size=2, ratio_base=RatioBase.proximal, advantage="rloo", critic="none")
+    cfg = LearnerConfig(
+        batch_size=4,
+        micro_batch_size=2,
+        ratio_base=RatioBase.proximal,
+        advantage="rloo",
+        critic="none",
+    )
     learner = Learner(cfg, tiny_model())
     # one prompt, four different responses: a real RLOO group
-    batch = [msgspec.structs.replace(make_sample(seq=i, task_id="same", reward=float(i)), prompt_ids=[5, 6, 7]) for i in range(4)]
+    batch = [
+        msgspec.structs.replace(
+            make_sample(seq=i, task_id="same", reward=float(i)), prompt_ids=[5, 6, 7]
+        )
+        for i in range(4)
+    ]
     m1 = learner.update(batch)
     m2 = learner.update(batch)
     assert m1["version"] == 1.0 and m2["staleness/versions_mean"] == 1.0
-    assert m1["policy/ratio_mean"] == pytest.approx(1.0, abs=1e-2)  # proximal = current params at the first step
+    assert m1["policy/ratio_mean"] == pytest.approx(
+        1.0, abs=1e-2
+    )  # proximal = current params at the first step
     assert m1["loss/policy"] != 0.0 and m1["grad_norm/policy"] > 0.0
 
 
@@ -102,8 +136,15 @@ def test_packed_update_equals_padded_update(ratio_base, make_sample, tiny_model)
 
     out = []
     for packed in (True, False):
-        cfg = LearnerConfig(batch_size=6, micro_batch_size=3, bf16=False, gradient_checkpointing=False,
-                            kl_coef=0.01, entropy_coef=0.01, ratio_base=ratio_base)
+        cfg = LearnerConfig(
+            batch_size=6,
+            micro_batch_size=3,
+            bf16=False,
+            gradient_checkpointing=False,
+            kl_coef=0.01,
+            entropy_coef=0.01,
+            ratio_base=ratio_base,
+        )
         orig = learner_mod.use_varlen_attention
         if not packed:
             learner_mod.use_varlen_attention = lambda model: False
@@ -120,4 +161,6 @@ def test_packed_update_equals_padded_update(ratio_base, make_sample, tiny_model)
     for packed_grads, plain_grads in zip(g_packed, g_plain):  # policy, then critic
         assert packed_grads.keys() == plain_grads.keys()
         for name in plain_grads:
-            torch.testing.assert_close(packed_grads[name], plain_grads[name], rtol=1e-4, atol=1e-6, msg=name)
+            torch.testing.assert_close(
+                packed_grads[name], plain_grads[name], rtol=1e-4, atol=1e-6, msg=name
+            )

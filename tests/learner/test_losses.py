@@ -70,7 +70,9 @@ def test_dual_clip_bounds_negative_advantage_loss():
 
 def test_is_weights_scale_tokens():
     logp = torch.zeros(1, 2)
-    loss, _ = ppo_policy_loss(logp, logp, torch.ones(1, 2), torch.ones(1, 2), is_weights=torch.tensor([[2.0, 0.5]]))
+    loss, _ = ppo_policy_loss(
+        logp, logp, torch.ones(1, 2), torch.ones(1, 2), is_weights=torch.tensor([[2.0, 0.5]])
+    )
     # r = 1: pg = -1 per token, times [2, 0.5]: (-2 - 0.5) / 2 = -1.25
     assert loss.item() == pytest.approx(-1.25)
 
@@ -78,7 +80,9 @@ def test_is_weights_scale_tokens():
 def test_kl_estimators():
     logp, ref = torch.tensor([-1.0, -2.0]), torch.tensor([-2.0, -1.0])
     # k3 = exp(ref - logp) - (ref - logp) - 1: [e^-1 + 1 - 1, e^1 - 1 - 1] = [0.36788, 0.71828]
-    assert kl_penalty(logp, ref, KLEstimator.k3).tolist() == pytest.approx([math.exp(-1), math.e - 2], rel=1e-5)
+    assert kl_penalty(logp, ref, KLEstimator.k3).tolist() == pytest.approx(
+        [math.exp(-1), math.e - 2], rel=1e-5
+    )
     assert kl_penalty(logp, logp, KLEstimator.k3).abs().max().item() == 0.0
     assert [e.value for e in KLEstimator] == ["k3"]  # k1 removed: zero expected gradient as a loss
 
@@ -100,8 +104,12 @@ def test_k3_expected_gradient_is_that_of_reverse_kl():
     logp = torch.log_softmax(theta, -1)
     pi = logp.exp().detach()
     (expected_grad,) = torch.autograd.grad((pi * kl_penalty(logp, ref)).sum(), theta)
-    (reverse,) = torch.autograd.grad((ref.exp() * (ref - torch.log_softmax(theta, -1))).sum(), theta)
-    (forward,) = torch.autograd.grad((torch.softmax(theta, -1) * (torch.log_softmax(theta, -1) - ref)).sum(), theta)
+    (reverse,) = torch.autograd.grad(
+        (ref.exp() * (ref - torch.log_softmax(theta, -1))).sum(), theta
+    )
+    (forward,) = torch.autograd.grad(
+        (torch.softmax(theta, -1) * (torch.log_softmax(theta, -1) - ref)).sum(), theta
+    )
     assert torch.allclose(expected_grad, reverse, atol=1e-6)
     assert (expected_grad - forward).abs().max() > 1e-2  # the two directions differ here
     # k1 = log pi - log pi_ref as a loss term: E_pi[grad log pi] = 0 whatever pi and pi_ref are.
@@ -138,6 +146,7 @@ def test_aggregate_ignores_padding():
 
 # Mutation survivors (benchmarks/tools/mutation.py): edges the tests above left open.
 
+
 def test_policy_metrics_by_hand_and_padding_left_out():
     logp = torch.log(R.clone())
     logp[0, 2] = math.log(9.0)  # padding: a huge ratio there must count in no metric
@@ -154,7 +163,9 @@ def test_policy_metrics_by_hand_and_padding_left_out():
 def test_a_ratio_exactly_at_the_clip_bound_is_not_clipped():
     # r = 1.5 and 0.5 are exact in float32: |r - 1| = 0.5 = clip_ratio, not beyond it
     logp = torch.log(torch.tensor([[1.5, 0.5]]))
-    _, m = ppo_policy_loss(logp, torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2), clip_ratio=0.5)
+    _, m = ppo_policy_loss(
+        logp, torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2), clip_ratio=0.5
+    )
     assert m["clipfrac"] == 0.0
     values, old = torch.tensor([[0.5, -0.5]]), torch.zeros(1, 2)
     _, vm = value_loss(values, old, torch.zeros(1, 2), torch.ones(1, 2), clip=0.5)
@@ -183,7 +194,12 @@ def test_seq_mean_of_one_sample_and_of_an_empty_row():
     # with an explicit norm: the sum of per-sequence means over it
     assert aggregate(x2, torch.ones(2, 2), LossAgg.seq_mean, norm=4.0).item() == (2.0 + 6.0) / 4
     # token_mean over a single token is that token
-    assert aggregate(torch.tensor([[4.0, 100.0]]), torch.tensor([[1.0, 0.0]]), LossAgg.token_mean).item() == 4.0
+    assert (
+        aggregate(
+            torch.tensor([[4.0, 100.0]]), torch.tensor([[1.0, 0.0]]), LossAgg.token_mean
+        ).item()
+        == 4.0
+    )
 
 
 def test_dual_clip_leaves_positive_advantages_alone():
@@ -212,7 +228,9 @@ def test_an_unknown_kl_estimator_is_refused():
 
 def test_dual_clip_leaves_small_positive_advantages_alone_too():
     logp = torch.log(torch.tensor([[5.0]]))
-    dual, _ = ppo_policy_loss(logp, torch.zeros(1, 1), torch.tensor([[0.5]]), torch.ones(1, 1), dual_clip=3.0)
+    dual, _ = ppo_policy_loss(
+        logp, torch.zeros(1, 1), torch.tensor([[0.5]]), torch.ones(1, 1), dual_clip=3.0
+    )
     # A = 0.5: max(-0.5 * 5, -0.5 * 1.2) = -0.6; the dual clip (A < 0 only) leaves it
     assert dual.item() == pytest.approx(-0.6, rel=1e-6)
 
@@ -226,7 +244,9 @@ def test_vf_clipfrac_counts_the_values_that_moved_beyond_the_clip():
 def test_one_token_rows_and_metrics_are_not_halved():
     x, mask = torch.tensor([[4.0, 100.0], [1.0, 3.0]]), torch.tensor([[1.0, 0.0], [1.0, 1.0]])
     assert aggregate(x, mask, LossAgg.seq_mean).item() == 3.0  # (4 / 1 + 4 / 2) / 2
-    _, m = ppo_policy_loss(torch.log(torch.tensor([[2.0]])), torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1))
+    _, m = ppo_policy_loss(
+        torch.log(torch.tensor([[2.0]])), torch.zeros(1, 1), torch.ones(1, 1), torch.ones(1, 1)
+    )
     assert m["ratio_mean"] == pytest.approx(2.0) and m["clipfrac"] == 1.0
 
 
@@ -244,9 +264,15 @@ def test_value_loss_takes_the_larger_branch_either_way():
 
 def test_the_ratio_is_new_over_old_probability():
     # pi = 0.6, pi_old = 0.5: r = 1.2 (inside the clip), pg = -A r = -1.2 with A = 1
-    loss, m = ppo_policy_loss(torch.log(torch.tensor([[0.6]])), torch.log(torch.tensor([[0.5]])),
-                              torch.ones(1, 1), torch.ones(1, 1))
-    assert loss.item() == pytest.approx(-1.2, rel=1e-5) and m["ratio_mean"] == pytest.approx(1.2, rel=1e-5)
+    loss, m = ppo_policy_loss(
+        torch.log(torch.tensor([[0.6]])),
+        torch.log(torch.tensor([[0.5]])),
+        torch.ones(1, 1),
+        torch.ones(1, 1),
+    )
+    assert loss.item() == pytest.approx(-1.2, rel=1e-5) and m["ratio_mean"] == pytest.approx(
+        1.2, rel=1e-5
+    )
 
 
 def test_entropy_sums_over_the_vocabulary_of_a_batch_of_sequences():
@@ -257,11 +283,14 @@ def test_entropy_sums_over_the_vocabulary_of_a_batch_of_sequences():
 
 # Mutation survivors of _losses.py (benchmarks/tools/mutation.py, the complete run of 2026-11-25)
 
+
 def test_importance_weights_multiply_the_token_losses():
     # ratio 1 (logp = old), A = 1: pg_t = -1; weights (2, 1) -> (-2, -1), token mean -1.5
     # (dividing instead would give (-0.5, -1), mean -0.75)
     lp = torch.zeros(1, 2)
-    loss, _ = ppo_policy_loss(lp, lp, torch.ones(1, 2), torch.ones(1, 2), is_weights=torch.tensor([[2.0, 1.0]]))
+    loss, _ = ppo_policy_loss(
+        lp, lp, torch.ones(1, 2), torch.ones(1, 2), is_weights=torch.tensor([[2.0, 1.0]])
+    )
     assert loss.item() == pytest.approx(-1.5)
 
 

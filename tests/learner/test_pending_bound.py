@@ -41,12 +41,19 @@ def test_pending_bound_defaults_to_four_batches_and_is_at_least_a_batch():
         LearnerConfig(max_pending_bytes=0)
 
 
-@pytest.mark.parametrize("pending, pending_bytes, full", [
-    (31, 0, False), (32, 0, True),  # the sample bound: 4 * B = 32
-    (8, 999, False), (8, 1000, True),  # the byte bound, from B = 8 pending samples on
-    (7, 10**9, False),  # below B the byte bound never blocks forming a batch
-])
-def test_pending_full_is_the_sample_bound_or_the_byte_bound_from_a_batch_on(pending, pending_bytes, full):
+@pytest.mark.parametrize(
+    "pending, pending_bytes, full",
+    [
+        (31, 0, False),
+        (32, 0, True),  # the sample bound: 4 * B = 32
+        (8, 999, False),
+        (8, 1000, True),  # the byte bound, from B = 8 pending samples on
+        (7, 10**9, False),  # below B the byte bound never blocks forming a batch
+    ],
+)
+def test_pending_full_is_the_sample_bound_or_the_byte_bound_from_a_batch_on(
+    pending, pending_bytes, full
+):
     cfg = LearnerConfig(batch_size=8, max_pending_bytes=1000)
     assert pending_full(pending, pending_bytes, cfg) is full
 
@@ -59,22 +66,33 @@ async def _until(predicate, timeout: float = 15.0) -> None:
 
 @pytest.mark.parametrize("bound", ["samples", "bytes"])
 async def test_the_learner_door_stops_storing_at_its_bound_and_resumes_when_consumed(
-        tmp_path, make_sample, bound):
+    tmp_path, make_sample, bound
+):
     """The receiver ``serve`` opens (``open_receiver``) over a real buffer: at the bound it
     stores and acks nothing new and tells the actor; an update consuming a batch makes room."""
     samples = [make_sample(seq=i, response_len=6, token_seed=0) for i in range(8)]
     size = len(encode(samples[0]))
     assert all(len(encode(s)) == size for s in samples)
-    cfg = (LearnerConfig(batch_size=2, max_pending_samples=3) if bound == "samples" else
-           LearnerConfig(batch_size=2, max_pending_samples=8, max_pending_bytes=3 * size))
+    cfg = (
+        LearnerConfig(batch_size=2, max_pending_samples=3)
+        if bound == "samples"
+        else LearnerConfig(batch_size=2, max_pending_samples=8, max_pending_bytes=3 * size)
+    )
     buffer = ExperienceBuffer(tmp_path / "buffer")
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="mlerl-") as short:
         transport = TransportConfig(samples_address=f"ipc://{short}/s.sock")
-        receiver = open_receiver(buffer, transport, cfg, lambda s: buffer.add(s, sync=False),
-                                 buffer.sync, lambda s, r: None)
+        receiver = open_receiver(
+            buffer,
+            transport,
+            cfg,
+            lambda s: buffer.add(s, sync=False),
+            buffer.sync,
+            lambda s, r: None,
+        )
         async with receiver:
-            async with SampleSender(receiver.endpoint, "a0", resend_after_s=0.3,
-                                    heartbeat_s=0.2) as sender:
+            async with SampleSender(
+                receiver.endpoint, "a0", resend_after_s=0.3, heartbeat_s=0.2
+            ) as sender:
                 for sample in samples:
                     await sender.send(sample)
                 await _until(lambda: sender.learner_full and sender.acked_seq == 2)

@@ -25,13 +25,31 @@ def _port() -> int:
 def _config(tmp_path, model_dir, max_updates, ports):
     """A run config in ``tmp_path/run`` (the learner's run dir is the config file's dir)."""
     learner = dict(
-        batch_size=4, micro_batch_size=2, bf16=False, gradient_checkpointing=False, lr=1e-3,
-        critic_lr=1e-3, checkpoint_every=1, max_updates=max_updates, duration_weighting="paper",
+        batch_size=4,
+        micro_batch_size=2,
+        bf16=False,
+        gradient_checkpointing=False,
+        lr=1e-3,
+        critic_lr=1e-3,
+        checkpoint_every=1,
+        max_updates=max_updates,
+        duration_weighting="paper",
     )
-    transport = dict(samples_address=f"tcp://127.0.0.1:{ports[0]}", weights_address=f"tcp://127.0.0.1:{ports[1]}")
+    transport = dict(
+        samples_address=f"tcp://127.0.0.1:{ports[0]}", weights_address=f"tcp://127.0.0.1:{ports[1]}"
+    )
     path = tmp_path / "run" / f"config_{max_updates}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump({"learner": learner, "transport": transport, "model": {"path": str(model_dir)}, "seed": 0}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "learner": learner,
+                "transport": transport,
+                "model": {"path": str(model_dir)},
+                "seed": 0,
+            }
+        )
+    )
     return path
 
 
@@ -44,7 +62,10 @@ async def _keys(run_dir, timeout=200.0) -> CurveKeys:
 
 
 async def _feed(samples, ports, want_version, keys):
-    async with SampleSender(f"tcp://127.0.0.1:{ports[0]}", "a0", curve=keys) as sender, WeightSubscriber(f"tcp://127.0.0.1:{ports[1]}", curve=keys) as sub:
+    async with (
+        SampleSender(f"tcp://127.0.0.1:{ports[0]}", "a0", curve=keys) as sender,
+        WeightSubscriber(f"tcp://127.0.0.1:{ports[1]}", curve=keys) as sub,
+    ):
         for s in samples:
             await sender.send(s)
         # no flush: the learner exits at max_updates right after acking the samples it trains
@@ -62,11 +83,24 @@ async def test_process_trains_publishes_checkpoints_and_resumes(tmp_path, make_s
     model_dir = tmp_path / "model"
     tiny_model().save_pretrained(model_dir)
     ports = (_port(), _port())
-    samples = [make_sample(seq=i, reward=float(i % 2), duration_s=0.1 + i, t_sampled=1000.0 + i) for i in range(8)]
+    samples = [
+        make_sample(seq=i, reward=float(i % 2), duration_s=0.1 + i, t_sampled=1000.0 + i)
+        for i in range(8)
+    ]
     samples.insert(3, make_sample(seq=100, status=ExecStatus.INFRA_ERROR))
-    samples = [msgspec.structs.replace(s, seq=i, sample_id=f"a0:{i}") for i, s in enumerate(samples)]  # seqs 0..8
+    samples = [
+        msgspec.structs.replace(s, seq=i, sample_id=f"a0:{i}") for i, s in enumerate(samples)
+    ]  # seqs 0..8
 
-    proc = subprocess.Popen([sys.executable, "-m", "mlerl.learner", "--config", str(_config(tmp_path, model_dir, 2, ports))])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlerl.learner",
+            "--config",
+            str(_config(tmp_path, model_dir, 2, ports)),
+        ]
+    )
     try:
         update = await _feed(samples, ports, want_version=2, keys=await _keys(tmp_path / "run"))
         assert proc.wait(timeout=200) == 0
@@ -80,12 +114,25 @@ async def test_process_trains_publishes_checkpoints_and_resumes(tmp_path, make_s
     assert len(read_journal(run / "buffer" / "journal.bin")[0]) == 9
     fresh, initial = tiny_model(seed=5), tiny_model()
     load_weight_update(fresh, update)
-    moved = max((p - q).abs().max().item() for p, q in zip(fresh.parameters(), initial.parameters()))
+    moved = max(
+        (p - q).abs().max().item() for p, q in zip(fresh.parameters(), initial.parameters())
+    )
     assert moved > 1e-4
 
     # restart: resumes at version 2 from the checkpoint, trains on new samples only
-    more = [make_sample(seq=9 + i, reward=float(i % 2), duration_s=1.0, t_sampled=2000.0 + i) for i in range(4)]
-    proc = subprocess.Popen([sys.executable, "-m", "mlerl.learner", "--config", str(_config(tmp_path, model_dir, 3, ports))])
+    more = [
+        make_sample(seq=9 + i, reward=float(i % 2), duration_s=1.0, t_sampled=2000.0 + i)
+        for i in range(4)
+    ]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlerl.learner",
+            "--config",
+            str(_config(tmp_path, model_dir, 3, ports)),
+        ]
+    )
     try:
         update = await _feed(more, ports, want_version=3, keys=CurveKeys(tmp_path / "run" / "keys"))
         assert proc.wait(timeout=200) == 0
@@ -99,5 +146,10 @@ async def test_process_trains_publishes_checkpoints_and_resumes(tmp_path, make_s
 def test_bad_config_exits_2(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"learner": {"clip_ratio": 3.0}}))
-    proc = subprocess.run([sys.executable, "-m", "mlerl.learner", "--config", str(path)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlerl.learner", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "clip_ratio" in proc.stderr

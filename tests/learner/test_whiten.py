@@ -23,7 +23,9 @@ def test_whiten_by_hand():
     a = torch.tensor([[1.0, 3.0, 0.0], [5.0, 7.0, 42.0]])
     m = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
     out = whiten(a, m)
-    assert out.flatten().tolist() == pytest.approx([-3 / S5, -1 / S5, 0.0, 1 / S5, 3 / S5, 0.0], rel=1e-6)
+    assert out.flatten().tolist() == pytest.approx(
+        [-3 / S5, -1 / S5, 0.0, 1 / S5, 3 / S5, 0.0], rel=1e-6
+    )
     assert out.dtype == a.dtype
 
 
@@ -86,8 +88,12 @@ def test_whiten_over_a_real_two_rank_gloo_group(tmp_path):
     script.write_text(WORKER)
     torchrun = Path(sys.executable).with_name("torchrun")
     # each rank writes its own file: two ranks printing to one pipe lost a line in CI
-    proc = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path)],
-                          capture_output=True, text=True, timeout=100)
+    proc = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     assert rank0 == pytest.approx([-3 / S5, -1 / S5, 0.0], rel=1e-6)
@@ -95,6 +101,7 @@ def test_whiten_over_a_real_two_rank_gloo_group(tmp_path):
 
 
 # Mutation survivors (benchmarks/tools/mutation.py): edges the tests above left open.
+
 
 def test_whiten_one_token_and_no_token():
     # one token: it is its own mean, variance 0 -> 0 (not NaN: divided by sqrt(0 + eps))

@@ -13,10 +13,18 @@ from mlerl.protocol import ExecStatus, PromptKind, Sample, SampleSender
 
 def make_sample(actor_id: str, seq: int) -> Sample:
     return Sample(
-        sample_id=f"{actor_id}:{seq}", actor_id=actor_id, seq=seq, task_id="t",
-        prompt_kind=PromptKind.SCRATCH, prompt_ids=[1, 2, 3], response_ids=[4, 5, 6],
-        behaviour_logprobs=[-0.5, -1.0, -0.25], policy_version=0, t_sampled=1.0,
-        exec_status=ExecStatus.OK, reward=float(seq % 7),
+        sample_id=f"{actor_id}:{seq}",
+        actor_id=actor_id,
+        seq=seq,
+        task_id="t",
+        prompt_kind=PromptKind.SCRATCH,
+        prompt_ids=[1, 2, 3],
+        response_ids=[4, 5, 6],
+        behaviour_logprobs=[-0.5, -1.0, -0.25],
+        policy_version=0,
+        t_sampled=1.0,
+        exec_status=ExecStatus.OK,
+        reward=float(seq % 7),
     )
 
 

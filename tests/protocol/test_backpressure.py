@@ -29,7 +29,9 @@ async def test_full_receiver_defers_then_takes_everything_in_order(short_dir: Pa
 
     address = f"ipc://{short_dir}/bp.sock"
     async with SampleReceiver(address, on_sample, full=full) as receiver:
-        async with SampleSender(receiver.endpoint, "a0", resend_after_s=0.3, heartbeat_s=0.2) as sender:
+        async with SampleSender(
+            receiver.endpoint, "a0", resend_after_s=0.3, heartbeat_s=0.2
+        ) as sender:
             for seq in range(8):
                 await sender.send(make_sample(seq=seq))
             # never more than the bound is stored; the rest waits in the sender's outbox
@@ -47,9 +49,12 @@ async def test_full_receiver_defers_then_takes_everything_in_order(short_dir: Pa
 async def test_full_defers_only_new_samples_duplicates_are_still_acked(short_dir: Path) -> None:
     stored: list[int] = []
     address = f"ipc://{short_dir}/bp2.sock"
-    async with SampleReceiver(address, lambda s: stored.append(s.seq), stored=[("a0", 0), ("a0", 1)],
-                              full=lambda: True) as receiver:
-        async with SampleSender(receiver.endpoint, "a0", resend_after_s=0.3, heartbeat_s=0.2) as sender:
+    async with SampleReceiver(
+        address, lambda s: stored.append(s.seq), stored=[("a0", 0), ("a0", 1)], full=lambda: True
+    ) as receiver:
+        async with SampleSender(
+            receiver.endpoint, "a0", resend_after_s=0.3, heartbeat_s=0.2
+        ) as sender:
             for seq in range(3):  # 0 and 1 were stored by an earlier run: acked; 2 is deferred
                 await sender.send(make_sample(seq=seq))
             await _until(lambda: sender.acked_seq == 1 and sender.learner_full)

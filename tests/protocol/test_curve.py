@@ -72,9 +72,13 @@ async def test_only_the_runs_actor_key_gets_samples_in(tmp_path):
     shutil.copy(tmp_path / "run" / "learner.key", tmp_path / "intruder" / "learner.key")
     stored: list[str] = []
     denied_before = _curve.DENIED["connections"]
-    async with SampleReceiver("tcp://127.0.0.1:*", lambda s: stored.append(s.actor_id), curve=keys) as receiver:
+    async with SampleReceiver(
+        "tcp://127.0.0.1:*", lambda s: stored.append(s.actor_id), curve=keys
+    ) as receiver:
         assert not await _delivered(receiver.endpoint, "plain", None, 2.0)  # no CURVE at all
-        assert not await _delivered(receiver.endpoint, "intruder", CurveKeys(tmp_path / "intruder"), 2.0)
+        assert not await _delivered(
+            receiver.endpoint, "intruder", CurveKeys(tmp_path / "intruder"), 2.0
+        )
         assert await _delivered(receiver.endpoint, "actor", keys, 20.0)
     assert stored == ["actor"]
     assert _curve.DENIED["connections"] > denied_before  # the intruder reached ZAP and was refused
@@ -87,7 +91,9 @@ async def test_an_actor_does_not_talk_to_a_server_without_the_learners_secret(tm
     # the impostor even admits the run's actor key, yet cannot complete the handshake
     shutil.copy(tmp_path / "run" / "actors.key", tmp_path / "impostor" / "actors.key")
     stored: list[str] = []
-    async with SampleReceiver("tcp://127.0.0.1:*", lambda s: stored.append(s.actor_id), curve=impostor) as receiver:
+    async with SampleReceiver(
+        "tcp://127.0.0.1:*", lambda s: stored.append(s.actor_id), curve=impostor
+    ) as receiver:
         assert not await _delivered(receiver.endpoint, "actor", keys, 2.0)
     assert stored == []
 
@@ -126,12 +132,17 @@ async def test_weights_reach_only_the_runs_actors_and_come_only_from_its_learner
 
 async def test_transport_config_keys_dir_secures_every_endpoint(tmp_path):
     keys = generate_keys(tmp_path / "keys")
-    config = TransportConfig(samples_address="tcp://127.0.0.1:*", weights_address="tcp://127.0.0.1:*",
-                             keys_dir=str(keys.directory))
+    config = TransportConfig(
+        samples_address="tcp://127.0.0.1:*",
+        weights_address="tcp://127.0.0.1:*",
+        keys_dir=str(keys.directory),
+    )
     stored: list[int] = []
     async with SampleReceiver.from_config(config, lambda s: stored.append(s.seq)) as receiver:
         assert not await _delivered(receiver.endpoint, "plain", None, 1.5)
-        sender_config = TransportConfig(samples_address=receiver.endpoint, keys_dir=str(keys.directory))
+        sender_config = TransportConfig(
+            samples_address=receiver.endpoint, keys_dir=str(keys.directory)
+        )
         async with SampleSender.from_config(sender_config, "a0") as sender:
             await sender.send(make_sample(seq=0))
             await sender.flush(timeout=20)

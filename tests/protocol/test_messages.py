@@ -14,8 +14,16 @@ from .conftest import make_sample
 
 MESSAGES = [
     make_sample(),
-    make_sample(seq=7, prompt_kind=PromptKind.IMPROVE, parent_id="a0:3", score=None,
-                t_exec_started=None, t_exec_finished=None, t_graded=None, duration_s=0.0),
+    make_sample(
+        seq=7,
+        prompt_kind=PromptKind.IMPROVE,
+        parent_id="a0:3",
+        score=None,
+        t_exec_started=None,
+        t_exec_finished=None,
+        t_graded=None,
+        duration_s=0.0,
+    ),
     WeightUpdate(version=4, uri="/ckpt/v4.safetensors", size_bytes=1234, sha256="ab" * 32),
     WeightUpdate(version=5, uri="inline", size_bytes=3, sha256="cd" * 32, payload=b"\x00\x01\x02"),
     Ack(actor_id="a0", seq=41),
@@ -62,14 +70,30 @@ MALFORMED = {
     "bad enum": (_raw_sample(exec_status="exploded"), "exec_status"),
     "unknown type": (msgspec.msgpack.encode({"type": "bogus", "v": 1}), "type"),
     "inline without payload": (
-        msgspec.msgpack.encode({"type": "weights", "version": 1, "uri": "inline",
-                                "size_bytes": 0, "sha256": ""}), "payload"),
+        msgspec.msgpack.encode(
+            {"type": "weights", "version": 1, "uri": "inline", "size_bytes": 0, "sha256": ""}
+        ),
+        "payload",
+    ),
     "payload size mismatch": (
-        msgspec.msgpack.encode({"type": "weights", "version": 1, "uri": "inline",
-                                "size_bytes": 9, "sha256": "", "payload": b"abc"}), "size_bytes"),
+        msgspec.msgpack.encode(
+            {
+                "type": "weights",
+                "version": 1,
+                "uri": "inline",
+                "size_bytes": 9,
+                "sha256": "",
+                "payload": b"abc",
+            }
+        ),
+        "size_bytes",
+    ),
     "negative version": (
-        msgspec.msgpack.encode({"type": "weights", "version": -2, "uri": "/x",
-                                "size_bytes": 0, "sha256": ""}), "version"),
+        msgspec.msgpack.encode(
+            {"type": "weights", "version": -2, "uri": "/x", "size_bytes": 0, "sha256": ""}
+        ),
+        "version",
+    ),
     "garbage bytes": (b"\xc1\xff\x00garbage", "<bytes>"),
     "truncated bytes": (encode(make_sample())[:-5], "<bytes>"),
     "empty": (b"", "<bytes>"),

@@ -17,7 +17,9 @@ def test_jsonl_rows(tmp_path: Path) -> None:
     path = tmp_path / "m" / "metrics.jsonl"
     sink = JsonlSink(path)
     sink.log({"loss": 0.5, "kl": 0.01}, step=0)
-    sink.log({"reward": -10, "ok": True, "bad": float("nan"), "big": float("inf")}, 12, stream="actor/a0")
+    sink.log(
+        {"reward": -10, "ok": True, "bad": float("nan"), "big": float("inf")}, 12, stream="actor/a0"
+    )
     sink.close()
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(r["stream"], r["step"]) for r in rows] == [("learner", 0), ("actor/a0", 12)]
@@ -40,7 +42,9 @@ def test_jsonl_rows(tmp_path: Path) -> None:
         ({"loss": 1.0}, 0, "actor/", "stream"),
     ],
 )
-def test_jsonl_rejects_bad_input(tmp_path: Path, metrics: dict, step: int, stream: str, match: str) -> None:
+def test_jsonl_rejects_bad_input(
+    tmp_path: Path, metrics: dict, step: int, stream: str, match: str
+) -> None:
     sink = JsonlSink(tmp_path / "m.jsonl")
     with pytest.raises((TypeError, ValueError), match=match):
         sink.log(metrics, step, stream=stream)
@@ -80,8 +84,12 @@ def test_multi_closes_all_then_raises() -> None:
 
 @pytest.fixture
 def quiet_wandb(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in {"WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true",
-                       "WANDB_DISABLE_CODE": "true", "WANDB_CONSOLE": "off"}.items():
+    for key, value in {
+        "WANDB_SILENT": "true",
+        "WANDB_DISABLE_GIT": "true",
+        "WANDB_DISABLE_CODE": "true",
+        "WANDB_CONSOLE": "off",
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("WANDB_MODE", raising=False)
 
@@ -98,8 +106,16 @@ def test_wandb_offline_writes_run_files(tmp_path: Path, quiet_wandb: None) -> No
     # the .wandb file is a protobuf record log; its keys and JSON values are stored verbatim
     data = log_file.read_bytes()
     assert data.startswith(b":W&B")
-    for needle in [b"learner/loss", b"0.125", b"actor/a0/reward", b"1.5", b"actor/a0/step", b"40",
-                   b"learner/*", b"actor/a0/*"]:  # each stream's define_metric with its own step
+    for needle in [
+        b"learner/loss",
+        b"0.125",
+        b"actor/a0/reward",
+        b"1.5",
+        b"actor/a0/step",
+        b"40",
+        b"learner/*",
+        b"actor/a0/*",
+    ]:  # each stream's define_metric with its own step
         assert needle in data, needle
 
 
@@ -112,7 +128,9 @@ def test_wandb_disabled_writes_nothing(tmp_path: Path, quiet_wandb: None) -> Non
         WandbSink(tmp_path, mode="sometimes")
 
 
-def test_console_without_rich_uses_print(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_console_without_rich_uses_print(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "rich.console", None)  # makes `from rich.console import` fail
@@ -121,7 +139,9 @@ def test_console_without_rich_uses_print(monkeypatch: pytest.MonkeyPatch, capsys
     assert capsys.readouterr().out == "[actor/a1] step=3 reward=0.5\n"
 
 
-def test_make_sink_on_the_same_run_dir_continues_the_wandb_run(tmp_path: Path, quiet_wandb: None) -> None:
+def test_make_sink_on_the_same_run_dir_continues_the_wandb_run(
+    tmp_path: Path, quiet_wandb: None
+) -> None:
     config = MetricsConfig(console=False)
     first = make_sink(config, tmp_path, name="r")
     first.log({"loss": 1.0}, 0)
@@ -178,15 +198,26 @@ def test_a_resumed_sink_keeps_one_record_per_step(tmp_path: Path, quiet_wandb: N
         resumed.log({"loss": redone[step]}, step)
     resumed.close()
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [(r["step"], r["loss"]) for r in rows] == [(1, old[1]), (2, old[2]), (3, redone[3]), (4, redone[4])]
+    assert [(r["step"], r["loss"]) for r in rows] == [
+        (1, old[1]),
+        (2, old[2]),
+        (3, redone[3]),
+        (4, redone[4]),
+    ]
     new_id = (tmp_path / "wandb" / "mlerl-run-id").read_text()
-    assert new_id != old_id and (tmp_path / "wandb" / "mlerl-superseded-runs").read_text() == old_id + "\n"
+    assert (
+        new_id != old_id
+        and (tmp_path / "wandb" / "mlerl-superseded-runs").read_text() == old_id + "\n"
+    )
     (new_run,) = [r for r in (tmp_path / "wandb").glob("offline-run-*") if r.name.endswith(new_id)]
     data = (new_run / f"run-{new_id}.wandb").read_bytes()
     replayed_and_redone = [old[1], old[2], redone[3], redone[4]]
     for needle in [b"learner/loss", *(repr(v).encode() for v in replayed_and_redone)]:
         assert needle in data, needle
-    for needle in [repr(old[3]).encode(), repr(old[4]).encode()]:  # the superseded 3, 4 are not in the new run
+    for needle in [
+        repr(old[3]).encode(),
+        repr(old[4]).encode(),
+    ]:  # the superseded 3, 4 are not in the new run
         assert needle not in data, needle
     # a resume that redoes nothing keeps the W&B run
     again = make_sink(config, tmp_path, name="r", resume_step=4)
@@ -221,11 +252,15 @@ def test_multisink_hands_tables_only_to_sinks_that_keep_media(tmp_path: Path) ->
     got: list[tuple[str, int]] = []
 
     class Media:
-        def log(self, metrics: Mapping[str, float], step: int, *, stream: str = "learner") -> None: ...
+        def log(
+            self, metrics: Mapping[str, float], step: int, *, stream: str = "learner"
+        ) -> None: ...
 
         def close(self) -> None: ...
 
-        def log_table(self, key: str, columns: Any, rows: Any, step: int, *, stream: str = "learner") -> None:
+        def log_table(
+            self, key: str, columns: Any, rows: Any, step: int, *, stream: str = "learner"
+        ) -> None:
             got.append((f"{stream}/{key}", len(rows)))
 
         def log_images(self, images: Any, step: int, *, stream: str = "learner") -> None:

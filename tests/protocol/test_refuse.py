@@ -18,8 +18,11 @@ async def test_refused_sample_is_acked_not_stored_and_the_stream_continues():
     refused: list[tuple[int, str]] = []
     commits: list[int] = []
     receiver = SampleReceiver(
-        "tcp://127.0.0.1:*", lambda s: stored.append(s.seq), check=_check,
-        on_refused=lambda s, why: refused.append((s.seq, why)), commit=lambda: commits.append(len(refused)),
+        "tcp://127.0.0.1:*",
+        lambda s: stored.append(s.seq),
+        check=_check,
+        on_refused=lambda s, why: refused.append((s.seq, why)),
+        commit=lambda: commits.append(len(refused)),
     )
     async with receiver, SampleSender(receiver.endpoint, "a0") as sender:
         for seq, reward in enumerate([0.5, 1e6, 0.25, 7.0]):
@@ -29,15 +32,22 @@ async def test_refused_sample_is_acked_not_stored_and_the_stream_continues():
     assert refused == [(1, "reward: too high"), (3, "reward: too high")]
     assert receiver.counters["refused"] == 2 and receiver.counters["stored"] == 2
     assert receiver.watermark("a0") == 3 and sender.acked_seq == 3
-    assert commits and commits[-1] == 2  # refusals are recorded before the commit that precedes the ack
+    assert (
+        commits and commits[-1] == 2
+    )  # refusals are recorded before the commit that precedes the ack
 
 
 async def test_a_restarted_receiver_treats_a_refused_key_as_already_stored():
     stored: list[int] = []
     refused: list[int] = []
     # the journal held seq 0, the refused log seq 1: a resend of 1 is a duplicate, 2 is next
-    receiver = SampleReceiver("tcp://127.0.0.1:*", lambda s: stored.append(s.seq), stored=[("a0", 0), ("a0", 1)],
-                              check=_check, on_refused=lambda s, why: refused.append(s.seq))
+    receiver = SampleReceiver(
+        "tcp://127.0.0.1:*",
+        lambda s: stored.append(s.seq),
+        stored=[("a0", 0), ("a0", 1)],
+        check=_check,
+        on_refused=lambda s, why: refused.append(s.seq),
+    )
     async with receiver, SampleSender(receiver.endpoint, "a0") as sender:
         await sender.send(make_sample(seq=1, reward=1e6))
         await sender.send(make_sample(seq=2))

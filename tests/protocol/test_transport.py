@@ -251,8 +251,9 @@ async def test_exactly_once_in_order_through_a_lossy_reordering_channel(short_di
         try:
             async with asyncio.TaskGroup() as tg:
                 proxy = tg.create_task(_lossy_proxy(front, back, seed=7))
-                async with SampleSender(_addr(short_dir, "front"), "a0", hwm=4,
-                                        resend_after_s=0.1, heartbeat_s=0.05) as sender:
+                async with SampleSender(
+                    _addr(short_dir, "front"), "a0", hwm=4, resend_after_s=0.1, heartbeat_s=0.05
+                ) as sender:
                     for seq in range(100):
                         await sender.send(make_sample(seq=seq))
                     await sender.flush(timeout=60)
@@ -281,7 +282,9 @@ async def test_plain_function_callbacks_and_commit_before_ack(short_dir: Path) -
             for seq in range(50):
                 await sender.send(make_sample(seq=seq))
                 # whatever is acked so far was committed before the ack went out
-                acked_after_commit.append(sender.acked_seq + 1 <= (committed[-1] if committed else 0))
+                acked_after_commit.append(
+                    sender.acked_seq + 1 <= (committed[-1] if committed else 0)
+                )
             await sender.flush(timeout=30)
     assert items == list(range(50))
     assert committed[-1] == 50 and 1 <= len(committed) <= receiver.counters["batches"]

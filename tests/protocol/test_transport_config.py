@@ -39,8 +39,10 @@ def test_bad_values_name_the_key(overrides: dict, key: str) -> None:
 
 async def test_from_config_wires_both_streams(short_dir: Path) -> None:
     config = TransportConfig(
-        samples_address=f"ipc://{short_dir}/s.sock", weights_address=f"ipc://{short_dir}/w.sock",
-        resend_after_s=0.5, republish_s=0.05,
+        samples_address=f"ipc://{short_dir}/s.sock",
+        weights_address=f"ipc://{short_dir}/w.sock",
+        resend_after_s=0.5,
+        republish_s=0.05,
     )
     stored: list[Sample] = []
 

@@ -24,7 +24,9 @@ DIE_AT = (2500, 6000)  # journal lines at which the 1st and 2nd receiver kill th
 def _spawn(script: str, *args: object) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(HERE / script), *map(str, args)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

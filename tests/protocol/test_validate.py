@@ -24,7 +24,10 @@ def test_a_sound_sample_passes():
         (dict(behaviour_logprobs=[-math.inf, -0.5]), "behaviour_logprobs"),
         (dict(behaviour_logprobs=[-0.5, math.inf]), "behaviour_logprobs"),
         (dict(behaviour_logprobs=[-0.5, 0.5]), "behaviour_logprobs"),  # probability e^0.5 > 1
-        (dict(behaviour_logprobs=[-0.5, -1e30]), "behaviour_logprobs"),  # a sentinel, not a log-prob
+        (
+            dict(behaviour_logprobs=[-0.5, -1e30]),
+            "behaviour_logprobs",
+        ),  # a sentinel, not a log-prob
         (dict(response_ids=[4, 10]), "response_ids"),  # 10 == vocab_size: one past the last row
         (dict(prompt_ids=[1, 2, 99]), "prompt_ids"),
         (dict(prompt_ids=[-1, 2, 3]), "prompt_ids"),
@@ -44,8 +47,11 @@ def test_poisons_are_refused_naming_the_field(overrides, field):
 
 def test_bounds_are_inclusive():
     edge = make_sample(
-        prompt_ids=[0, 9], response_ids=[9, 0], behaviour_logprobs=[0.0, -1000.0],
-        reward=5.0, duration_s=600.0,
+        prompt_ids=[0, 9],
+        response_ids=[9, 0],
+        behaviour_logprobs=[0.0, -1000.0],
+        reward=5.0,
+        duration_s=600.0,
     )
     assert check_sample(edge, LIMITS) is None
     assert check_sample(make_sample(reward=-20.0, duration_s=0.0), LIMITS) is None
@@ -59,7 +65,10 @@ def test_rounding_just_above_zero_is_tolerated():
 def test_without_a_vocabulary_only_negative_ids_are_refused():
     open_vocab = SampleLimits()
     assert check_sample(make_sample(response_ids=[4, 10**6]), open_vocab) is None
-    assert check_sample(make_sample(response_ids=[4, -3]), open_vocab) == "response_ids: token id -3 is negative"
+    assert (
+        check_sample(make_sample(response_ids=[4, -3]), open_vocab)
+        == "response_ids: token id -3 is negative"
+    )
 
 
 def test_untruncated_sampling_at_any_temperature_passes():
@@ -75,30 +84,42 @@ def test_a_sample_needs_a_positive_finite_temperature(temperature):
         make_sample(temperature=temperature)
 
 
-
 # Mutation survivors (benchmarks/tools/mutation.py): the edges the tests above left open.
+
 
 def test_default_limits_and_the_log_prob_floor():
     # the reward bounds default to open: the learner passes the reward function's range
-    assert SampleLimits() == SampleLimits(vocab_size=None, reward_min=-math.inf, reward_max=math.inf,
-                                          max_duration_s=86400.0)
+    assert SampleLimits() == SampleLimits(
+        vocab_size=None, reward_min=-math.inf, reward_max=math.inf, max_duration_s=86400.0
+    )
     open_vocab = SampleLimits()
     assert check_sample(make_sample(reward=1e6, duration_s=86400.0), open_vocab) is None
     assert check_sample(make_sample(duration_s=86401.0), open_vocab).startswith("duration_s:")
     bounded = SampleLimits(reward_min=-10.0, reward_max=1.0)  # the normalised reward's range
-    assert check_sample(make_sample(reward=1.0), bounded) is None and check_sample(make_sample(reward=-10.0), bounded) is None
+    assert (
+        check_sample(make_sample(reward=1.0), bounded) is None
+        and check_sample(make_sample(reward=-10.0), bounded) is None
+    )
     assert check_sample(make_sample(reward=1.5), bounded).startswith("reward:")
     assert check_sample(make_sample(reward=-10.5), bounded).startswith("reward:")
     # just below -1000 is refused, whatever else the sample holds
     assert check_sample(make_sample(behaviour_logprobs=[-0.5, -1000.001]), LIMITS) == (
-        "behaviour_logprobs: -1000.001 is below -1000.0")
+        "behaviour_logprobs: -1000.001 is below -1000.0"
+    )
 
 
 def test_reasons_name_the_offending_value():
-    assert check_sample(make_sample(behaviour_logprobs=[-0.5, math.nan]), LIMITS) == "behaviour_logprobs: nan is not finite"
-    assert check_sample(make_sample(behaviour_logprobs=[-0.5, 0.5]), LIMITS) == "behaviour_logprobs: 0.5 > 0 is not a log-probability"
+    assert (
+        check_sample(make_sample(behaviour_logprobs=[-0.5, math.nan]), LIMITS)
+        == "behaviour_logprobs: nan is not finite"
+    )
+    assert (
+        check_sample(make_sample(behaviour_logprobs=[-0.5, 0.5]), LIMITS)
+        == "behaviour_logprobs: 0.5 > 0 is not a log-probability"
+    )
     assert check_sample(make_sample(response_ids=[12, 10]), LIMITS) == (
-        "response_ids: token id 12 is outside the vocabulary (size 10)")
+        "response_ids: token id 12 is outside the vocabulary (size 10)"
+    )
     assert check_sample(make_sample(reward=6.0), LIMITS) == "reward: 6.0 is outside [-20.0, 5.0]"
 
 
@@ -133,7 +154,10 @@ def test_limits_are_frozen():
 def test_a_top_p_that_is_no_probability_is_refused_as_such(top_p):
     # NaN < 1 is False: before this check a NaN top_p passed as untruncated sampling (a mutation
     # survivor, top_p < 1 -> top_p != 1, showed no test told the two apart); so did 1.5
-    assert check_sample(make_sample(top_p=top_p), LIMITS) == f"top_p: {top_p} is not a probability in (0, 1]"
+    assert (
+        check_sample(make_sample(top_p=top_p), LIMITS)
+        == f"top_p: {top_p} is not a probability in (0, 1]"
+    )
 
 
 def test_top_p_just_below_one_is_truncation_not_an_invalid_probability():

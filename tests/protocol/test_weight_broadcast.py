@@ -14,7 +14,9 @@ from mlerl.protocol._messages import Ack
 
 
 def _update(version: int) -> WeightUpdate:
-    return WeightUpdate(version=version, uri=f"/ckpt/v{version}.safetensors", size_bytes=10, sha256="0" * 64)
+    return WeightUpdate(
+        version=version, uri=f"/ckpt/v{version}.safetensors", size_bytes=10, sha256="0" * 64
+    )
 
 
 @pytest.mark.parametrize("transport", ["tcp", "ipc"])

@@ -23,9 +23,15 @@ from mlerl.protocol import (  # noqa: E402
 
 def tiny(tied: bool, seed: int):
     torch.manual_seed(seed)
-    cfg = transformers.Qwen2Config(vocab_size=64, hidden_size=16, num_hidden_layers=1,
-                                   num_attention_heads=2, num_key_value_heads=1,
-                                   intermediate_size=32, tie_word_embeddings=tied)
+    cfg = transformers.Qwen2Config(
+        vocab_size=64,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=32,
+        tie_word_embeddings=tied,
+    )
     return transformers.Qwen2ForCausalLM(cfg).eval()
 
 
@@ -36,8 +42,9 @@ def test_learner_publication_loads_into_the_hf_engine_exactly(tmp_path, tied, in
     from mlerl.learner._publish import load_weight_update
 
     source, target = tiny(tied, 0), tiny(tied, 1)
-    update = publish_weights(source, version=7, out_dir=tmp_path,
-                             inline_max_bytes=1 << 30 if inline else 0)
+    update = publish_weights(
+        source, version=7, out_dir=tmp_path, inline_max_bytes=1 << 30 if inline else 0
+    )
     assert update is not None and update.version == 7
     assert (update.uri == "inline") == inline
     from safetensors.torch import load
@@ -60,15 +67,35 @@ def test_bad_updates_change_nothing(tmp_path):
     good = announce(encode_weights(tiny(True, 3).state_dict(), tied_names(model.config)), 1)
     junk = b"not safetensors"
     cases = [
-        (WeightUpdate(version=1, uri="inline", size_bytes=good.size_bytes, sha256="0" * 64,
-                      payload=good.payload), "sha256"),
-        (WeightUpdate(version=1, uri="inline", size_bytes=len(junk),
-                      sha256=hashlib.sha256(junk).hexdigest(), payload=junk), "safetensors"),
+        (
+            WeightUpdate(
+                version=1,
+                uri="inline",
+                size_bytes=good.size_bytes,
+                sha256="0" * 64,
+                payload=good.payload,
+            ),
+            "sha256",
+        ),
+        (
+            WeightUpdate(
+                version=1,
+                uri="inline",
+                size_bytes=len(junk),
+                sha256=hashlib.sha256(junk).hexdigest(),
+                payload=junk,
+            ),
+            "safetensors",
+        ),
         (announce(encode_weights({"model.norm.weight": torch.ones(3)}), 1), "missing"),
-        (announce(encode_weights({**model.state_dict(), "bogus": torch.zeros(1)}), 1),
-         "unexpected"),
-        (WeightUpdate(version=1, uri=str(tmp_path / "nope"), size_bytes=1, sha256="0" * 64),
-         "cannot read"),
+        (
+            announce(encode_weights({**model.state_dict(), "bogus": torch.zeros(1)}), 1),
+            "unexpected",
+        ),
+        (
+            WeightUpdate(version=1, uri=str(tmp_path / "nope"), size_bytes=1, sha256="0" * 64),
+            "cannot read",
+        ),
         (WeightUpdate(version=1, uri="http://x/y", size_bytes=1, sha256="0" * 64), "scheme"),
     ]
     wrong_shape = dict(model.state_dict())

@@ -19,8 +19,10 @@ from mlerl.sandbox import ExecutionRequest, Limits, Sandbox, SandboxConfig, make
 from mlerl.sandbox import _cgroup
 from mlerl.sandbox._workdir import owner_tag
 
-BACKENDS = [pytest.param("local", id="local"),
-            pytest.param("docker", id="docker", marks=pytest.mark.docker)]
+BACKENDS = [
+    pytest.param("local", id="local"),
+    pytest.param("docker", id="docker", marks=pytest.mark.docker),
+]
 
 
 def processes_with(token: str) -> list[int]:
@@ -43,8 +45,7 @@ async def containers_of(owner: str) -> list[str]:
 
     docker = aiodocker.Docker()
     try:
-        found = await docker.containers.list(
-            all=True, filters={"label": [f"mlerl.owner={owner}"]})
+        found = await docker.containers.list(all=True, filters={"label": [f"mlerl.owner={owner}"]})
         return [c.id for c in found]
     finally:
         await docker.close()
@@ -70,16 +71,20 @@ class Env:
     def __init__(self, backend: str, work_root: Path) -> None:
         self.backend = backend
         self.token = uuid.uuid4().hex
-        self.config = SandboxConfig(backend=backend, work_root=str(work_root),
-                                    max_concurrency=4)
+        self.config = SandboxConfig(backend=backend, work_root=str(work_root), max_concurrency=4)
 
     def request(self, program: str, **limits: object) -> ExecutionRequest:
         collect = limits.pop("collect", ("submission.csv",))
         data_dir = limits.pop("data_dir", None)
         env = {"MLERL_TEST_TOKEN": self.token, **limits.pop("env", {})}  # type: ignore[dict-item]
         base = {"wall_time_s": 30.0, "memory_mb": 1024, "pids": 256} | limits
-        return ExecutionRequest(program=program, limits=Limits(**base),  # type: ignore[arg-type]
-                                collect=collect, data_dir=data_dir, env=env)  # type: ignore[arg-type]
+        return ExecutionRequest(
+            program=program,
+            limits=Limits(**base),  # type: ignore[arg-type]
+            collect=collect,
+            data_dir=data_dir,
+            env=env,
+        )  # type: ignore[arg-type]
 
     def require(self, *features: str) -> None:
         """Skip the local variant on hosts without ``features`` (doctor reports them; CI and

@@ -30,8 +30,9 @@ def _left(work_root: Path) -> list[str]:
 
 @pytest.mark.skipif(not _cgroups_work().startswith("ok"), reason="needs writable cgroups (root)")
 @pytest.mark.parametrize("cancel_after_s", [0.0, 0.1, 1.5])
-async def test_a_run_cancelled_at_any_point_leaves_no_cgroup_or_run_dir(tmp_path: Path, monkeypatch,
-                                                                         cancel_after_s) -> None:
+async def test_a_run_cancelled_at_any_point_leaves_no_cgroup_or_run_dir(
+    tmp_path: Path, monkeypatch, cancel_after_s
+) -> None:
     """Cancelled before it starts (0 s), while its inputs are staged (0.1 s: staging takes
     0.3 s here) or while the program runs (1.5 s): nothing of the run is left once the
     cancellation is through."""
@@ -49,8 +50,11 @@ async def test_a_run_cancelled_at_any_point_leaves_no_cgroup_or_run_dir(tmp_path
     (data / "train.csv").write_text("a,b\n1,2\n")
     work_root = tmp_path / "sandbox"
     sandbox = make_sandbox(SandboxConfig(backend="local", work_root=str(work_root)))
-    request = ExecutionRequest(program="import time; time.sleep(30)", data_dir=data,
-                               limits=Limits(wall_time_s=60.0, memory_mb=512, pids=64))
+    request = ExecutionRequest(
+        program="import time; time.sleep(30)",
+        data_dir=data,
+        limits=Limits(wall_time_s=60.0, memory_mb=512, pids=64),
+    )
     task = asyncio.create_task(sandbox.run(request))
     await asyncio.sleep(cancel_after_s)
     if cancel_after_s > 1:

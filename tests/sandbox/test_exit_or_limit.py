@@ -40,8 +40,9 @@ async def _race(lim: Limits, *, exit_after: float | None = None, limit_after: fl
 
 
 async def test_a_program_that_exits_in_time_is_not_stopped() -> None:
-    stopped, timed_out, stops, exited = await _race(Limits(wall_time_s=5.0, kill_grace_s=2.0),
-                                                    exit_after=0.01)
+    stopped, timed_out, stops, exited = await _race(
+        Limits(wall_time_s=5.0, kill_grace_s=2.0), exit_after=0.01
+    )
     assert (stopped, timed_out, stops) == (False, False, [])
     assert exited.result() == 0
 
@@ -53,8 +54,9 @@ async def test_the_wall_time_stops_it_with_the_kill_grace() -> None:
 
 
 async def test_the_output_limit_stops_it_at_once_and_is_no_timeout() -> None:
-    stopped, timed_out, stops, _ = await _race(Limits(wall_time_s=5.0, kill_grace_s=2.0),
-                                               limit_after=0.01)
+    stopped, timed_out, stops, _ = await _race(
+        Limits(wall_time_s=5.0, kill_grace_s=2.0), limit_after=0.01
+    )
     assert (stopped, timed_out, stops) == (True, False, [0.0])
 
 

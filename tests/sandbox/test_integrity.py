@@ -52,8 +52,11 @@ def plant_where_answers_live(roots: list[Path]) -> tuple[Path, list[str], list[s
         (root / "b" / "prepared" / "private").chmod(0o755)
         canaries.append(canary)
         root = root.resolve()
-        paths += [str(root / "a/prepared/private/answers.csv"),
-                  str(root / "b/prepared/private/answers.csv"), str(root / "cache.txt")]
+        paths += [
+            str(root / "a/prepared/private/answers.csv"),
+            str(root / "b/prepared/private/answers.csv"),
+            str(root / "cache.txt"),
+        ]
     return public, paths, canaries
 
 
@@ -112,13 +115,15 @@ print("FOUND" if found else "nothing", found)
 
 
 async def test_row10_answers_unreachable_by_every_route(
-        env: Env, sandbox: Sandbox, answer_roots: list[Path]) -> None:
+    env: Env, sandbox: Sandbox, answer_roots: list[Path]
+) -> None:
     """Canaries in the home data root and a checkout data dir: each task's private dir (task
     b's lost its 0700, as a copy without ``-p`` would) and the root itself."""
     env.require("bwrap")
     public, paths, canaries = plant_where_answers_live(answer_roots)
-    result = await sandbox.run(env.request(prog(READ_ANSWERS.format(paths=paths)),
-                                           data_dir=public, wall_time_s=60.0))
+    result = await sandbox.run(
+        env.request(prog(READ_ANSWERS.format(paths=paths)), data_dir=public, wall_time_s=60.0)
+    )
     assert result.status is ExecStatus.OK, result
     assert result.stdout.text().startswith("nothing"), result.stdout.text()
     for canary in canaries:
@@ -130,8 +135,9 @@ async def test_mountinfo_names_no_data_root(env: Env, sandbox: Sandbox, tmp_path
     """The host paths behind the program's mounts reveal neither the data root nor the task."""
     env.require("bwrap")
     public, _ = plant(tmp_path / "data")
-    result = await sandbox.run(env.request(
-        "print(open('/proc/self/mountinfo').read())", data_dir=public))
+    result = await sandbox.run(
+        env.request("print(open('/proc/self/mountinfo').read())", data_dir=public)
+    )
     assert result.status is ExecStatus.OK, result
     assert str((tmp_path / "data").resolve()) not in result.stdout.text()
     assert "prepared" not in result.stdout.text()
@@ -139,12 +145,16 @@ async def test_mountinfo_names_no_data_root(env: Env, sandbox: Sandbox, tmp_path
 
 async def test_program_holds_no_host_descriptor(env: Env, sandbox: Sandbox) -> None:
     env.require("bwrap")
-    result = await sandbox.run(env.request(prog("""
+    result = await sandbox.run(
+        env.request(
+            prog("""
         import os
         fds = sorted(int(x) for x in os.listdir("/proc/self/fd"))
         print([fd for fd in fds if fd > 2 and os.path.exists(f"/proc/self/fd/{fd}")
                and not os.readlink(f"/proc/self/fd/{fd}").startswith("/proc")])
-    """)))
+    """)
+        )
+    )
     assert result.status is ExecStatus.OK, result
     assert result.stdout.text().strip() == "[]"
 
@@ -180,8 +190,7 @@ os._exit(1)
 """
 
 
-async def test_row17_a_failing_program_cannot_forge_infra_error(
-        env: Env, sandbox: Sandbox) -> None:
+async def test_row17_a_failing_program_cannot_forge_infra_error(env: Env, sandbox: Sandbox) -> None:
     result = await sandbox.run(env.request(FORGE_INFRA))
     assert result.status is ExecStatus.PROGRAM_ERROR, result
     assert result.exit_code == 1
@@ -189,10 +198,12 @@ async def test_row17_a_failing_program_cannot_forge_infra_error(
     assert result.stdout.text().splitlines()[-1] == "ATTEMPTS=x"
 
 
-@pytest.mark.parametrize("failures, statuses", [
-    (1, ExecStatus.PROGRAM_ERROR), (3, ExecStatus.INFRA_ERROR)])
+@pytest.mark.parametrize(
+    "failures, statuses", [(1, ExecStatus.PROGRAM_ERROR), (3, ExecStatus.INFRA_ERROR)]
+)
 async def test_setup_failure_is_retried_on_a_fresh_work_dir(
-        tmp_path: Path, failures: int, statuses: ExecStatus) -> None:
+    tmp_path: Path, failures: int, statuses: ExecStatus
+) -> None:
     """A set-up failure re-runs on a new work dir holding the program as submitted (the first
     attempt's edits are gone); after three, INFRA_ERROR."""
     config = SandboxConfig(work_root=str(tmp_path), allow_unisolated=True)
@@ -224,8 +235,9 @@ def test_unisolated_local_sandbox_is_refused(monkeypatch, tmp_path: Path) -> Non
     from mlerl.sandbox import _local, make_sandbox
 
     real_which = _local.shutil.which
-    monkeypatch.setattr(_local.shutil, "which",
-                        lambda name: None if name == "bwrap" else real_which(name))
+    monkeypatch.setattr(
+        _local.shutil, "which", lambda name: None if name == "bwrap" else real_which(name)
+    )
     monkeypatch.setattr(_local._cgroup, "create", lambda *a, **k: None)
     with pytest.raises(SandboxUnavailable) as err:
         make_sandbox(SandboxConfig(work_root=str(tmp_path)))
@@ -239,30 +251,47 @@ def test_unisolated_local_sandbox_is_refused(monkeypatch, tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the host uid drop needs a root executor")
-async def test_root_executor_runs_programs_as_the_sandbox_uid(env: Env, sandbox: Sandbox,
-                                                              tmp_path: Path) -> None:
+async def test_root_executor_runs_programs_as_the_sandbox_uid(
+    env: Env, sandbox: Sandbox, tmp_path: Path
+) -> None:
     """As root, the program's host uid is ``sandbox_uid``: a 0700 answers dir stays unreadable
     even if it were mounted."""
     env.require("bwrap")
-    result = await sandbox.run(env.request(
-        "import os; print(os.getuid(), os.geteuid(), os.getgroups())"))
+    result = await sandbox.run(
+        env.request("import os; print(os.getuid(), os.geteuid(), os.getgroups())")
+    )
     assert result.status is ExecStatus.OK, result
     assert result.stdout.text().split()[:2] == ["65534", "65534"]
 
 
-async def test_program_runs_under_the_core_file_size_and_cpu_rlimits(env: Env, sandbox: Sandbox) -> None:
+async def test_program_runs_under_the_core_file_size_and_cpu_rlimits(
+    env: Env, sandbox: Sandbox
+) -> None:
     """RLIMIT_CORE 0, RLIMIT_FSIZE = disk_mb and RLIMIT_CPU (wall time + 10 s at 1 cpu), soft
     and hard, whichever process sets them (the cgroup-joining shell or ``prlimit``)."""
     if env.backend != "local":
         pytest.skip("the rlimits are the local backend's layer (Docker has its own)")
-    result = await sandbox.run(env.request(prog("""
+    result = await sandbox.run(
+        env.request(
+            prog("""
         import resource
         for name in ("RLIMIT_CORE", "RLIMIT_FSIZE", "RLIMIT_CPU"):
             print(name, *resource.getrlimit(getattr(resource, name)))
-    """), disk_mb=16, wall_time_s=30))
+    """),
+            disk_mb=16,
+            wall_time_s=30,
+        )
+    )
     assert result.status is ExecStatus.OK, result
-    got = {line.split()[0]: tuple(int(x) for x in line.split()[1:]) for line in result.stdout.text().splitlines()}
-    assert got == {"RLIMIT_CORE": (0, 0), "RLIMIT_FSIZE": (16 << 20, 16 << 20), "RLIMIT_CPU": (40, 40)}
+    got = {
+        line.split()[0]: tuple(int(x) for x in line.split()[1:])
+        for line in result.stdout.text().splitlines()
+    }
+    assert got == {
+        "RLIMIT_CORE": (0, 0),
+        "RLIMIT_FSIZE": (16 << 20, 16 << 20),
+        "RLIMIT_CPU": (40, 40),
+    }
 
 
 async def test_dev_shm_is_private_and_writable(env: Env, sandbox: Sandbox) -> None:
@@ -270,7 +299,9 @@ async def test_dev_shm_is_private_and_writable(env: Env, sandbox: Sandbox) -> No
     (nothing of it on the host or in the next run)."""
     env.require("bwrap")
     token = uuid.uuid4().hex
-    first = await sandbox.run(env.request(prog(f"""
+    first = await sandbox.run(
+        env.request(
+            prog(f"""
         import os, warnings
         open("/dev/shm/{token}", "w").write("x")
         from sklearn.ensemble import RandomForestClassifier
@@ -279,7 +310,9 @@ async def test_dev_shm_is_private_and_writable(env: Env, sandbox: Sandbox) -> No
             warnings.simplefilter("error")  # joblib's "will operate in serial mode" would raise
             RandomForestClassifier(n_estimators=4, n_jobs=2).fit(np.eye(4), [0, 1, 0, 1])
         print("ok")
-    """)))
+    """)
+        )
+    )
     assert first.status is ExecStatus.OK, first
     assert not os.path.exists(f"/dev/shm/{token}")
     second = await sandbox.run(env.request(f"import os; print(os.path.exists('/dev/shm/{token}'))"))

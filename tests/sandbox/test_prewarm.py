@@ -91,8 +91,11 @@ SEMANTICS = [
 ]
 
 
-@pytest.mark.parametrize("entry", [("python", "main.py"), ("python", "-u", "main.py")],
-                         ids=["interpreter-waits", "shell-waits"])
+@pytest.mark.parametrize(
+    "entry",
+    [("python", "main.py"), ("python", "-u", "main.py")],
+    ids=["interpreter-waits", "shell-waits"],
+)
 async def test_a_warm_run_sees_what_a_fresh_sandbox_gives(local: Env, entry) -> None:
     async def outputs(prewarm: int) -> list[tuple[object, ...]]:
         sandbox = local.sandbox(prewarm=prewarm)
@@ -116,10 +119,14 @@ async def test_a_warm_run_sees_what_a_fresh_sandbox_gives(local: Env, entry) -> 
 
 
 async def test_a_warm_sandbox_serves_one_program_only(local: Env) -> None:
-    leave = ("import subprocess\nopen('/tmp/left', 'w').write('x')\nopen('left', 'w').write('x')\n"
-             "subprocess.Popen(['sleep', '300'], start_new_session=True)\nprint('left')\n")
-    look = ("import os\nprint(os.path.exists('/tmp/left'), os.path.exists('left'),\n"
-            "      sorted(p for p in os.listdir('/proc') if p.isdigit() and p != str(os.getpid())))\n")
+    leave = (
+        "import subprocess\nopen('/tmp/left', 'w').write('x')\nopen('left', 'w').write('x')\n"
+        "subprocess.Popen(['sleep', '300'], start_new_session=True)\nprint('left')\n"
+    )
+    look = (
+        "import os\nprint(os.path.exists('/tmp/left'), os.path.exists('left'),\n"
+        "      sorted(p for p in os.listdir('/proc') if p.isdigit() and p != str(os.getpid())))\n"
+    )
     sandbox = local.sandbox(prewarm=2)
     try:
         await sandbox.run(local.request(leave))
@@ -139,11 +146,15 @@ async def test_limits_count_from_the_program_start_in_a_warm_sandbox(local: Env)
     try:
         await sandbox.run(local.request("pass", wall_time_s=1.0, memory_mb=256))
         await asyncio.sleep(2.0)  # the next sandbox has been waiting longer than the limit
-        slow = await sandbox.run(local.request("import time\ntime.sleep(30)\n",
-                                             wall_time_s=1.0, memory_mb=256))
+        slow = await sandbox.run(
+            local.request("import time\ntime.sleep(30)\n", wall_time_s=1.0, memory_mb=256)
+        )
         await asyncio.sleep(SETTLE_S)
-        big = await sandbox.run(local.request("x = bytearray(600 * 2**20)\nprint(len(x))\n",
-                                            wall_time_s=1.0, memory_mb=256))
+        big = await sandbox.run(
+            local.request(
+                "x = bytearray(600 * 2**20)\nprint(len(x))\n", wall_time_s=1.0, memory_mb=256
+            )
+        )
     finally:
         await sandbox.close()
     assert slow.status is ExecStatus.TIMEOUT and 1.0 <= slow.duration_s < 4.0

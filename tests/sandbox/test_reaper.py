@@ -39,8 +39,14 @@ EXECUTOR = textwrap.dedent("""
 
 async def test_row16_executor_killed_then_reaper_cleans_up(env: Env) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", EXECUTOR, env.backend, env.config.work_root, env.token,
-        stdout=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-c",
+        EXECUTOR,
+        env.backend,
+        env.config.work_root,
+        env.token,
+        stdout=asyncio.subprocess.PIPE,
+    )
     try:
         async with asyncio.timeout(60):
             assert proc.stdout is not None
@@ -62,15 +68,19 @@ async def test_row16_executor_killed_then_reaper_cleans_up(env: Env) -> None:
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("overrides", [{"image": "mlerl-no-such-image:0"},
-                                       {"docker_host": "unix:///nonexistent/docker.sock"}])
-async def test_row17_engine_failure_is_infra_error(tmp_path: Path,
-                                                   overrides: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "overrides",
+    [{"image": "mlerl-no-such-image:0"}, {"docker_host": "unix:///nonexistent/docker.sock"}],
+)
+async def test_row17_engine_failure_is_infra_error(
+    tmp_path: Path, overrides: dict[str, str]
+) -> None:
     config = SandboxConfig(backend="docker", work_root=str(tmp_path), **overrides)
     sandbox = make_sandbox(config)
     try:
-        result = await sandbox.run(ExecutionRequest(program="print(1)\n",
-                                                    limits=Limits(wall_time_s=5)))
+        result = await sandbox.run(
+            ExecutionRequest(program="print(1)\n", limits=Limits(wall_time_s=5))
+        )
     finally:
         await sandbox.close()
     assert result.status is ExecStatus.INFRA_ERROR
@@ -78,11 +88,13 @@ async def test_row17_engine_failure_is_infra_error(tmp_path: Path,
     assert not any(p.is_dir() for p in tmp_path.glob("*/*"))  # the run dir was removed
 
 
-async def test_plain_local_fallback_still_limits_time_and_group(tmp_path: Path,
-                                                                find_processes: Any) -> None:
+async def test_plain_local_fallback_still_limits_time_and_group(
+    tmp_path: Path, find_processes: Any
+) -> None:
     # No bubblewrap, no cgroups: the lesser isolation of hosts without them.
-    config = SandboxConfig(work_root=str(tmp_path), use_bwrap=False, use_cgroups=False,
-                           allow_unisolated=True)
+    config = SandboxConfig(
+        work_root=str(tmp_path), use_bwrap=False, use_cgroups=False, allow_unisolated=True
+    )
     sandbox = make_sandbox(config)
     data = tmp_path / "data"
     data.mkdir()
@@ -94,9 +106,14 @@ async def test_plain_local_fallback_still_limits_time_and_group(tmp_path: Path,
         time.sleep(1000)
     """)
     token = os.urandom(8).hex()
-    result = await sandbox.run(ExecutionRequest(
-        program=program, data_dir=data, env={"MLERL_TEST_TOKEN": token},
-        limits=Limits(wall_time_s=1.5, kill_grace_s=0.5)))
+    result = await sandbox.run(
+        ExecutionRequest(
+            program=program,
+            data_dir=data,
+            env={"MLERL_TEST_TOKEN": token},
+            limits=Limits(wall_time_s=1.5, kill_grace_s=0.5),
+        )
+    )
     assert result.status is ExecStatus.TIMEOUT and result.stdout.text() == "A\n"
     await asyncio.sleep(0.2)
     assert find_processes(token) == []

@@ -83,10 +83,18 @@ async def test_admission_bounds_running_and_blocks_beyond_the_queue() -> None:
     assert (adm.running, adm.waiting) == (0, 0)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"wall_time_s": -1}, {"memory_mb": 1}, {"cpus": 0}, {"pids": 1}, {"output_bytes": 10},
-    {"disk_mb": 0}, {"kill_grace_s": -1},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"wall_time_s": -1},
+        {"memory_mb": 1},
+        {"cpus": 0},
+        {"pids": 1},
+        {"output_bytes": 10},
+        {"disk_mb": 0},
+        {"kill_grace_s": -1},
+    ],
+)
 def test_limits_validate(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError) as info:
         Limits(**kwargs)  # type: ignore[arg-type]
@@ -179,8 +187,11 @@ def test_mount_allowlist_binds_only_what_a_program_needs(monkeypatch, tmp_path):
     assert not any(r != p and r.startswith(p + "/") for r in roots for p in roots)  # outermost
 
     args = _bwrap.mount_args("/host/run/work", "/host/stage/abc", roots)
-    binds = {(args[i], args[i + 1], args[i + 2]) for i, a in enumerate(args)
-             if a in ("--bind", "--ro-bind")}
+    binds = {
+        (args[i], args[i + 1], args[i + 2])
+        for i, a in enumerate(args)
+        if a in ("--bind", "--ro-bind")
+    }
     sources = {src for _, src, _ in binds}
     assert ("--ro-bind", str(venv.resolve()), str(venv.resolve())) in binds
     assert ("--bind", "/host/run/work", _bwrap.INNER_WORK) in binds
@@ -189,13 +200,17 @@ def test_mount_allowlist_binds_only_what_a_program_needs(monkeypatch, tmp_path):
     assert not any(s == "/etc" or s.startswith(("/home", "/root/.cache")) for s in sources)
     # the venv's parents exist inside as plain 0755 dirs (bwrap would make them 0700)
     parent = str((tmp_path / "clone").resolve())
-    assert args[args.index(parent) - 3: args.index(parent) + 1] == [
-        "--perms", "0755", "--dir", parent]
+    assert args[args.index(parent) - 3 : args.index(parent) + 1] == [
+        "--perms",
+        "0755",
+        "--dir",
+        parent,
+    ]
     assert args[-2:] == ["--chdir", _bwrap.INNER_WORK]
     # a venv under /tmp (a CI clone) is bound after the private /tmp, so it stays visible
     if str(venv.resolve()).startswith("/tmp/"):
         assert args.index("--tmpfs") < args.index(str(venv.resolve()))
-        assert ["--dir", "/tmp"] not in [args[i:i + 2] for i in range(len(args))]
+        assert ["--dir", "/tmp"] not in [args[i : i + 2] for i in range(len(args))]
 
 
 def test_staged_inputs_are_links_and_follow_changes(tmp_path):
@@ -230,6 +245,7 @@ async def test_leftovers_counts_this_processes_run_dirs(tmp_path):
 
 # Mutation survivors (benchmarks/tools/mutation.py): the mount list in full, on a fake host.
 
+
 def test_mount_args_in_full_on_a_fake_host(monkeypatch):
     """Every argument, in order, for a host where /bin, /sbin and /lib are links into /usr,
     /lib64 a dir, /lib32 and /libx32 absent, and two of the /etc files exist."""
@@ -246,30 +262,94 @@ def test_mount_args_in_full_on_a_fake_host(monkeypatch):
     roots = ["/" + "usr", "/usr/local/py", "/" + "lib64/py/venv", "/opt/py/venv", "/tmp/ci/venv"]
     args = _bwrap.mount_args("/w", "/in", roots)
     assert args == [
-        "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
-        "--perms", "1777", "--tmpfs", "/tmp",
-        "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-        "--symlink", "usr/lib", "/lib", "--ro-bind", "/lib64", "/lib64",
-        "--perms", "0755", "--dir", "/etc",  # once, before the first /etc file
-        "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache", "--ro-bind", "/etc/passwd", "/etc/passwd",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/dev/shm",
+        "--proc",
+        "/proc",
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--ro-bind",
+        "/lib64",
+        "/lib64",
+        "--perms",
+        "0755",
+        "--dir",
+        "/etc",  # once, before the first /etc file
+        "--ro-bind",
+        "/etc/ld.so.cache",
+        "/etc/ld.so.cache",
+        "--ro-bind",
+        "/etc/passwd",
+        "/etc/passwd",
         # /usr and /usr/local/py: inside the /usr bind already; /lib64/py/venv: its parents are
         # in the /lib64 bind (none made); /opt/py/venv: its parents made 0755 first
-        "--ro-bind", "/lib64/py/venv", "/lib64/py/venv",
-        "--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", "/opt/py",
-        "--ro-bind", "/opt/py/venv", "/opt/py/venv",
+        "--ro-bind",
+        "/lib64/py/venv",
+        "/lib64/py/venv",
+        "--perms",
+        "0755",
+        "--dir",
+        "/opt",
+        "--perms",
+        "0755",
+        "--dir",
+        "/opt/py",
+        "--ro-bind",
+        "/opt/py/venv",
+        "/opt/py/venv",
         # under the private /tmp: /tmp exists already, only /tmp/ci is made
-        "--perms", "0755", "--dir", "/tmp/ci", "--ro-bind", "/tmp/ci/venv", "/tmp/ci/venv",
-        "--bind", "/w", "/workspace", "--ro-bind", "/in", "/workspace/input", "--chdir", "/workspace",
+        "--perms",
+        "0755",
+        "--dir",
+        "/tmp/ci",
+        "--ro-bind",
+        "/tmp/ci/venv",
+        "/tmp/ci/venv",
+        "--bind",
+        "/w",
+        "/workspace",
+        "--ro-bind",
+        "/in",
+        "/workspace/input",
+        "--chdir",
+        "/workspace",
     ]
     # no staged inputs: no input mount
-    assert _bwrap.mount_args("/w", None, [])[-5:] == ["--bind", "/w", "/workspace", "--chdir", "/workspace"]
+    assert _bwrap.mount_args("/w", None, [])[-5:] == [
+        "--bind",
+        "/w",
+        "/workspace",
+        "--chdir",
+        "/workspace",
+    ]
 
 
 def test_outermost_roots_and_path_prefixes():
     from mlerl.sandbox._bwrap import _outermost, _parents, _under
 
     # a root inside another is dropped; a sibling sharing a prefix ("/opt/venv2") is not inside
-    assert _outermost(["/opt/venv/lib", "/opt/venv2", "/opt/venv", "/opt/venv"]) == ["/opt/venv", "/opt/venv2"]
+    assert _outermost(["/opt/venv/lib", "/opt/venv2", "/opt/venv", "/opt/venv"]) == [
+        "/opt/venv",
+        "/opt/venv2",
+    ]
     assert _under("/opt/venv", ["/opt/venv"]) and _under("/opt/venv/x", ["/opt/venv/"])
     assert not _under("/opt/venv2", ["/opt/venv"]) and not _under("/opt", ["/opt/venv"])
     assert _parents("/a/b/c") == ["/a", "/a/b"] and _parents("/a") == []

@@ -26,8 +26,10 @@ from .test_integrity import FORGE_INFRA, READ_ANSWERS, plant_where_answers_live,
 
 Env = Any
 
-SAY_WARM = ("\nprint('WARM=' + str(open('/proc/self/cmdline').read().split('\\0')[1] == '-c'),"
-            " flush=True)\n")
+SAY_WARM = (
+    "\nprint('WARM=' + str(open('/proc/self/cmdline').read().split('\\0')[1] == '-c'),"
+    " flush=True)\n"
+)
 
 
 @pytest.fixture
@@ -49,8 +51,11 @@ async def run_warm(sandbox: Sandbox, request: ExecutionRequest) -> ExecutionResu
     pool = sandbox._warm.pool  # type: ignore[attr-defined]
     assert pool.capacity > 0, "prewarm is off"
     if not any(w.shape == shape for w in pool._waiting) and not pool._spawning.get(shape):
-        primer = await sandbox.run(ExecutionRequest(program="pass", limits=request.limits,
-                                                    data_dir=request.data_dir, env=request.env))
+        primer = await sandbox.run(
+            ExecutionRequest(
+                program="pass", limits=request.limits, data_dir=request.data_dir, env=request.env
+            )
+        )
         assert primer.status is ExecStatus.OK, primer
     async with asyncio.timeout(60):
         while not any(w.shape == shape for w in pool._waiting):
@@ -63,8 +68,9 @@ def started_warm(result: ExecutionResult) -> bool:
     return bool(lines) and lines[-1] == "WARM=True"
 
 
-async def test_warm_runs_cannot_read_answers(env: Env, warm: Sandbox,
-                                             answer_roots: list[Path]) -> None:
+async def test_warm_runs_cannot_read_answers(
+    env: Env, warm: Sandbox, answer_roots: list[Path]
+) -> None:
     """Row 10 warm: the same canaries as the cold test (home data root, checkout data dir,
     each task's private dir), twice in a row from sandboxes made ahead."""
     public, paths, canaries = plant_where_answers_live(answer_roots)
@@ -79,13 +85,15 @@ async def test_warm_runs_cannot_read_answers(env: Env, warm: Sandbox,
         assert "submission.csv" not in result.files
 
 
-async def test_warm_runs_see_no_host_secret(env: Env, warm: Sandbox,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_warm_runs_see_no_host_secret(
+    env: Env, warm: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A secret in the executor's environment (an API key) reaches neither the program's
     environment nor the environment or command line of any process it can see."""
     secret = "SECRET" + uuid.uuid4().hex
     monkeypatch.setenv("WANDB_API_KEY", secret)
-    program = prog("""
+    program = (
+        prog("""
         import os
         seen = [k for k, v in os.environ.items() if "SECRET" in v]
         for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
@@ -96,7 +104,9 @@ async def test_warm_runs_see_no_host_secret(env: Env, warm: Sandbox,
                 except OSError:
                     pass
         print("seen", seen, "WANDB_API_KEY" in os.environ)
-    """) + SAY_WARM
+    """)
+        + SAY_WARM
+    )
     result = await run_warm(warm, env.request(program))
     assert result.status is ExecStatus.OK, result
     assert started_warm(result), result.stdout.text()
@@ -109,13 +119,16 @@ async def test_warm_run_cannot_forge_infra_error_or_start_the_next(env: Env, war
     holds and every pipe it can open, then fails as a set-up failure would. It was started on "go", after the waiting
     interpreter closed both pipes: PROGRAM_ERROR, exit 1, run once; the next warm sandbox was
     neither started nor poisoned by it (the next program runs normally, warm)."""
-    forge = FORGE_INFRA.replace('os.write(h, b"garbage")',
-                                'os.write(h, b"garbage"); os.write(h, b"go\\n"); '
-                                'os.write(h, b"running")')
+    forge = FORGE_INFRA.replace(
+        'os.write(h, b"garbage")',
+        'os.write(h, b"garbage"); os.write(h, b"go\\n"); os.write(h, b"running")',
+    )
     assert forge != FORGE_INFRA
     # and straight into every descriptor it holds (reopening a host pipe through /proc is
     # refused to the sandbox uid; a descriptor kept open would not be)
-    forge = forge.replace("import os, sys, time\n", """import os, sys, time
+    forge = forge.replace(
+        "import os, sys, time\n",
+        """import os, sys, time
 for fd in os.listdir("/proc/self/fd"):
     for word in (b"garbage", b"go\\n", b"running"):
         try:
@@ -123,7 +136,9 @@ for fd in os.listdir("/proc/self/fd"):
                 os.write(int(fd), word)
         except OSError:
             pass
-""", 1)
+""",
+        1,
+    )
     assert "os.write(int(fd)" in forge
     # the verdict is printed before os._exit, which skips the WARM line: check it first
     forge = forge.replace("os._exit(1)", SAY_WARM.strip() + "\nos._exit(1)")
@@ -155,7 +170,8 @@ LEAVE = prog("""
     print("left")
 """)
 
-LOOK = prog("""
+LOOK = (
+    prog("""
     import json, os, sys
     builtins = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
     others = [p for p in os.listdir("/proc") if p.isdigit() and p != str(os.getpid())]
@@ -170,7 +186,9 @@ LOOK = prog("""
         "processes": [c for c in cmdlines if b"sleep" in c],
     }
     print(seen)
-""") + SAY_WARM
+""")
+    + SAY_WARM
+)
 
 
 async def test_nothing_of_one_warm_run_reaches_the_next(env: Env) -> None:
@@ -190,7 +208,16 @@ async def test_nothing_of_one_warm_run_reaches_the_next(env: Env) -> None:
     assert second.status is ExecStatus.OK, second
     assert started_warm(second), second.stdout.text()
     seen = second.stdout.text().splitlines()[0]
-    assert seen == str({"env": [], "files": [], "cwd": ["main.py"], "memory": False,
-                        "modules": [], "path": False, "processes": []}), seen
+    assert seen == str(
+        {
+            "env": [],
+            "files": [],
+            "cwd": ["main.py"],
+            "memory": False,
+            "modules": [],
+            "path": False,
+            "processes": [],
+        }
+    ), seen
     assert "LEFTMEM" not in second.stdout.text()
     assert os.environ.get("LEFT_ENV") is None

@@ -104,21 +104,33 @@ class TrainConfig(RunContract):
         check(self.num_actors >= 1, "num_actors", "must be >= 1")
         check(self.learner_procs >= 1, "learner_procs", "must be >= 1")
         check(self.learner_restarts >= 0, "learner_restarts", "must be >= 0")
-        check(self.role in ("all", "learner", "actors"), "role", "must be 'all', 'learner' or 'actors'")
+        check(
+            self.role in ("all", "learner", "actors"),
+            "role",
+            "must be 'all', 'learner' or 'actors'",
+        )
         check(self.time_limit_s >= 0, "time_limit_s", "must be >= 0")
         check(self.keys_wait_s >= 0, "keys_wait_s", "must be >= 0")
-        check(bool(self.actor_prefix) and "/" not in self.actor_prefix and " " not in self.actor_prefix,
-              "actor_prefix", "must be a non-empty name without '/' or spaces")
+        check(
+            bool(self.actor_prefix)
+            and "/" not in self.actor_prefix
+            and " " not in self.actor_prefix,
+            "actor_prefix",
+            "must be a non-empty name without '/' or spaces",
+        )
         check(self.eval_samples >= 0, "eval_samples", "must be >= 0")
         # Each actor runs its programs in its own sandbox: `sandbox.max_concurrency` owns how many
         # run at once; admission may not count more as running (they would queue in the sandbox,
         # and the admission's staleness and oversampling rules would misjudge them).
         slots, running = self.sandbox.max_concurrency, self.actors.admission.max_in_flight
-        check(running <= slots, "actors.admission.max_in_flight",
-              f"{running} exceeds sandbox.max_concurrency={slots}, the programs one actor's "
-              "sandbox runs "
-              "at once; lower it or raise sandbox.max_concurrency (e.g. "
-              f"sandbox.max_concurrency={running})")
+        check(
+            running <= slots,
+            "actors.admission.max_in_flight",
+            f"{running} exceeds sandbox.max_concurrency={slots}, the programs one actor's "
+            "sandbox runs "
+            "at once; lower it or raise sandbox.max_concurrency (e.g. "
+            f"sandbox.max_concurrency={running})",
+        )
 
 
 def register() -> None:
@@ -148,13 +160,21 @@ def validate(cfg: Any) -> TrainConfig:
     return to_object(TrainConfig, cfg)
 
 
-DECIDED_AT_START = ("model.path", "tasks.data_dir", "transport.samples_address",
-                    "transport.weights_address", "model.bootstrap.task_ids", "model.bootstrap.prompts")
+DECIDED_AT_START = (
+    "model.path",
+    "tasks.data_dir",
+    "transport.samples_address",
+    "transport.weights_address",
+    "model.bootstrap.task_ids",
+    "model.bootstrap.prompts",
+)
 """Keys start-up fills in when they hold their default (see the module docstring); on resume
 the default means "as this run decided", never a change."""
 
 
-def resume_conflicts(overrides: list[str], requested: TrainConfig, stored: TrainConfig) -> list[str]:
+def resume_conflicts(
+    overrides: list[str], requested: TrainConfig, stored: TrainConfig
+) -> list[str]:
     """The command-line overrides that would change a resumed run: ``key: given X, the run has Y``.
 
     ``mlerl train resume=DIR`` continues DIR with its own ``config.yaml``. An override that

@@ -59,7 +59,7 @@ def rolling_mean(xs: list[float], window: int) -> list[float]:
     no finite value in its window is NaN)."""
     out = []
     for i in range(len(xs)):
-        vals = [x for x in xs[max(0, i - window + 1): i + 1] if x is not None and math.isfinite(x)]
+        vals = [x for x in xs[max(0, i - window + 1) : i + 1] if x is not None and math.isfinite(x)]
         out.append(sum(vals) / len(vals) if vals else math.nan)
     return out
 
@@ -113,7 +113,12 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
     plt = load_pyplot()
     n = len(PANELS) + len(GLOBAL_PANELS)
     cols = 4
-    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.0 * ((n + cols - 1) // cols)), squeeze=False)
+    fig, axes = plt.subplots(
+        (n + cols - 1) // cols,
+        cols,
+        figsize=(4.2 * cols, 3.0 * ((n + cols - 1) // cols)),
+        squeeze=False,
+    )
     flat = list(axes.flat)
     for ax, (title, metric, kind) in zip(flat, PANELS, strict=False):  # more axes than panels
         for i, group in enumerate(_groups(rows, kind)):
@@ -127,9 +132,17 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
         if ax.lines:
             ax.legend(fontsize=6)
         else:  # e.g. the value error of a run without a critic
-            ax.text(0.5, 0.5, "not recorded in this run", ha="center", va="center",
-                    transform=ax.transAxes, fontsize=8, color="0.5")
-    for ax, (title, key) in zip(flat[len(PANELS):], GLOBAL_PANELS, strict=False):
+            ax.text(
+                0.5,
+                0.5,
+                "not recorded in this run",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=8,
+                color="0.5",
+            )
+    for ax, (title, key) in zip(flat[len(PANELS) :], GLOBAL_PANELS, strict=False):
         steps, ys = series(rows, key)
         ax.plot(steps, ys, ".", color="C0", alpha=0.35)
         ax.plot(steps, rolling_mean(ys, window), "-", color="C0")
@@ -139,8 +152,11 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
     for ax in flat[:n]:
         ax.set_xlabel("update", fontsize=8)
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{metrics_path.parent.name}: per-update diagnostics (points) and rolling mean over "
-                 f"{window}", fontsize=10)
+    fig.suptitle(
+        f"{metrics_path.parent.name}: per-update diagnostics (points) and rolling mean over "
+        f"{window}",
+        fontsize=10,
+    )
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "learning_curves.png"

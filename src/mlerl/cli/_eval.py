@@ -66,8 +66,9 @@ def evaluate_over_seeds(
     tasks = {t: registry.get(t) for t in task_ids}
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
-        result = asyncio.run(_one_seed(config, model_path, seed, tasks, k, sandbox_backend, sandbox_config,
-                                       method))
+        result = asyncio.run(
+            _one_seed(config, model_path, seed, tasks, k, sandbox_backend, sandbox_config, method)
+        )
         per_seed.append({"seed": seed, "tasks": result})
     return {
         "model": model_path,
@@ -80,19 +81,31 @@ def evaluate_over_seeds(
     }
 
 
-async def _one_seed(config: Any, model_path: str, seed: int, tasks: dict[str, Any], k: int, backend: str,
-                    sandbox_config: Any = None, method: str = "best_of_k") -> dict[str, Any]:
+async def _one_seed(
+    config: Any,
+    model_path: str,
+    seed: int,
+    tasks: dict[str, Any],
+    k: int,
+    backend: str,
+    sandbox_config: Any = None,
+    method: str = "best_of_k",
+) -> dict[str, Any]:
     from mlerl.actors import RealPipeline, evaluate, evaluate_aide, make_engine
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     engine = make_engine(config, model_path, seed)
     slots = config.admission.max_in_flight
-    sandbox_config = dataclasses.replace(sandbox_config or SandboxConfig(backend=backend), max_concurrency=slots)
+    sandbox_config = dataclasses.replace(
+        sandbox_config or SandboxConfig(backend=backend), max_concurrency=slots
+    )
     sandbox = make_sandbox(sandbox_config)
     pipeline = RealPipeline(config)
     try:
         run = evaluate_aide if method == "aide" else evaluate
-        return await run(config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed)
+        return await run(
+            config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed
+        )
     finally:
         await sandbox.close()
         pipeline.close()
@@ -119,33 +132,60 @@ def _across_seeds(task_id: str, task: Any, per_seed: list[dict[str, Any]]) -> di
     medals: dict[str, Any] = {}
     if best_m is not None and task.thresholds is not None:
         medals = _medal_flags(rank_score, best_m, task)
-    return {"best_of_k_mean": best_m, "best_of_k_se": best_se, "best_public_mean": mean_se(public)[0],
-            "best_gap_mean": mean_se(gap)[0], "mean_of_k_mean": mean_m, "mean_of_k_se": mean_se_,
-            "valid_runs": sum(b is not None for b in best), **medals}
+    return {
+        "best_of_k_mean": best_m,
+        "best_of_k_se": best_se,
+        "best_public_mean": mean_se(public)[0],
+        "best_gap_mean": mean_se(gap)[0],
+        "mean_of_k_mean": mean_m,
+        "mean_of_k_se": mean_se_,
+        "valid_runs": sum(b is not None for b in best),
+        **medals,
+    }
 
 
 def _medal_flags(rank_score: Any, score: float, task: Any) -> dict[str, Any]:
     t = task.thresholds
     ranking = rank_score(score, t.gold, t.silver, t.bronze, t.median, task.lower_is_better)
-    return {k: getattr(ranking, k) for k in ("gold_medal", "silver_medal", "bronze_medal", "above_median")}
+    return {
+        k: getattr(ranking, k)
+        for k in ("gold_medal", "silver_medal", "bronze_medal", "above_median")
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlerl eval", description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model directory of the policy")
-    parser.add_argument("--run", type=Path, help="a run directory: reuse its actor settings and tasks")
+    parser.add_argument(
+        "--run", type=Path, help="a run directory: reuse its actor settings and tasks"
+    )
     parser.add_argument("--tasks", default="", help="comma-separated task ids (default: the run's)")
     parser.add_argument("--k", type=int, default=16, help="samples per task and seed (default 16)")
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds (default 3)")
-    parser.add_argument("--first-seed", type=int, default=0,
-                        help="seeds FIRST..FIRST+N-1 (default 0): e.g. a run's own seed")
-    parser.add_argument("--data-dir", default="", help="prepared task data (default: the run's, else MLE-bench's cache)")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds FIRST..FIRST+N-1 (default 0): e.g. a run's own seed",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default="",
+        help="prepared task data (default: the run's, else MLE-bench's cache)",
+    )
     parser.add_argument("--backend", default="local", choices=["local", "docker"])
-    parser.add_argument("--aide", action="store_true",
-                        help="run the AIDE baseline with the policy (K executions per task) instead of best-of-K")
-    parser.add_argument("--public-fraction", type=float, default=None,
-                        help="share of each task's answers on the public leaderboard, which selects the best "
-                             "(default: the run's tasks.public_fraction, else each task's; 1: no split)")
+    parser.add_argument(
+        "--aide",
+        action="store_true",
+        help="run the AIDE baseline with the policy (K executions per task) instead of best-of-K",
+    )
+    parser.add_argument(
+        "--public-fraction",
+        type=float,
+        default=None,
+        help="share of each task's answers on the public leaderboard, which selects the best "
+        "(default: the run's tasks.public_fraction, else each task's; 1: no split)",
+    )
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args(argv)
     if args.k < 1 or args.seeds < 1:
@@ -171,11 +211,18 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--public-fraction must lie in (0, 1]")
         fraction = args.public_fraction
     tasks = [t for t in args.tasks.split(",") if t] or run_tasks.ids
-    result = evaluate_over_seeds(args.model, tasks, k=args.k,
-                             seeds=list(range(args.first_seed, args.first_seed + args.seeds)), base=base,
-                             data_dir=args.data_dir or run_tasks.data_dir, tasks_dir=run_tasks.tasks_dir,
-                             sandbox_backend=args.backend, method="aide" if args.aide else "best_of_k",
-                             public_fraction=fraction)
+    result = evaluate_over_seeds(
+        args.model,
+        tasks,
+        k=args.k,
+        seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
+        base=base,
+        data_dir=args.data_dir or run_tasks.data_dir,
+        tasks_dir=run_tasks.tasks_dir,
+        sandbox_backend=args.backend,
+        method="aide" if args.aide else "best_of_k",
+        public_fraction=fraction,
+    )
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text)

@@ -73,8 +73,10 @@ class PortLease:
             if port not in self.ports and self.hold(port):
                 got.append(port)
         if len(got) < n:
-            raise OSError(f"no free loopback port outside the ephemeral range {ephemeral_range()}: "
-                          "set transport.samples_address and transport.weights_address")
+            raise OSError(
+                f"no free loopback port outside the ephemeral range {ephemeral_range()}: "
+                "set transport.samples_address and transport.weights_address"
+            )
         return got
 
     def hold(self, port: int) -> bool:
@@ -123,6 +125,6 @@ def bindable(port: int) -> bool:
 def loopback_port(address: str) -> int | None:
     """The port of a ``tcp://127.0.0.1:PORT`` address this host chose, else None."""
     prefix = "tcp://127.0.0.1:"
-    if address.startswith(prefix) and address[len(prefix):].isdigit():
-        return int(address[len(prefix):])
+    if address.startswith(prefix) and address[len(prefix) :].isdigit():
+        return int(address[len(prefix) :])
     return None

@@ -30,7 +30,9 @@ _COLUMNS = (
 
 
 class Progress:
-    def __init__(self, run_dir: Path, enabled: bool = True, directions: dict[str, bool] | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, enabled: bool = True, directions: dict[str, bool] | None = None
+    ) -> None:
         self._path = run_dir / "metrics.jsonl"
         self.directions: dict[str, bool] = dict(directions or {})
         """Task id -> lower is better, for the best column (set once the tasks are loaded)."""
@@ -91,7 +93,11 @@ class Progress:
                 cells.append(best_cell(record, self.directions).rjust(width))
                 continue
             value = record.get(key)
-            cells.append(fmt.format(value).rjust(width) if isinstance(value, int | float) else "-".rjust(width))
+            cells.append(
+                fmt.format(value).rjust(width)
+                if isinstance(value, int | float)
+                else "-".rjust(width)
+            )
         self.say("  ".join(cells))
 
 

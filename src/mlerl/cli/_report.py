@@ -37,24 +37,37 @@ from mlerl.cli._eval import evaluate_over_seeds
 from mlerl.cli._progress import Progress
 
 
-def write_report(train: TrainConfig, run_dir: Path, initial_model: Path, progress: Progress) -> Path:
+def write_report(
+    train: TrainConfig, run_dir: Path, initial_model: Path, progress: Progress
+) -> Path:
     plots = _plots(run_dir, progress)
     trained_model = run_dir / "policy"
     if not (trained_model / "config.json").is_file():
         progress.say(f"no trained policy in {trained_model}; skipping the comparison")
         _to_wandb(train, run_dir, "", plots)
         return run_dir
-    kwargs: dict[str, Any] = dict(k=train.eval_samples, seeds=[train.seed], base=train.actors,
-                                  data_dir=train.tasks.data_dir, tasks_dir=train.tasks.tasks_dir,
-                                  sandbox_config=train.sandbox, public_fraction=train.tasks.public_fraction)
+    kwargs: dict[str, Any] = dict(
+        k=train.eval_samples,
+        seeds=[train.seed],
+        base=train.actors,
+        data_dir=train.tasks.data_dir,
+        tasks_dir=train.tasks.tasks_dir,
+        sandbox_config=train.sandbox,
+        public_fraction=train.tasks.public_fraction,
+    )
     progress.say(f"evaluating the initial policy: best of {train.eval_samples} per task")
     before = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), **kwargs)
     progress.say(f"evaluating the trained policy: best of {train.eval_samples} per task")
     after = evaluate_over_seeds(str(trained_model), list(train.tasks.ids), **kwargs)
     progress.say(f"AIDE with the initial policy: {train.eval_samples} executions per task")
     aide = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), method="aide", **kwargs)
-    report: dict[str, Any] = {"k": train.eval_samples, "seed": train.seed, "initial": before, "trained": after,
-              "aide": aide}
+    report: dict[str, Any] = {
+        "k": train.eval_samples,
+        "seed": train.seed,
+        "initial": before,
+        "trained": after,
+        "aide": aide,
+    }
     figure = plot_rl_vs_aide(report, list(train.tasks.ids), run_dir / "plots" / "rl_vs_aide.png")
     report["plots"] = [str(p) for p in plots + ([figure] if figure else [])]
     (run_dir / "report.json").write_text(json.dumps(report, indent=1))
@@ -152,8 +165,11 @@ def better(a: float | None, b: float | None, lower_is_better: bool) -> bool:
     return b is None or (a < b if lower_is_better else a > b)
 
 
-_CURVES = (("trained", "trained best-of-K", "C0"), ("initial", "initial best-of-K", "C7"),
-           ("aide", "AIDE (initial policy)", "C3"))
+_CURVES = (
+    ("trained", "trained best-of-K", "C0"),
+    ("initial", "initial best-of-K", "C7"),
+    ("aide", "AIDE (initial policy)", "C3"),
+)
 
 
 def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> Path | None:
@@ -170,13 +186,17 @@ def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> P
             lower = summary["lower_is_better"]
             best = summary.get("best_vs_executions") or []
             ys = [math.nan if b is None else b for b in best]
-            style = dict(drawstyle="steps-post", marker="o", ms=3, color=color)  # a lone point shows
+            style = dict(
+                drawstyle="steps-post", marker="o", ms=3, color=color
+            )  # a lone point shows
             row[0].plot(range(1, len(best) + 1), ys, label=label, **style)
             elapsed = summary.get("elapsed_s") or []
             if len(elapsed) == len(best):
                 row[1].plot(elapsed, ys, **style)
         direction = "lower" if lower else "higher"
-        row[0].set_title(f"{task}: private score of the best public so far ({direction} is better)", fontsize=9)
+        row[0].set_title(
+            f"{task}: private score of the best public so far ({direction} is better)", fontsize=9
+        )
         row[0].set_xlabel("program executions", fontsize=8)
         row[1].set_title(f"{task}: best so far vs wall-clock", fontsize=9)
         row[1].set_xlabel("seconds", fontsize=8)
@@ -199,7 +219,9 @@ def _kind_lines(report: dict[str, Any], task_ids: list[str]) -> list[str]:
                 return []
             v = t["valid_frac_by_kind"]
             best_kind = t.get("best_kind") or "-"
-            lines.append(f"| {task} | {policy} | {v['scratch']:.2f} | {v['improve']:.2f} | {best_kind} |")
+            lines.append(
+                f"| {task} | {policy} | {v['scratch']:.2f} | {v['improve']:.2f} | {best_kind} |"
+            )
     return lines
 
 
@@ -221,29 +243,47 @@ def render_markdown(report: dict[str, Any], task_ids: list[str]) -> str:
             f"{_board(a)} | {_board(b, 'mean')} | {_board(a, 'mean')} | "
             f"{b['valid_frac']:.2f} | {a['valid_frac']:.2f} |"
         )
-    lines += ["", "Scores are the tasks' raw metrics on the private leaderboard, the public one in "
-              "brackets: each best is the sample with the best public score (what training rewarded), "
-              "shown with its private score and the gap (private - public). 'valid' is the fraction "
-              "of samples with a valid submission. One seed: differences within a few samples' noise "
-              "are not significant."]
+    lines += [
+        "",
+        "Scores are the tasks' raw metrics on the private leaderboard, the public one in "
+        "brackets: each best is the sample with the best public score (what training rewarded), "
+        "shown with its private score and the gap (private - public). 'valid' is the fraction "
+        "of samples with a valid submission. One seed: differences within a few samples' noise "
+        "are not significant.",
+    ]
     kinds = _kind_lines(report, task_ids)
     if kinds:
-        lines += ["", "## Scratch and improve samples (the same K, the best of both taken)", "",
-                  "| task | policy | scratch valid | improve valid | best from |", "|---|---|---|---|---|", *kinds]
+        lines += [
+            "",
+            "## Scratch and improve samples (the same K, the best of both taken)",
+            "",
+            "| task | policy | scratch valid | improve valid | best from |",
+            "|---|---|---|---|---|",
+            *kinds,
+        ]
     if "aide" in report:
-        lines += ["", f"## AIDE with the initial policy ({k} program executions per task)", "",
-                  "| task | AIDE best: private (public, gap) | AIDE mean: private (public) | AIDE "
-                  "valid | "
-                  "trained best: private (public, gap) | trained beats AIDE |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## AIDE with the initial policy ({k} program executions per task)",
+            "",
+            "| task | AIDE best: private (public, gap) | AIDE mean: private (public) | AIDE "
+            "valid | "
+            "trained best: private (public, gap) | trained beats AIDE |",
+            "|---|---|---|---|---|---|",
+        ]
         for task in task_ids:
             c = report["aide"]["per_seed"][0]["tasks"][task]
             a = report["trained"]["per_seed"][0]["tasks"][task]
             wins = better(a["best_score"], c["best_score"], a["lower_is_better"])
-            lines.append(f"| {task} | {_board(c)} | {_board(c, 'mean')} | {c['valid_frac']:.2f} | "
-                         f"{_board(a)} | {'yes' if wins else 'no'} |")
-        lines += ["", "AIDE: greedy tree search (up to 5 drafts, then debug a buggy leaf with probability "
-                  "0.5 or improve the best node), one program execution per step, optimising the public "
-                  "score; the same prompts, sampling, sandbox and grader as best-of-K. 'trained beats "
-                  "AIDE' compares private scores."]
+            lines.append(
+                f"| {task} | {_board(c)} | {_board(c, 'mean')} | {c['valid_frac']:.2f} | "
+                f"{_board(a)} | {'yes' if wins else 'no'} |"
+            )
+        lines += [
+            "",
+            "AIDE: greedy tree search (up to 5 drafts, then debug a buggy leaf with probability "
+            "0.5 or improve the best node), one program execution per step, optimising the public "
+            "score; the same prompts, sampling, sandbox and grader as best-of-K. 'trained beats "
+            "AIDE' compares private scores.",
+        ]
     return "\n".join(lines) + "\n"

@@ -92,8 +92,11 @@ def script(job: SlurmJob) -> str:
     ]
     if job.gpus_per_node:
         header.insert(4, f"#SBATCH --gpus-per-node={job.gpus_per_node}")
-    header += [f"#SBATCH --{k}={v}" for k, v in (("partition", job.partition), ("account", job.account),
-                                                 ("time", job.time)) if v]
+    header += [
+        f"#SBATCH --{k}={v}"
+        for k, v in (("partition", job.partition), ("account", job.account), ("time", job.time))
+        if v
+    ]
     port = {"s": job.samples_port, "w": job.weights_port}
     actor = (
         'dir="$RUN_DIR/hosts/$SLURMD_NODENAME"; resume=""; '
@@ -117,30 +120,31 @@ def script(job: SlurmJob) -> str:
         f'ACTOR_NODES=$(IFS=,; echo "${{NODES[*]:{L}:{A}}}")',
         'export HEAD="${NODES[0]}"',
         "",
-        "# every srun names its task count: one inherited from the job's SLURM_NTASKS (one per node)",
+        "# every srun names its task count: one inherited from the job's SLURM_NTASKS (one per "
+        "node)",
         "# asks for more tasks than a step's nodes hold, and Slurm refuses the step",
         "# 1. tasks, policy, keys and RUN_DIR/config.yaml, on the head node; nothing starts",
         'srun --nodes=1 --ntasks=1 --nodelist="$HEAD" "$PY" -m mlerl.cli train role=learner '
-        'prepare_only=true \\',
+        "prepare_only=true \\",
         f'  hydra.run.dir="$RUN_DIR" learner_procs={L * G} learner_restarts={job.learner_restarts} '
-        '\\',
-        f'  transport.samples_address=tcp://0.0.0.0:{port["s"]} '
-        f'transport.weights_address=tcp://0.0.0.0:{port["w"]} \\',
+        "\\",
+        f"  transport.samples_address=tcp://0.0.0.0:{port['s']} "
+        f"transport.weights_address=tcp://0.0.0.0:{port['w']} \\",
         '  "${OVERRIDES[@]}"',
         "",
         f"# 2. the learner: {L} node(s) x {G} rank(s), torchrun's c10d rendezvous on the head node",
         f'srun --nodes={L} --ntasks={L} --ntasks-per-node=1 --nodelist="$LEARNER_NODES" \\',
         f'  "$PY" -m torch.distributed.run --nnodes={L} --nproc_per_node={G} \\',
         f'  --rdzv_backend=c10d --rdzv_endpoint="$HEAD:{job.rdzv_port}" --rdzv_id="$SLURM_JOB_ID" '
-        '\\',
+        "\\",
         f'  --max-restarts={job.learner_restarts} -m mlerl.learner --config "$RUN_DIR/config.yaml" '
-        '&',
+        "&",
         "LEARNER=$!",
         "",
         f"# 3. the actors: {A} node(s) x {job.actors_per_node} (ids <node>-<i>), keys from "
         "RUN_DIR/keys",
         f"ACTOR_CMD={shlex.quote(actor)}",
-        f'srun --job-name=actors --nodes={A} --ntasks={A} --ntasks-per-node=1 '
+        f"srun --job-name=actors --nodes={A} --ntasks={A} --ntasks-per-node=1 "
         f'--nodelist="$ACTOR_NODES" bash -c "$ACTOR_CMD" '
         'actors "${OVERRIDES[@]}" &',
         "ACTORS=$!",
@@ -148,11 +152,14 @@ def script(job: SlurmJob) -> str:
         "# 4. the learner's end (learner.max_updates) ends the job",
         "code=0",
         'wait "$LEARNER" || code=$?',
-        "# SIGTERM to the actors' tasks only: each `mlerl train role=actors` stops its actors and exits.",
+        "# SIGTERM to the actors' tasks only: each `mlerl train role=actors` stops its actors "
+        "and exits.",
         "# (SIGTERM to srun would cancel the step: SIGKILL after Slurm's KillWait, mid-sample.)",
         "# Those that have not ended within 60 s are cancelled.",
-        'STEP=$(squeue -h -s -j "$SLURM_JOB_ID" -o "%i %j" 2>/dev/null | awk \'$2 == "actors" {print $1}\') || true',
-        "# (scancel --signal may report an error for a step whose tasks it did signal: not checked.)",
+        'STEP=$(squeue -h -s -j "$SLURM_JOB_ID" -o "%i %j" 2>/dev/null '
+        "| awk '$2 == \"actors\" {print $1}') || true",
+        "# (scancel --signal may report an error for a step whose tasks it did signal: not "
+        "checked.)",
         'if [ -n "$STEP" ]; then scancel --signal=TERM "$STEP" 2>/dev/null || true; fi',
         'for _ in $(seq 60); do kill -0 "$ACTORS" 2>/dev/null || break; sleep 1; done',
         'kill -TERM "$ACTORS" 2>/dev/null || true',
@@ -168,13 +175,22 @@ def script(job: SlurmJob) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mlerl slurm", description=__doc__.splitlines()[0],
-                                     epilog="Hydra overrides for every node follow `--`.")
+    parser = argparse.ArgumentParser(
+        prog="mlerl slurm",
+        description=__doc__.splitlines()[0],
+        epilog="Hydra overrides for every node follow `--`.",
+    )
     parser.add_argument("--run-dir", required=True, help="run directory on a shared filesystem")
     parser.add_argument("--learner-nodes", type=int, default=1)
-    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (0: a CPU cluster)")
-    parser.add_argument("--ranks-per-node", type=int, default=0,
-                        help="learner ranks per learner node (default: one per GPU, one without GPUs)")
+    parser.add_argument(
+        "--gpus-per-node", type=int, default=8, help="GPUs per node (0: a CPU cluster)"
+    )
+    parser.add_argument(
+        "--ranks-per-node",
+        type=int,
+        default=0,
+        help="learner ranks per learner node (default: one per GPU, one without GPUs)",
+    )
     parser.add_argument("--actor-nodes", type=int, default=1)
     parser.add_argument("--actors-per-node", type=int, default=4)
     parser.add_argument("--samples-port", type=int, default=5555)
@@ -191,12 +207,22 @@ def main(argv: list[str] | None = None) -> int:
     overrides = rest[1:] if rest[:1] == ["--"] else rest
     try:
         job = SlurmJob(
-            run_dir=str(Path(args.run_dir).expanduser().resolve()), learner_nodes=args.learner_nodes,
-            gpus_per_node=args.gpus_per_node, ranks_per_node=args.ranks_per_node, actor_nodes=args.actor_nodes,
-            actors_per_node=args.actors_per_node, samples_port=args.samples_port,
-            weights_port=args.weights_port, rdzv_port=args.rdzv_port,
-            learner_restarts=args.learner_restarts, partition=args.partition, account=args.account,
-            time=args.time, job_name=args.job_name, python=args.python, overrides=overrides,
+            run_dir=str(Path(args.run_dir).expanduser().resolve()),
+            learner_nodes=args.learner_nodes,
+            gpus_per_node=args.gpus_per_node,
+            ranks_per_node=args.ranks_per_node,
+            actor_nodes=args.actor_nodes,
+            actors_per_node=args.actors_per_node,
+            samples_port=args.samples_port,
+            weights_port=args.weights_port,
+            rdzv_port=args.rdzv_port,
+            learner_restarts=args.learner_restarts,
+            partition=args.partition,
+            account=args.account,
+            time=args.time,
+            job_name=args.job_name,
+            python=args.python,
+            overrides=overrides,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -55,8 +55,13 @@ class _Child:
 class Supervisor:
     """Runs children until the ``primary`` one exits, then stops the rest."""
 
-    def __init__(self, specs: list[ChildSpec], primary: str, grace_s: float = 10.0,
-                 events_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        specs: list[ChildSpec],
+        primary: str,
+        grace_s: float = 10.0,
+        events_path: Path | None = None,
+    ) -> None:
         self._specs = specs
         self._events_path = events_path
         self._primary = primary
@@ -79,7 +84,11 @@ class Supervisor:
         parent = os.getpid()
         try:
             return subprocess.Popen(
-                spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                spec.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
                 preexec_fn=lambda: die_with_parent(expected_parent=parent),
             )
         finally:
@@ -116,7 +125,12 @@ class Supervisor:
                     continue
                 why = _fatal_reason(child.spec) if code != 0 else ""
                 fatal = code in child.spec.fatal_exit_codes or bool(why)
-                if code != 0 and not fatal and child.spec.restart and child.restarts < child.spec.max_restarts:
+                if (
+                    code != 0
+                    and not fatal
+                    and child.spec.restart
+                    and child.restarts < child.spec.max_restarts
+                ):
                     child.restarts += 1
                     self._event(f"restarting {child.spec.name} (exit {code}, #{child.restarts})")
                     child.proc = self._spawn(child.spec)
@@ -125,8 +139,10 @@ class Supervisor:
                     self._event(f"{child.spec.name} exited {code}")
                     self.stopped_by = child.spec.name
                     if code != 0:
-                        self.reason = why or (f"exit {code}" + (f" after {child.restarts} restarts"
-                                                                 if child.restarts else ""))
+                        self.reason = why or (
+                            f"exit {code}"
+                            + (f" after {child.restarts} restarts" if child.restarts else "")
+                        )
                     return code
             if deadline_s is not None and time.monotonic() - start > deadline_s:
                 return 124
@@ -180,7 +196,7 @@ def descendants(pid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp ...
         child, ppid, pgrp = int(entry.name), int(fields[1]), int(fields[2])
         children.setdefault(ppid, []).append(child)
         if pgrp == child:

@@ -50,9 +50,13 @@ def _app(cfg: DictConfig) -> None:
             stored = load_run_config(run_dir)
             conflicts = resume_conflicts(list(HydraConfig.get().overrides.task), train, stored)
             if conflicts:
-                raise ConfigError("resume", f"{run_dir} continues with its own {CONFIG_NAME}; these "
-                                  "overrides would change it: " + "; ".join(conflicts) +
-                                  ". Drop them, or start a new run.")
+                raise ConfigError(
+                    "resume",
+                    f"{run_dir} continues with its own {CONFIG_NAME}; these "
+                    "overrides would change it: "
+                    + "; ".join(conflicts)
+                    + ". Drop them, or start a new run.",
+                )
             train = stored
         else:
             run_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
@@ -88,27 +92,37 @@ def run(train: TrainConfig, run_dir: Path) -> int:
         return 0
     _wait_for_keys(train, run_dir, progress)
 
-    supervisor = Supervisor(_children(train, run_dir, config_path, ports), primary=_primary(train),
-                            events_path=run_dir / "supervisor.log")  # appended across resumes
+    supervisor = Supervisor(
+        _children(train, run_dir, config_path, ports),
+        primary=_primary(train),
+        events_path=run_dir / "supervisor.log",
+    )  # appended across resumes
     deadline = train.time_limit_s or None
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops the run as cleanly as Ctrl-C
     try:
         supervisor.start()
         code = supervisor.wait(deadline_s=deadline, on_tick=progress.tick)
     except KeyboardInterrupt:
-        progress.say("interrupted: stopping every process (resume with "
-                     f"`mlerl train resume={run_dir}`)")
+        progress.say(
+            f"interrupted: stopping every process (resume with `mlerl train resume={run_dir}`)"
+        )
         code = 130
     finally:
         supervisor.stop()
         _reap_sandboxes(train)
     progress.tick()
     if code == EXIT_INFRA_DOWN and supervisor.stopped_by != "learner":
-        print(f"mlerl train: {supervisor.stopped_by}: the sandbox stayed down; run stopped "
-              f"(see {run_dir / 'logs' / (supervisor.stopped_by + '.log')})", file=sys.stderr)
+        print(
+            f"mlerl train: {supervisor.stopped_by}: the sandbox stayed down; run stopped "
+            f"(see {run_dir / 'logs' / (supervisor.stopped_by + '.log')})",
+            file=sys.stderr,
+        )
     elif code not in (0, 124, 130) and supervisor.reason:
-        print(f"mlerl train: {supervisor.stopped_by} failed: {supervisor.reason} "
-              f"(see {run_dir / 'logs' / (supervisor.stopped_by + '.log')})", file=sys.stderr)
+        print(
+            f"mlerl train: {supervisor.stopped_by} failed: {supervisor.reason} "
+            f"(see {run_dir / 'logs' / (supervisor.stopped_by + '.log')})",
+            file=sys.stderr,
+        )
     if code == 124:
         progress.say(f"time limit of {train.time_limit_s:.0f} s reached")
         code = 0
@@ -132,7 +146,8 @@ def _check_isolation(train: TrainConfig, run_dir: Path, progress: Progress) -> N
     missing = getattr(box, "missing", {})
     if missing:
         note = "UNISOLATED sandbox (sandbox.allow_unisolated=true): " + "; ".join(
-            f"{k}: {v}" for k, v in missing.items())
+            f"{k}: {v}" for k, v in missing.items()
+        )
         progress.say(note)
         with open(run_dir / "UNISOLATED", "w") as f:  # the report says so too
             f.write(note + "\n")
@@ -153,7 +168,9 @@ def _directions(train: TrainConfig, data_dir: Path) -> dict[str, bool]:
 def _prepare_tasks(train: TrainConfig, progress: Progress) -> Path:
     from mlerl.bench import Registry, TaskError, default_data_dir, prepare
 
-    data_dir = Path(train.tasks.data_dir).expanduser() if train.tasks.data_dir else default_data_dir()
+    data_dir = (
+        Path(train.tasks.data_dir).expanduser() if train.tasks.data_dir else default_data_dir()
+    )
     registry = Registry.load(train.tasks.tasks_dir or None, data_dir)
     for task_id in train.tasks.ids:
         try:
@@ -162,8 +179,11 @@ def _prepare_tasks(train: TrainConfig, progress: Progress) -> Path:
             raise ConfigError("tasks.ids", str(exc)) from None
         if not (task.private_dir.is_dir() and task.public_dir.is_dir()):
             if not train.tasks.prepare:
-                raise ConfigError("tasks.ids", f"{task_id} is not prepared under {data_dir} "
-                                  "(run `mlerl tasks prepare` or set tasks.prepare=true)")
+                raise ConfigError(
+                    "tasks.ids",
+                    f"{task_id} is not prepared under {data_dir} "
+                    "(run `mlerl tasks prepare` or set tasks.prepare=true)",
+                )
             progress.say(f"preparing {task_id} in {data_dir}")
             prepare(task_id, data_dir)
     return data_dir
@@ -181,8 +201,11 @@ def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
     bootstrap = train.model.bootstrap
     # SFT must see the prompts RL will send: the actors' prompts own the fact
     if bootstrap.prompts not in (PromptConfig(), train.actors.prompts):
-        raise ConfigError("model.bootstrap.prompts", "set actors.prompts instead (the bootstrap "
-                          "uses the actors' prompts, so SFT and RL see the same ones)")
+        raise ConfigError(
+            "model.bootstrap.prompts",
+            "set actors.prompts instead (the bootstrap "
+            "uses the actors' prompts, so SFT and RL see the same ones)",
+        )
     bootstrap.prompts = train.actors.prompts
     if not bootstrap.task_ids:  # bootstrap on the stand-ins being trained, when they are ones
         standins = set(default_task_ids(data_dir))
@@ -191,8 +214,13 @@ def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
     return str(build_policy(train.model.embedded_cache, bootstrap, log=progress.say))
 
 
-def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_path: str,
-                      ports: PortLease | None = None) -> Path:
+def _write_run_config(
+    train: TrainConfig,
+    run_dir: Path,
+    data_dir: Path,
+    model_path: str,
+    ports: PortLease | None = None,
+) -> Path:
     """Resolve what start-up decides into the keys that own it, and save what every process
     reads (each reads every fact from its owner section: nothing is copied between sections).
     ``ports`` holds the loopback ports picked here for as long as the caller keeps it."""
@@ -208,12 +236,18 @@ def _write_run_config(train: TrainConfig, run_dir: Path, data_dir: Path, model_p
             if not address:
                 setattr(transport, key, f"tcp://127.0.0.1:{ports.take(1)[0]}")
             elif (port := loopback_port(address)) is not None and not ports.hold(port):
-                raise ConfigError(f"transport.{key}", f"{address} is in use (another run or "
-                                  "program holds its port); stop it, or start a new run")
+                raise ConfigError(
+                    f"transport.{key}",
+                    f"{address} is in use (another run or "
+                    "program holds its port); stop it, or start a new run",
+                )
     for key in ("samples_address", "weights_address"):
         if not getattr(transport, key):
-            raise ConfigError(f"transport.{key}", f"required with role={train.role} (the learner "
-                              "binds it, the actors connect to it; see docs/protocol.md)")
+            raise ConfigError(
+                f"transport.{key}",
+                f"required with role={train.role} (the learner "
+                "binds it, the actors connect to it; see docs/protocol.md)",
+            )
     if transport.curve and train.role in ("all", "learner"):
         # before any child starts: the actors read the keys the learner serves with
         generate_keys(transport.keys_dir or run_dir / "keys")
@@ -241,13 +275,17 @@ def _wait_for_keys(train: TrainConfig, run_dir: Path, progress: Progress) -> Non
             if time.monotonic() >= deadline:
                 raise
         if not said:
-            progress.say(f"waiting up to {train.keys_wait_s:.0f} s for the learner's keys in "
-                         f"{keys.directory} (learner.key, actors.key_secret)")
+            progress.say(
+                f"waiting up to {train.keys_wait_s:.0f} s for the learner's keys in "
+                f"{keys.directory} (learner.key, actors.key_secret)"
+            )
             said = True
         time.sleep(1.0)
 
 
-def _children(train: TrainConfig, run_dir: Path, config_path: Path, ports: PortLease) -> list[ChildSpec]:
+def _children(
+    train: TrainConfig, run_dir: Path, config_path: Path, ports: PortLease
+) -> list[ChildSpec]:
     logs = run_dir / "logs"
     specs: list[ChildSpec] = []
     if train.role in ("all", "learner"):
@@ -258,24 +296,52 @@ def _children(train: TrainConfig, run_dir: Path, config_path: Path, ports: PortL
             # gloo address here) that resumes from the last checkpoint and the journal. Its
             # rendezvous port is one of ours (``--standalone`` would bind an ephemeral port,
             # which the kernel may also hand to anyone else).
-            launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1",
-                        f"--nproc_per_node={train.learner_procs}", "--max-restarts=0",
-                        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{ports.take(1)[0]}",
-                        f"--rdzv-id=mlerl-{os.getpid()}"]
+            launcher = [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nnodes=1",
+                f"--nproc_per_node={train.learner_procs}",
+                "--max-restarts=0",
+                "--rdzv-backend=c10d",
+                f"--rdzv-endpoint=127.0.0.1:{ports.take(1)[0]}",
+                f"--rdzv-id=mlerl-{os.getpid()}",
+            ]
         else:
             launcher = [sys.executable]
         from mlerl.learner import FATAL_FILE  # here: importing mlerl.learner imports torch
 
-        specs.append(ChildSpec("learner", launcher + module, logs / "learner.log",
-                               restart=train.learner_procs > 1, max_restarts=train.learner_restarts,
-                               fatal_file=run_dir / FATAL_FILE))
+        specs.append(
+            ChildSpec(
+                "learner",
+                launcher + module,
+                logs / "learner.log",
+                restart=train.learner_procs > 1,
+                max_restarts=train.learner_restarts,
+                fatal_file=run_dir / FATAL_FILE,
+            )
+        )
     if train.role in ("all", "actors"):
         for i in range(train.num_actors):
             name = f"{train.actor_prefix}-{i}"
-            argv = [sys.executable, "-m", "mlerl.actors", "--config", str(config_path),
-                    "--actor-id", name]
-            specs.append(ChildSpec(name, argv, logs / f"{name}.log", restart=True,
-                                   fatal_exit_codes=(EXIT_INFRA_DOWN,)))
+            argv = [
+                sys.executable,
+                "-m",
+                "mlerl.actors",
+                "--config",
+                str(config_path),
+                "--actor-id",
+                name,
+            ]
+            specs.append(
+                ChildSpec(
+                    name,
+                    argv,
+                    logs / f"{name}.log",
+                    restart=True,
+                    fatal_exit_codes=(EXIT_INFRA_DOWN,),
+                )
+            )
     return specs
 
 

@@ -55,8 +55,11 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     model_path, seed = contract.model.path, contract.seed
     run_dir = config_path.resolve().parent  # noqa: ASYNC240 - once at start-up, before any task runs
     transport = contract.transport.resolve(run_dir)
-    registry = Registry.load(contract.tasks.tasks_dir or None, contract.tasks.data_dir or None,
-                             public_fraction=contract.tasks.public_fraction)
+    registry = Registry.load(
+        contract.tasks.tasks_dir or None,
+        contract.tasks.data_dir or None,
+        public_fraction=contract.tasks.public_fraction,
+    )
     tasks = {task_id: registry.get(task_id) for task_id in contract.tasks.ids}
     state_root = Path(config.state_dir) if config.state_dir else run_dir / "actors"
     state = ActorState(state_root / actor_id)
@@ -76,10 +79,20 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
     sandbox = make_sandbox(sandbox_config)
     try:
         async with SampleSender(transport.samples_address, actor_id, curve=keys) as sender:
-            sub = WeightSubscriber(transport.weights_address, version=engine.policy_version, curve=keys)
+            sub = WeightSubscriber(
+                transport.weights_address, version=engine.policy_version, curve=keys
+            )
             actor = Actor(
-                actor_id, config, engine=engine, sandbox=sandbox, sender=sender, tasks=tasks,
-                pipeline=pipeline, state=state, weights=aiter(sub), seed=seed,
+                actor_id,
+                config,
+                engine=engine,
+                sandbox=sandbox,
+                sender=sender,
+                tasks=tasks,
+                pipeline=pipeline,
+                state=state,
+                weights=aiter(sub),
+                seed=seed,
             )
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -102,7 +115,9 @@ async def run_actor(config_path: Path, actor_id: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mlerl.actors", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m mlerl.actors", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--config", required=True, type=Path, help="the run's resolved config.yaml")
     parser.add_argument("--actor-id", required=True, help="unique, stable across restarts")
     args = parser.parse_args(argv)

@@ -112,8 +112,15 @@ class Actor:
         self.rng = random.Random(f"{seed}:{actor_id}")
         self.gate = VersionGate()
         self.actions: dict[int, Action] = {}
-        self.stats = {"generated": 0, "sent": 0, "dropped": 0, "infra_failed": 0, "engine_errors": 0,
-                      "backpressure_waits": 0, "backpressure_s": 0.0}
+        self.stats = {
+            "generated": 0,
+            "sent": 0,
+            "dropped": 0,
+            "infra_failed": 0,
+            "engine_errors": 0,
+            "backpressure_waits": 0,
+            "backpressure_s": 0.0,
+        }
         self.waiting = ""
         """Why no new work starts now (backpressure from the learner), or empty."""
         self._waiting_since: float | None = None
@@ -131,8 +138,11 @@ class Actor:
         for sample in self.state.pending():
             await self.sender.send(sample)
         async with asyncio.TaskGroup() as tg:
-            helpers = [tg.create_task(self._heartbeat()), tg.create_task(self._watch_infra()),
-                       tg.create_task(self._follow_sender())]
+            helpers = [
+                tg.create_task(self._heartbeat()),
+                tg.create_task(self._watch_infra()),
+                tg.create_task(self._follow_sender()),
+            ]
             if self.weights is not None:
                 helpers.append(tg.create_task(self._follow_weights()))
             work: set[asyncio.Task[None]] = set()
@@ -192,8 +202,9 @@ class Actor:
                 self._wake.set()
 
     @staticmethod
-    def _spawn(tg: asyncio.TaskGroup, work: set[asyncio.Task[None]],
-               coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(
+        tg: asyncio.TaskGroup, work: set[asyncio.Task[None]], coro: Coroutine[Any, Any, None]
+    ) -> None:
         task = tg.create_task(coro)
         work.add(task)
         task.add_done_callback(work.discard)
@@ -211,7 +222,9 @@ class Actor:
         if parent is None:
             messages = scratch_prompt(task, self.config.prompts)
         else:
-            messages = improve_prompt(task, parent.plan, parent.code, parent.output, self.config.prompts)
+            messages = improve_prompt(
+                task, parent.plan, parent.code, parent.output, self.config.prompts
+            )
         return Action(task_id, kind, parent, messages)
 
     async def _generate(self, ids: list[int]) -> None:
@@ -221,8 +234,12 @@ class Actor:
             async with self.gate.generating():
                 version = self.engine.policy_version
                 started = time.monotonic()
-                completions = await self.engine.generate([a.messages for a in planned.values()], params)
-                generation_s = time.monotonic() - started  # every sample of the batch waited as long
+                completions = await self.engine.generate(
+                    [a.messages for a in planned.values()], params
+                )
+                generation_s = (
+                    time.monotonic() - started
+                )  # every sample of the batch waited as long
         except Exception:
             log.exception("actor %s: generation of %d actions failed", self.actor_id, len(ids))
             self.stats["engine_errors"] += 1
@@ -234,7 +251,9 @@ class Actor:
         for (aid, action), completion in zip(planned.items(), completions, strict=True):
             action.completion, action.version, action.t_sampled = completion, version, now
             action.params, action.generation_s = params, generation_s
-            action.parsed = parse_response(completion.text, completion.finish_reason, self._edits_of(action))
+            action.parsed = parse_response(
+                completion.text, completion.finish_reason, self._edits_of(action)
+            )
             self.actions[aid] = action
             self.admission.on_generated(aid, version, now)
             self.stats["generated"] += 1
@@ -254,10 +273,15 @@ class Actor:
         assert action.parsed is not None
         try:
             executed = await execute(
-                action.parsed.code, self.tasks[action.task_id], sandbox=self.sandbox,
-                pipeline=self.pipeline, retries=self.config.infra_retries,
-                tail_chars=self.config.output_tail_chars, clock=self.clock,
-                who=f"actor {self.actor_id}")
+                action.parsed.code,
+                self.tasks[action.task_id],
+                sandbox=self.sandbox,
+                pipeline=self.pipeline,
+                retries=self.config.infra_retries,
+                tail_chars=self.config.output_tail_chars,
+                clock=self.clock,
+                who=f"actor {self.actor_id}",
+            )
         except Exception:
             log.exception("actor %s: execution pipeline failed", self.actor_id)
             executed = Executed(ExecStatus.INFRA_ERROR)
@@ -292,8 +316,11 @@ class Actor:
             now = self.clock()
             if self.health.down(now):
                 self.infra_down = self.health.reason(now)
-                log.error("actor %s: stopping, the sandbox stayed down: %s", self.actor_id,
-                          self.infra_down)
+                log.error(
+                    "actor %s: stopping, the sandbox stayed down: %s",
+                    self.actor_id,
+                    self.infra_down,
+                )
                 self.stop()
                 return
             if self.health.paused or (self._held and not self.health.confirmed):
@@ -310,7 +337,9 @@ class Actor:
     async def _finish(self, aid: int, executed: Executed) -> None:
         action = self.actions.pop(aid)
         task = self.tasks[action.task_id]
-        marks = creditable_markers(executed.markers, action.parent, self.config.improvement.credit_parent_markers)
+        marks = creditable_markers(
+            executed.markers, action.parent, self.config.improvement.credit_parent_markers
+        )
         reward, parts = self.pipeline.reward(marks, executed.status, executed.graded, task)
         verdict = self.admission.on_finished(aid, self.clock())
         assert reward is not None
@@ -324,10 +353,13 @@ class Actor:
             return
         await self._send(action, executed, reward, parts)
 
-    async def _send(self, action: Action, executed: Executed, reward: float,
-                    parts: dict[str, float]) -> None:
+    async def _send(
+        self, action: Action, executed: Executed, reward: float, parts: dict[str, float]
+    ) -> None:
         async with self._send_lock:
-            sample = make_sample(self.actor_id, self.state.next_seq, action, executed, reward, parts)
+            sample = make_sample(
+                self.actor_id, self.state.next_seq, action, executed, reward, parts
+            )
             self.state.record(sample)
             self.buffer.add(solution(sample.sample_id, action, executed, reward))
             await self.sender.send(sample)
@@ -365,12 +397,21 @@ class Actor:
         now = self.clock()
         ongoing = 0.0 if self._waiting_since is None else now - self._waiting_since
         beat = {
-            "actor_id": self.actor_id, "t": now, "policy_version": self.engine.policy_version,
-            "next_seq": self.state.next_seq, "acked_seq": self.state.acked_seq,
-            "alive_actions": self.admission.alive, **self.stats, **self.admission.stats,
-            "backpressure_s": self.stats["backpressure_s"] + ongoing,  # the wait under way counts too
-            "paused": self.health.reason(self.clock()), "infra_pauses": self.health.pauses,
-            "held_not_run": len(self._held), "stopped": self.infra_down,
-            "waiting": self.waiting, "unacked": self.sender.unacked,
+            "actor_id": self.actor_id,
+            "t": now,
+            "policy_version": self.engine.policy_version,
+            "next_seq": self.state.next_seq,
+            "acked_seq": self.state.acked_seq,
+            "alive_actions": self.admission.alive,
+            **self.stats,
+            **self.admission.stats,
+            "backpressure_s": self.stats["backpressure_s"]
+            + ongoing,  # the wait under way counts too
+            "paused": self.health.reason(self.clock()),
+            "infra_pauses": self.health.pauses,
+            "held_not_run": len(self._held),
+            "stopped": self.infra_down,
+            "waiting": self.waiting,
+            "unacked": self.sender.unacked,
         }
         _atomic_write(self.state.dir / "heartbeat.json", json.dumps(beat).encode())

@@ -113,11 +113,17 @@ def best_node(nodes: list[Node], lower_is_better: bool) -> Node | None:
     return min(good, key=lambda n: sign * (n.evaluation.metric or 0.0))  # every metric is set here
 
 
-def next_step(nodes: list[Node], config: AideConfig, lower_is_better: bool, rng: random.Random) -> tuple[str, Node | None]:
+def next_step(
+    nodes: list[Node], config: AideConfig, lower_is_better: bool, rng: random.Random
+) -> tuple[str, Node | None]:
     """AIDE's search policy: (action, node to revise). Pure given ``rng``."""
     if sum(n.action == "draft" for n in nodes) < config.num_drafts:
         return "draft", None
-    debuggable = [n for n in nodes if n.evaluation.buggy and not n.children and n.debug_depth < config.max_debug_depth]
+    debuggable = [
+        n
+        for n in nodes
+        if n.evaluation.buggy and not n.children and n.debug_depth < config.max_debug_depth
+    ]
     if debuggable and rng.random() < config.debug_prob:
         return "debug", rng.choice(debuggable)
     best = best_node(nodes, lower_is_better)
@@ -154,8 +160,11 @@ async def run_aide(
             e = target.evaluation
             messages = improve_prompt(task, target.plan, target.code, e.output, prompts)
         step_params = SamplingParams(
-            max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
-            top_k=params.top_k, seed=sampling_rng.randrange(2**31),
+            max_new_tokens=params.max_new_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k,
+            seed=sampling_rng.randrange(2**31),
         )
         (completion,) = await engine.generate([messages], step_params)
         edits_of = target.code if target is not None and prompts.improve_format == "edit" else None
@@ -163,11 +172,16 @@ async def run_aide(
         if parsed.status is ParseStatus.OK:
             evaluation = await evaluate(parsed.code)
         else:
-            evaluation = Evaluation(True, None, f"the response was not runnable: {parsed.detail}",
-                                    status="not_run")
+            evaluation = Evaluation(
+                True, None, f"the response was not runnable: {parsed.detail}", status="not_run"
+            )
         node = Node(
-            id=step, action=action, parent=target.id if target else None, plan=parsed.plan,
-            code=parsed.code, evaluation=evaluation,
+            id=step,
+            action=action,
+            parent=target.id if target else None,
+            plan=parsed.plan,
+            code=parsed.code,
+            evaluation=evaluation,
             debug_depth=target.debug_depth + 1 if (target and action == "debug") else 0,
             wall_s=time.monotonic() - t0,
         )

@@ -85,10 +85,17 @@ class ActorsConfig:
 
     def __post_init__(self) -> None:
         check(self.engine in ("hf", "vllm", "openai"), "engine", "must be 'hf', 'vllm' or 'openai'")
-        check(self.engine != "openai" or bool(self.base_url), "base_url", "required for engine 'openai'")
+        check(
+            self.engine != "openai" or bool(self.base_url),
+            "base_url",
+            "required for engine 'openai'",
+        )
         check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
-        check(self.dtype in ("float32", "bfloat16", "float16", "auto"), "dtype",
-              "must be float32, bfloat16, float16 or auto")
+        check(
+            self.dtype in ("float32", "bfloat16", "float16", "auto"),
+            "dtype",
+            "must be float32, bfloat16, float16 or auto",
+        )
         check(self.max_batch_size >= 1, "max_batch_size", "must be >= 1")
         check(self.max_model_len >= 16, "max_model_len", "must be >= 16")
         check(0 < self.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]")

@@ -46,7 +46,9 @@ def parse_edits(body: str) -> list[Edit]:
             if mark == SEARCH:
                 state, search, replace = "search", [], []
             elif mark:
-                raise EditError(f"line {n}: text outside an edit (each edit starts with {SEARCH!r})")
+                raise EditError(
+                    f"line {n}: text outside an edit (each edit starts with {SEARCH!r})"
+                )
         elif state == "search":
             if mark == DIVIDER:
                 state = "replace"
@@ -72,7 +74,9 @@ _ASSIGN = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*=(?!=)")
 _IMPORT = re.compile(r"^(import\s+\w|from\s+[\w.]+\s+import\s)")
 
 
-def _anchor(lines: list[str], want: list[str], replace: list[str]) -> tuple[int, int, list[str]] | None:
+def _anchor(
+    lines: list[str], want: list[str], replace: list[str]
+) -> tuple[int, int, list[str]] | None:
     """Where a search that is not in the program verbatim still names its place unambiguously:
     (start, end, replacement) or None.
 
@@ -123,7 +127,9 @@ def apply_edits(parent: str, edits: list[Edit], anchored: bool = True) -> str:
 
 def format_edits(edits: list[Edit]) -> str:
     """The text of ``edits`` (what goes inside the answer's code block)."""
-    return "\n".join("\n".join([SEARCH, *search, DIVIDER, *replace, REPLACE]) for search, replace in edits)
+    return "\n".join(
+        "\n".join([SEARCH, *search, DIVIDER, *replace, REPLACE]) for search, replace in edits
+    )
 
 
 def _occurrences(lines: list[str], want: list[str]) -> int:
@@ -157,7 +163,11 @@ def make_edits(parent: str, revised: str) -> list[Edit]:
             spans.append([lo, hi])
 
     def shift(at: int, inclusive: bool) -> int:  # lines gained by the changes before `at`
-        return sum((j2 - j1) - (i2 - i1) for i1, i2, j1, j2 in changed if i1 < at or (inclusive and i1 == at))
+        return sum(
+            (j2 - j1) - (i2 - i1)
+            for i1, i2, j1, j2 in changed
+            if i1 < at or (inclusive and i1 == at)
+        )
 
     edits = [(a[lo:hi], b[lo + shift(lo, False) : hi + shift(hi, True)]) for lo, hi in spans]
     target = "\n".join(b).strip("\n") + "\n"

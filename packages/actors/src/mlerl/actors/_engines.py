@@ -17,15 +17,20 @@ def make_engine(config: ActorsConfig, model_path: str, seed: int = 0) -> Inferen
 
             _set_torch_threads(config.torch_threads)
             return HFEngine(
-                model_path, device=config.device, dtype=config.dtype,
+                model_path,
+                device=config.device,
+                dtype=config.dtype,
                 max_batch_size=config.max_batch_size,
             )
         case "vllm":
             from mlerl.actors._vllm import VLLMEngine
 
             return VLLMEngine(
-                model_path, dtype=config.dtype, max_model_len=config.max_model_len,
-                gpu_memory_utilization=config.gpu_memory_utilization, seed=seed,
+                model_path,
+                dtype=config.dtype,
+                max_model_len=config.max_model_len,
+                gpu_memory_utilization=config.gpu_memory_utilization,
+                seed=seed,
             )
         case "openai":
             from mlerl.actors._openai import OpenAIEngine
@@ -46,7 +51,9 @@ def make_frozen_engine(config: ActorsConfig, model_path: str) -> InferenceEngine
     from mlerl.actors._hf import HFEngine
 
     _set_torch_threads(config.torch_threads)
-    return HFEngine(path, device=config.device, dtype=config.dtype, max_batch_size=config.max_batch_size)
+    return HFEngine(
+        path, device=config.device, dtype=config.dtype, max_batch_size=config.max_batch_size
+    )
 
 
 def _set_torch_threads(threads: int) -> None:

@@ -70,8 +70,9 @@ def _valid_score(score: float | None, valid: bool) -> float | None:
     return score if valid and score is not None and not math.isnan(score) else None
 
 
-def best_so_far(scores: list[float | None], lower_is_better: bool,
-                reported: list[float | None] | None = None) -> list[float | None]:
+def best_so_far(
+    scores: list[float | None], lower_is_better: bool, reported: list[float | None] | None = None
+) -> list[float | None]:
     """The best score after each execution (None until the first valid one; None = invalid).
     With ``reported`` (e.g. private scores, one per execution), the best is still chosen on
     ``scores`` (public) and its ``reported`` value is returned."""
@@ -94,7 +95,9 @@ def _private(s: Sample) -> float | None:
     return s.score if p is None or math.isnan(p) else p
 
 
-def _leaderboards(public: list[float | None], private: list[float | None], lower: bool) -> dict[str, Any]:
+def _leaderboards(
+    public: list[float | None], private: list[float | None], lower: bool
+) -> dict[str, Any]:
     """Best (chosen on public) and mean, private and public, over one task's executions."""
     pairs = [(p, q) for p, q in zip(public, private, strict=True) if p is not None]
     best = best_so_far(public, lower, private)
@@ -115,7 +118,9 @@ def _finished(s: Sample) -> float:
     return next(t for t in (s.t_graded, s.t_exec_finished, s.t_sampled) if t is not None)
 
 
-def _best_kind(ordered: list[Sample], public: list[float | None], lower_is_better: bool) -> str | None:
+def _best_kind(
+    ordered: list[Sample], public: list[float | None], lower_is_better: bool
+) -> str | None:
     """The prompt kind (scratch / improve) of the sample the best-of-K selects (the first to
     reach the best public score), None without a valid one: the paper's test-time protocol
     takes the best of both kinds, and this says which kind won."""
@@ -125,7 +130,9 @@ def _best_kind(ordered: list[Sample], public: list[float | None], lower_is_bette
     return ordered[next(i for i, b in enumerate(best) if b == best[-1])].prompt_kind.value
 
 
-def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = None) -> dict[str, Any]:
+def summarise(
+    samples: list[Sample], lower_is_better: bool, t0: float | None = None
+) -> dict[str, Any]:
     """Best-of-K and mean over the K samples of one task (invalid samples have no score).
 
     Every sample is one of the K, a ``not_run`` one (no program in the response) included.
@@ -144,10 +151,19 @@ def summarise(samples: list[Sample], lower_is_better: bool, t0: float | None = N
         "valid_frac": n_valid / len(samples) if samples else 0.0,
         "mean_reward": sum(s.reward for s in samples) / len(samples) if samples else None,
         "mean_duration_s": sum(s.duration_s for s in samples) / len(samples) if samples else None,
-        "improve_frac": sum(s.prompt_kind.value == "improve" for s in samples) / len(samples) if samples else 0.0,
+        "improve_frac": sum(s.prompt_kind.value == "improve" for s in samples) / len(samples)
+        if samples
+        else 0.0,
         "best_kind": _best_kind(ordered, public, lower_is_better),
-        "valid_frac_by_kind": {kind: sum(p is not None for s, p in zip(ordered, public, strict=True) if s.prompt_kind.value == kind)
-                               / max(1, sum(s.prompt_kind.value == kind for s in ordered)) for kind in ("scratch", "improve")},
+        "valid_frac_by_kind": {
+            kind: sum(
+                p is not None
+                for s, p in zip(ordered, public, strict=True)
+                if s.prompt_kind.value == kind
+            )
+            / max(1, sum(s.prompt_kind.value == kind for s in ordered))
+            for kind in ("scratch", "improve")
+        },
         "lower_is_better": lower_is_better,
         "best_vs_executions": boards["best_vs_executions"],
         "elapsed_s": [max(_finished(s) - t0, 0.0) for s in ordered] if t0 is not None else None,
@@ -174,8 +190,15 @@ async def evaluate(
             collector = _Collector()
             task_config = dataclasses.replace(config, max_samples=k)
             actor = Actor(
-                f"eval-{task_id}", task_config, engine=engine, sandbox=sandbox, sender=collector,
-                tasks={task_id: task}, pipeline=pipeline, state=ActorState(root / task_id), seed=seed,
+                f"eval-{task_id}",
+                task_config,
+                engine=engine,
+                sandbox=sandbox,
+                sender=collector,
+                tasks={task_id: task},
+                pipeline=pipeline,
+                state=ActorState(root / task_id),
+                seed=seed,
             )
             t0 = time.time()
             await actor.run()
@@ -207,20 +230,36 @@ def sandbox_evaluator(
 
     async def evaluate_code(code: str) -> Evaluation:
         try:
-            outcome = await execute(code, task, sandbox=sandbox, pipeline=pipeline,
-                                    retries=config.infra_retries,
-                                    tail_chars=config.output_tail_chars, clock=time.time,
-                                    who=f"aide {task_id}")
+            outcome = await execute(
+                code,
+                task,
+                sandbox=sandbox,
+                pipeline=pipeline,
+                retries=config.infra_retries,
+                tail_chars=config.output_tail_chars,
+                clock=time.time,
+                who=f"aide {task_id}",
+            )
         except Exception:
             log.exception("aide %s: execution pipeline failed", task_id)
             outcome = None
         if outcome is None or outcome.status is ExecStatus.INFRA_ERROR:
-            return Evaluation(True, None, "The program could not be run (the sandbox failed).",
-                              status=ExecStatus.INFRA_ERROR.value)
+            return Evaluation(
+                True,
+                None,
+                "The program could not be run (the sandbox failed).",
+                status=ExecStatus.INFRA_ERROR.value,
+            )
         score = _valid_score(outcome.graded.score, outcome.graded.valid)
         private = outcome.graded.private_score if score is not None else None
-        return Evaluation(score is None, score, outcome.output, outcome.duration_s, outcome.status.value,
-                          private=score if private is None or math.isnan(private) else private)
+        return Evaluation(
+            score is None,
+            score,
+            outcome.output,
+            outcome.duration_s,
+            outcome.status.value,
+            private=score if private is None or math.isnan(private) else private,
+        )
 
     return evaluate_code
 
@@ -246,7 +285,9 @@ def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
         "k": len(nodes),
         **{k: v for k, v in boards.items() if k != "best_vs_executions"},
         "valid_frac": len(valid) / len(nodes) if nodes else 0.0,
-        "mean_duration_s": sum(n.evaluation.duration_s for n in nodes) / len(nodes) if nodes else None,
+        "mean_duration_s": sum(n.evaluation.duration_s for n in nodes) / len(nodes)
+        if nodes
+        else None,
         "lower_is_better": lower_is_better,
         "best_vs_executions": boards["best_vs_executions"],
         "wall_s": [n.wall_s for n in nodes],
@@ -276,7 +317,14 @@ async def evaluate_aide(
     results: dict[str, dict[str, Any]] = {}
     for task_id, task in tasks.items():
         evaluate_code = sandbox_evaluator(config, task_id, task, sandbox=sandbox, pipeline=pipeline)
-        nodes = await run_aide(engine, task, evaluate_code, aide, params=config.sampling(),
-                               prompts=config.prompts, seed=seed)
+        nodes = await run_aide(
+            engine,
+            task,
+            evaluate_code,
+            aide,
+            params=config.sampling(),
+            prompts=config.prompts,
+            seed=seed,
+        )
         results[task_id] = summarise_aide(nodes, bool(task.lower_is_better))
     return results

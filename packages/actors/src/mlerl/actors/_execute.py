@@ -60,20 +60,36 @@ def _stdout_to(scanner: Scanner) -> OutputCallback:
     return on_output
 
 
-async def execute(code: str, task: TaskSpec, *, sandbox: Sandbox, pipeline: Pipeline,
-                  retries: int, tail_chars: int, clock: Callable[[], float],
-                  who: str = "actor") -> Executed:
+async def execute(
+    code: str,
+    task: TaskSpec,
+    *,
+    sandbox: Sandbox,
+    pipeline: Pipeline,
+    retries: int,
+    tail_chars: int,
+    clock: Callable[[], float],
+    who: str = "actor",
+) -> Executed:
     """Instrument, run (INFRA_ERROR retried ``retries`` times) and grade ``code`` for ``task``."""
     prepared = await pipeline.prepare(code)
-    request = ExecutionRequest(program=prepared.program, data_dir=task.public_dir,
-                               time_limit_s=float(task.time_limit_s))
+    request = ExecutionRequest(
+        program=prepared.program, data_dir=task.public_dir, time_limit_s=float(task.time_limit_s)
+    )
     for attempt in range(retries + 1):
         scanner = pipeline.scanner(prepared.nonce)
         result = await sandbox.run(request, _stdout_to(scanner))
         try:
             if result.status is not ExecStatus.INFRA_ERROR:
-                return await grade(result, scanner.close(), task, prepared.nonce,
-                                   pipeline=pipeline, tail_chars=tail_chars, clock=clock)
+                return await grade(
+                    result,
+                    scanner.close(),
+                    task,
+                    prepared.nonce,
+                    pipeline=pipeline,
+                    tail_chars=tail_chars,
+                    clock=clock,
+                )
             log.warning("%s: infra error (attempt %d): %s", who, attempt + 1, result.error)
         finally:
             for path in {Path(p).parent for p in result.files.values()}:
@@ -81,8 +97,16 @@ async def execute(code: str, task: TaskSpec, *, sandbox: Sandbox, pipeline: Pipe
     return Executed(ExecStatus.INFRA_ERROR)
 
 
-async def grade(result: ExecutionResult, markers: list[str], task: TaskSpec, nonce: str | None, *,
-                pipeline: Pipeline, tail_chars: int, clock: Callable[[], float]) -> Executed:
+async def grade(
+    result: ExecutionResult,
+    markers: list[str],
+    task: TaskSpec,
+    nonce: str | None,
+    *,
+    pipeline: Pipeline,
+    tail_chars: int,
+    clock: Callable[[], float],
+) -> Executed:
     """Grade a run's submission (in a grading process, off the event loop) if it ran OK and
     left one; keep the end of its cleaned output."""
     graded = Graded(None, False, "no submission")
@@ -93,8 +117,12 @@ async def grade(result: ExecutionResult, markers: list[str], task: TaskSpec, non
     joined = out + ("\n" if out and err and not out.endswith("\n") else "") + err
     output = pipeline.clean(joined, nonce)
     return Executed(
-        status=result.status, markers=markers, graded=graded,
-        t_started=result.started_at, t_finished=result.finished_at, t_graded=clock(),
+        status=result.status,
+        markers=markers,
+        graded=graded,
+        t_started=result.started_at,
+        t_finished=result.finished_at,
+        t_graded=clock(),
         duration_s=result.duration_s,
         output=output[len(output) - tail_chars :] if tail_chars else "",
     )
@@ -103,7 +131,9 @@ async def grade(result: ExecutionResult, markers: list[str], task: TaskSpec, non
 async def probe(sandbox: Sandbox) -> bool:
     """Run a trivial program: True when the backend ran it (whatever its status)."""
     try:
-        result = await sandbox.run(ExecutionRequest(program="pass\n", collect=(), limits=PROBE_LIMITS))
+        result = await sandbox.run(
+            ExecutionRequest(program="pass\n", collect=(), limits=PROBE_LIMITS)
+        )
     except Exception:
         log.exception("sandbox probe failed")
         return False

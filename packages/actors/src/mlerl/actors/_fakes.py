@@ -50,8 +50,15 @@ class FakeEngine:
             text = self.responses[(sum(len(c) for c in self.calls) - 1) % len(self.responses)]
             self.responses = self.responses[1:] + self.responses[:1]
             n = 3 + len(text) % 5
-            out.append(Completion(prompt_ids=[1, 2], token_ids=list(range(10, 10 + n)),
-                                  logprobs=[-0.5] * n, text=text, finish_reason="stop"))
+            out.append(
+                Completion(
+                    prompt_ids=[1, 2],
+                    token_ids=list(range(10, 10 + n)),
+                    logprobs=[-0.5] * n,
+                    text=text,
+                    finish_reason="stop",
+                )
+            )
         return out
 
     async def update_weights(self, update: WeightUpdate) -> None:
@@ -82,7 +89,9 @@ class FakeSandbox:
         if self.infra_failures > 0:
             self.infra_failures -= 1
             empty = CapturedOutput()
-            return ExecutionResult(ExecStatus.INFRA_ERROR, None, started, started, 0.0, empty, empty, {}, "boom")
+            return ExecutionResult(
+                ExecStatus.INFRA_ERROR, None, started, started, 0.0, empty, empty, {}, "boom"
+            )
         printed = "".join(f"{m}\n" for m in re.findall(r"print\('([^']*)'\)", request.program))
         if on_output:
             on_output("stdout", printed.encode())
@@ -91,8 +100,16 @@ class FakeSandbox:
             out = Path(tempfile.mkdtemp()) / "submission.csv"
             out.write_text("id,target\n1,0.5\n")
             files["submission.csv"] = out
-        return ExecutionResult(ExecStatus.OK, 0, started, started + self.duration, self.duration,
-                               CapturedOutput(head=printed, total_bytes=len(printed)), CapturedOutput(), files)
+        return ExecutionResult(
+            ExecStatus.OK,
+            0,
+            started,
+            started + self.duration,
+            self.duration,
+            CapturedOutput(head=printed, total_bytes=len(printed)),
+            CapturedOutput(),
+            files,
+        )
 
     async def close(self) -> None:
         pass

@@ -90,7 +90,9 @@ class InfraHealth:
     def reason(self, now: float) -> str:
         if self.paused_since is None:
             return ""
-        return (f"paused: the sandbox failed {sum(self._recent)} of the last "
-                f"{len(self._recent)} executions with INFRA_ERROR, "
-                f"{now - self.paused_since:.0f} s ago (stop after "
-                f"{self.config.down_after_s:.0f} s)")
+        return (
+            f"paused: the sandbox failed {sum(self._recent)} of the last "
+            f"{len(self._recent)} executions with INFRA_ERROR, "
+            f"{now - self.paused_since:.0f} s ago (stop after "
+            f"{self.config.down_after_s:.0f} s)"
+        )

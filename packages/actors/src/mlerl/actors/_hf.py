@@ -110,7 +110,9 @@ class HFEngine:
         for i, conv in enumerate(conversations):
             ids = self.encode(conv)
             if len(ids) >= self.max_model_len:
-                raise ValueError(f"prompt {i}: {len(ids)} tokens >= max_model_len {self.max_model_len}")
+                raise ValueError(
+                    f"prompt {i}: {len(ids)} tokens >= max_model_len {self.max_model_len}"
+                )
             reqs.append(_Request(ids, params, base + i))
         self._pending.extend(reqs)
         try:
@@ -180,16 +182,26 @@ class HFEngine:
                         reasons[i] = "stop"
             if all(r is not None for r in reasons) or step == max_new - 1:
                 break
-            attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=self.device)], dim=1)
+            attn = torch.cat(
+                [attn, torch.ones((n, 1), dtype=attn.dtype, device=self.device)], dim=1
+            )
             pos = pos[:, -1:] + 1
             cache = {self._cache_arg: getattr(out, self._cache_arg)}
-            out = self.model(input_ids=tok[:, None], attention_mask=attn, position_ids=pos, use_cache=True, **cache)
+            out = self.model(
+                input_ids=tok[:, None],
+                attention_mask=attn,
+                position_ids=pos,
+                use_cache=True,
+                **cache,
+            )
         return [
             Completion(
                 prompt_ids=list(r.prompt_ids),
                 token_ids=tokens[i],
                 logprobs=logprobs[i],
-                text=str(self.tokenizer.decode(tokens[i], skip_special_tokens=True)),  # one sequence: a str
+                text=str(
+                    self.tokenizer.decode(tokens[i], skip_special_tokens=True)
+                ),  # one sequence: a str
                 finish_reason=reasons[i] or "length",
             )
             for i, r in enumerate(batch)

@@ -70,7 +70,9 @@ class ImprovementConfig:
         check(self.revisions >= 1, "revisions", "must be >= 1")
 
 
-def creditable_markers(markers: list[str], parent: Solution | None, credit_parent_markers: bool) -> list[str]:
+def creditable_markers(
+    markers: list[str], parent: Solution | None, credit_parent_markers: bool
+) -> list[str]:
     """The markers a sample's partial credit counts: all of them, or for a revision with
     ``credit_parent_markers`` off, those its parent did not reach."""
     if parent is None or credit_parent_markers:
@@ -105,7 +107,9 @@ class ImprovementBuffer:
             return False
         entry = self._tasks.setdefault(s.task_id, _TaskSolutions())
         entry.recent = [x for x in entry.recent if x.sample_id != s.sample_id] + [s]
-        entry.recent = entry.recent[len(entry.recent) - self.config.recent :] if self.config.recent else []
+        entry.recent = (
+            entry.recent[len(entry.recent) - self.config.recent :] if self.config.recent else []
+        )
         ranked = sorted(
             [x for x in entry.best if x.sample_id != s.sample_id] + [s], key=lambda x: -x.reward
         )

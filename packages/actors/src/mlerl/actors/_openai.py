@@ -57,7 +57,9 @@ class OpenAIEngine:
     def policy_version(self) -> int:
         return self._version
 
-    def request_body(self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int) -> dict:
+    def request_body(
+        self, conversation: Sequence[ChatMessage], params: SamplingParams, index: int
+    ) -> dict:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in conversation],

@@ -79,7 +79,9 @@ def _blocks(text: str) -> tuple[list[_Block], bool, int]:
     return blocks, lang is not None, first
 
 
-def parse_response(text: str, finish_reason: str = "stop", parent: str | None = None) -> ParsedResponse:
+def parse_response(
+    text: str, finish_reason: str = "stop", parent: str | None = None
+) -> ParsedResponse:
     """Split ``text`` into plan and program and classify it (see the module docstring).
 
     ``parent``: the previous solution's code, for an answer to an IMPROVE prompt; a block of
@@ -110,9 +112,13 @@ def parse_response(text: str, finish_reason: str = "stop", parent: str | None = 
     except SyntaxError as exc:
         return ParsedResponse(ParseStatus.SYNTAX_ERROR, plan, code, f"line {exc.lineno}: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:
-        return ParsedResponse(ParseStatus.SYNTAX_ERROR, plan, code, f"unparsable: {type(exc).__name__}")
+        return ParsedResponse(
+            ParseStatus.SYNTAX_ERROR, plan, code, f"unparsable: {type(exc).__name__}"
+        )
     if parent is not None and _same_program(tree, parent):
-        return ParsedResponse(ParseStatus.UNCHANGED, plan, "", "the revision leaves the previous solution unchanged")
+        return ParsedResponse(
+            ParseStatus.UNCHANGED, plan, "", "the revision leaves the previous solution unchanged"
+        )
     return ParsedResponse(ParseStatus.OK, plan, code)
 
 

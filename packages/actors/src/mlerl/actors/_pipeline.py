@@ -74,8 +74,9 @@ class Pipeline(Protocol):
         thread."""
         ...
 
-    def reward(self, markers: list[str], status: ExecStatus, graded: Graded,
-               task: TaskSpec) -> tuple[float | None, dict[str, float]]:
+    def reward(
+        self, markers: list[str], status: ExecStatus, graded: Graded, task: TaskSpec
+    ) -> tuple[float | None, dict[str, float]]:
         """(reward or None when never rewarded, its parts)."""
         ...
 
@@ -100,8 +101,12 @@ class RealPipeline:
     :meth:`close` ends them. The grade timeout is ``grade_timeout_s``.
     """
 
-    def __init__(self, config: ActorsConfig | None = None, instrument: InstrumentConfig | None = None,
-                 lm_instrumenter: LMInstrumenter | None = None) -> None:
+    def __init__(
+        self,
+        config: ActorsConfig | None = None,
+        instrument: InstrumentConfig | None = None,
+        lm_instrumenter: LMInstrumenter | None = None,
+    ) -> None:
         from mlerl.actors._config import ActorsConfig
         from mlerl.bench import GraderPool
         from mlerl.instrument import InstrumentConfig
@@ -110,7 +115,9 @@ class RealPipeline:
         instrument = instrument or InstrumentConfig()
         self._markers, self._reward_config = instrument.markers.value, instrument.reward
         self._lm = lm_instrumenter
-        self._graders = GraderPool(size=config.admission.max_in_flight, timeout_s=config.grade_timeout_s)
+        self._graders = GraderPool(
+            size=config.admission.max_in_flight, timeout_s=config.grade_timeout_s
+        )
         self._graders.warm()
 
     async def prepare(self, code: str) -> Prepared:
@@ -134,17 +141,30 @@ class RealPipeline:
 
     def grade(self, task: TaskSpec, path: Path) -> Graded:
         report = self._graders.grade(task, path)
-        return Graded(report.public_score, bool(report.valid_submission), report.error,
-                      report.private_score, report.baseline_score)
+        return Graded(
+            report.public_score,
+            bool(report.valid_submission),
+            report.error,
+            report.private_score,
+            report.baseline_score,
+        )
 
-    def reward(self, markers: list[str], status: ExecStatus, graded: Graded,
-               task: TaskSpec) -> tuple[float | None, dict[str, float]]:
+    def reward(
+        self, markers: list[str], status: ExecStatus, graded: Graded, task: TaskSpec
+    ) -> tuple[float | None, dict[str, float]]:
         from mlerl.bench import reference_scores
         from mlerl.instrument import Reference, compute_reward
 
         ref = Reference(*reference_scores(task, graded.baseline)) if graded.valid else None
-        result = compute_reward(markers, status, graded.score, graded.valid, task.lower_is_better,
-                                self._reward_config, reference=ref)
+        result = compute_reward(
+            markers,
+            status,
+            graded.score,
+            graded.valid,
+            task.lower_is_better,
+            self._reward_config,
+            reference=ref,
+        )
         return result.reward, {k: float(v) for k, v in result.parts.items()}
 
     def clean(self, text: str, nonce: str | None) -> str:

@@ -79,7 +79,11 @@ class PromptConfig:
     def __post_init__(self) -> None:
         for key in ("description_chars", "snippet_chars", "code_chars", "output_chars"):
             check(getattr(self, key) >= 0, key, "must be >= 0")
-        check(self.improve_format in IMPROVE_FORMATS, "improve_format", f"must be one of {IMPROVE_FORMATS}")
+        check(
+            self.improve_format in IMPROVE_FORMATS,
+            "improve_format",
+            f"must be one of {IMPROVE_FORMATS}",
+        )
 
 
 def clip_head(text: str, limit: int) -> str:
@@ -146,9 +150,12 @@ def improve_prompt(
 ) -> list[ChatMessage]:
     """Appendix C.2: revise the previous solution ``plan`` + ``code`` given its ``output``."""
     previous = clip_head(f"{plan.strip()}\n\n```python\n{code.rstrip()}\n```", config.code_chars)
-    how = (f"{EDIT_FORMAT}" if config.improve_format == "edit" else
-           f"{FORMAT} If you reuse parts of the example code, include those sections again in "
-           "your final solution.")
+    how = (
+        f"{EDIT_FORMAT}"
+        if config.improve_format == "edit"
+        else f"{FORMAT} If you reuse parts of the example code, include those sections again in "
+        "your final solution."
+    )
     user = (
         "You have implemented a previous solution. Revise the solution to improve the performance "
         f"on the test set. {how} The data is in `./input/`; write `./submission.csv`.\n\n"

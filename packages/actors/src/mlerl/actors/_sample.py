@@ -38,8 +38,9 @@ def _not_before(t: float | None, earlier: float) -> float | None:
     return None if t is None else max(t, earlier)
 
 
-def make_sample(actor_id: str, seq: int, action: Action, out: Executed, reward: float,
-                parts: dict[str, float]) -> Sample:
+def make_sample(
+    actor_id: str, seq: int, action: Action, out: Executed, reward: float, parts: dict[str, float]
+) -> Sample:
     c, parsed, p = action.completion, action.parsed, action.params
     assert c is not None and parsed is not None and p is not None
     # Ordered against clock skew between the actor and the sandbox.
@@ -48,17 +49,36 @@ def make_sample(actor_id: str, seq: int, action: Action, out: Executed, reward: 
     t2 = _not_before(out.t_finished, t1 or t0)
     t3 = _not_before(out.t_graded, t2 or t0)
     return Sample(
-        sample_id=f"{actor_id}:{seq}", actor_id=actor_id, seq=seq,
-        task_id=action.task_id, prompt_kind=action.kind,
+        sample_id=f"{actor_id}:{seq}",
+        actor_id=actor_id,
+        seq=seq,
+        task_id=action.task_id,
+        prompt_kind=action.kind,
         parent_id=action.parent.sample_id if action.parent else None,
-        prompt_ids=list(c.prompt_ids), response_ids=list(c.token_ids),
-        behaviour_logprobs=list(c.logprobs), policy_version=action.version,
-        temperature=p.temperature, top_p=p.top_p, top_k=p.top_k,
-        t_sampled=t0, t_exec_started=t1, t_exec_finished=t2, t_graded=t3,
-        duration_s=out.duration_s, generation_s=action.generation_s, parse_status=parsed.status, exec_status=out.status,
-        markers=list(out.markers), score=out.graded.score, private_score=out.graded.private_score,
+        prompt_ids=list(c.prompt_ids),
+        response_ids=list(c.token_ids),
+        behaviour_logprobs=list(c.logprobs),
+        policy_version=action.version,
+        temperature=p.temperature,
+        top_p=p.top_p,
+        top_k=p.top_k,
+        t_sampled=t0,
+        t_exec_started=t1,
+        t_exec_finished=t2,
+        t_graded=t3,
+        duration_s=out.duration_s,
+        generation_s=action.generation_s,
+        parse_status=parsed.status,
+        exec_status=out.status,
+        markers=list(out.markers),
+        score=out.graded.score,
+        private_score=out.graded.private_score,
         valid_submission=out.graded.valid,
-        reward=float(reward), reward_parts=parts, plan=parsed.plan, code=parsed.code, output_tail=out.output,
+        reward=float(reward),
+        reward_parts=parts,
+        plan=parsed.plan,
+        code=parsed.code,
+        output_tail=out.output,
     )
 
 
@@ -66,5 +86,16 @@ def solution(sample_id: str, action: Action, out: Executed, reward: float) -> So
     """What the self-improvement buffer keeps of a finished action."""
     parsed = action.parsed
     assert parsed is not None
-    return Solution(sample_id, action.task_id, parsed.plan, parsed.code, out.output, reward,
-                    out.status, parsed.status, out.graded.score, action.version, frozenset(out.markers))
+    return Solution(
+        sample_id,
+        action.task_id,
+        parsed.plan,
+        parsed.code,
+        out.output,
+        reward,
+        out.status,
+        parsed.status,
+        out.graded.score,
+        action.version,
+        frozenset(out.markers),
+    )

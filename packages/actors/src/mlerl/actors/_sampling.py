@@ -14,7 +14,9 @@ from __future__ import annotations
 import torch
 
 
-def process_logits(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
+def process_logits(
+    logits: torch.Tensor, temperature: float, top_k: int, top_p: float
+) -> torch.Tensor:
     """Temperature, then top-k, then top-p (nucleus) masking. logits: (B, V) -> (B, V)."""
     out = logits.float()
     if temperature > 0:

@@ -36,7 +36,9 @@ def _corpus(max_chars: int) -> list[str]:
     return texts
 
 
-def build_tokenizer(vocab_size: int = 2048, corpus_chars: int = 300_000):  # -> PreTrainedTokenizerFast
+def build_tokenizer(
+    vocab_size: int = 2048, corpus_chars: int = 300_000
+):  # -> PreTrainedTokenizerFast
     """Train a byte-level BPE on stdlib source; ChatML special tokens; deterministic."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast

@@ -99,7 +99,9 @@ class VLLMEngine:
         assert final is not None and final.finished
         seq = final.outputs[0]
         token_ids = list(seq.token_ids)
-        logprobs = [float(pos[tok].logprob) for pos, tok in zip(seq.logprobs, token_ids, strict=True)]
+        logprobs = [
+            float(pos[tok].logprob) for pos, tok in zip(seq.logprobs, token_ids, strict=True)
+        ]
         return Completion(
             prompt_ids=prompt_ids,
             token_ids=token_ids,

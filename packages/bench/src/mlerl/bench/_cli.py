@@ -16,8 +16,12 @@ from mlerl.bench._task import Registry, TaskError
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", default=None, help="prepared data root (default ~/.cache/mle-bench/data)")
-    p.add_argument("--tasks-dir", default=None, help="extra task directories (task.yaml + description.md)")
+    p.add_argument(
+        "--data-dir", default=None, help="prepared data root (default ~/.cache/mle-bench/data)"
+    )
+    p.add_argument(
+        "--tasks-dir", default=None, help="extra task directories (task.yaml + description.md)"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,11 +38,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true")
     p = sub.add_parser("grade", help="grade one submission; prints one JSON report")
     _common(p)
-    p.add_argument("--public-fraction", type=float, default=None,
-                   help="share of the answers on the public leaderboard (default: the task's; 1: no split)")
+    p.add_argument(
+        "--public-fraction",
+        type=float,
+        default=None,
+        help="share of the answers on the public leaderboard (default: the task's; 1: no split)",
+    )
     p.add_argument("--task", required=True)
     p.add_argument("--submission", required=True)
-    p.add_argument("--timeout", type=float, default=None, help="grade in a subprocess with this timeout")
+    p.add_argument(
+        "--timeout", type=float, default=None, help="grade in a subprocess with this timeout"
+    )
     p = sub.add_parser("grade-batch", help="grade a JSONL of {competition_id, submission_path}")
     _common(p)
     p.add_argument("--submissions", required=True)
@@ -51,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("metrics", nargs="+", help="metrics JSONL file(s) (see docs/bench.md)")
     p.add_argument("--out", required=True, help="output folder for table.md, table.csv, *.png")
     p.add_argument("--k", type=int, default=None, help="samples per task for best-of-K / mean@K")
-    p = sub.add_parser("calibrate", help="(maintainers) run reference solutions, rewrite stand-in task.yaml")
+    p = sub.add_parser(
+        "calibrate", help="(maintainers) run reference solutions, rewrite stand-in task.yaml"
+    )
     p.add_argument("--work-dir", required=True)
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--resume", action="store_true", help="reuse existing leaderboard.csv files")
@@ -60,15 +72,26 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_list(a: argparse.Namespace) -> int:
     reg = Registry.load(a.tasks_dir, a.data_dir)
-    rows = [{"id": t.id, "kind": t.kind, "modality": t.modality, "metric": t.metric,
-             "direction": "min" if t.lower_is_better else "max", "prepared": t.is_prepared()}
-            for t in reg if a.kind is None or t.kind == a.kind]
+    rows = [
+        {
+            "id": t.id,
+            "kind": t.kind,
+            "modality": t.modality,
+            "metric": t.metric,
+            "direction": "min" if t.lower_is_better else "max",
+            "prepared": t.is_prepared(),
+        }
+        for t in reg
+        if a.kind is None or t.kind == a.kind
+    ]
     if a.json:
         print(json.dumps(rows, indent=1))
     else:
         for r in rows:
-            print(f"{r['id']:48s} {r['kind']:9s} {r['modality']:8s} {r['metric']:26s} "
-                  f"{r['direction']}  {'prepared' if r['prepared'] else ''}")
+            print(
+                f"{r['id']:48s} {r['kind']:9s} {r['modality']:8s} {r['metric']:26s} "
+                f"{r['direction']}  {'prepared' if r['prepared'] else ''}"
+            )
     return 0
 
 
@@ -112,7 +135,9 @@ def _cmd_grade_batch(a: argparse.Namespace) -> int:
 def _cmd_validate(a: argparse.Namespace) -> int:
     from mlerl.bench._grade import validate_submission
 
-    ok, reason = validate_submission(Registry.load(a.tasks_dir, a.data_dir).get(a.task), a.submission)
+    ok, reason = validate_submission(
+        Registry.load(a.tasks_dir, a.data_dir).get(a.task), a.submission
+    )
     print(json.dumps({"valid": ok, "reason": reason}))
     return 0 if ok else 1
 
@@ -132,9 +157,15 @@ def _cmd_calibrate(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"list": _cmd_list, "prepare": _cmd_prepare, "grade": _cmd_grade,
-            "grade-batch": _cmd_grade_batch, "validate": _cmd_validate, "compare": _cmd_compare,
-            "calibrate": _cmd_calibrate}
+COMMANDS = {
+    "list": _cmd_list,
+    "prepare": _cmd_prepare,
+    "grade": _cmd_grade,
+    "grade-batch": _cmd_grade_batch,
+    "validate": _cmd_validate,
+    "compare": _cmd_compare,
+    "calibrate": _cmd_calibrate,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -43,7 +43,9 @@ def read_metrics(paths: list[Path]) -> pd.DataFrame:
                 rec = json.loads(line)
                 row = {k: rec[k] for k in FIELDS}
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{n}: bad metrics record ({exc}); fields {FIELDS}") from None
+                raise ValueError(
+                    f"{path}:{n}: bad metrics record ({exc}); fields {FIELDS}"
+                ) from None
             row["method"] = str(rec.get("method") or path.stem)
             row["seed"] = int(rec.get("seed", 0))
             row["private_score"] = rec.get("private_score")
@@ -97,13 +99,26 @@ def per_seed(frame: pd.DataFrame, k: int | None, registry: Registry | None) -> p
         medal = math.nan
         if task is not None and (task.thresholds is not None or task.leaderboard is not None):
             gold, silver, bronze, median = task_thresholds(task)
-            medal = float(rank_score(None if math.isnan(best) else float(best), gold, silver, bronze,
-                                     median, lower).any_medal)
-        out.append({"method": method, "task_id": task_id, "seed": seed, "best": best,
-                    "best_public": best_public, "gap": best - best_public,
-                    "mean": float(private.mean()) if len(scores) else math.nan,
-                    "mean_public": float(scores.mean()) if len(scores) else math.nan,
-                    "valid_rate": float(g["valid"].mean()), "medal": medal, "lower": lower})
+            medal = float(
+                rank_score(
+                    None if math.isnan(best) else float(best), gold, silver, bronze, median, lower
+                ).any_medal
+            )
+        out.append(
+            {
+                "method": method,
+                "task_id": task_id,
+                "seed": seed,
+                "best": best,
+                "best_public": best_public,
+                "gap": best - best_public,
+                "mean": float(private.mean()) if len(scores) else math.nan,
+                "mean_public": float(scores.mean()) if len(scores) else math.nan,
+                "valid_rate": float(g["valid"].mean()),
+                "medal": medal,
+                "lower": lower,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -111,10 +126,19 @@ def summary_table(seeds: pd.DataFrame) -> pd.DataFrame:
     """Mean +- s.e. over seeds per (task, method), with the paper's Table 1/2 columns."""
     rows = []
     for task_id, g in seeds.groupby("task_id", sort=True):
-        row: dict[str, Any] = {"task_id": task_id, "direction": "min" if g["lower"].iloc[0] else "max"}
+        row: dict[str, Any] = {
+            "task_id": task_id,
+            "direction": "min" if g["lower"].iloc[0] else "max",
+        }
         for method, h in g.groupby("method", sort=True):
-            for col, name in (("best", "best@K"), ("best_public", "public best@K"), ("gap", "gap@K"),
-                              ("mean", "mean@K"), ("valid_rate", "valid_rate"), ("medal", "medal")):
+            for col, name in (
+                ("best", "best@K"),
+                ("best_public", "public best@K"),
+                ("gap", "gap@K"),
+                ("mean", "mean@K"),
+                ("valid_rate", "valid_rate"),
+                ("medal", "medal"),
+            ):
                 m, se = mean_se(h[col].tolist())
                 row[f"{method} {name}"] = m
                 row[f"{method} {name} se"] = se
@@ -145,9 +169,11 @@ def to_markdown(table: pd.DataFrame) -> str:
                 cell += f" ± {_fmt(se)}"
             cells.append(cell)
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + (f"\n\nPaper columns: {SOURCE}. K = samples per task and seed; ± = s.e. over "
-                                "seeds. best@K: the private score of the sample with the best public score; "
-                                "gap@K: private - public of that sample; mean@K: mean private score.\n")
+    return "\n".join(lines) + (
+        f"\n\nPaper columns: {SOURCE}. K = samples per task and seed; ± = s.e. over "
+        "seeds. best@K: the private score of the sample with the best public score; "
+        "gap@K: private - public of that sample; mean@K: mean private score.\n"
+    )
 
 
 def _axes_grid(n: int) -> tuple[Any, Any]:
@@ -189,8 +215,9 @@ def plot_best_vs_time(frame: pd.DataFrame, registry: Registry | None, path: Path
     return path
 
 
-def plot_vs_step(frame: pd.DataFrame, column: str, path: Path, per_task: bool,
-                 registry: Registry | None = None) -> Path:
+def plot_vs_step(
+    frame: pd.DataFrame, column: str, path: Path, per_task: bool, registry: Registry | None = None
+) -> Path:
     """Figures 2/8 (``duration_s``, all tasks pooled) and 10 (``score``, per task) vs step."""
     tasks = sorted(frame["task_id"].unique()) if per_task else ["all tasks"]
     fig, axes = _axes_grid(len(tasks))
@@ -208,18 +235,25 @@ def plot_vs_step(frame: pd.DataFrame, column: str, path: Path, per_task: bool,
         ax.xaxis.get_major_locator().set_params(integer=True)
         direction = ""
         if column == "score":
-            direction = " (lower is better)" if _direction(task_id, registry)[0] else " (higher is better)"
+            direction = (
+                " (lower is better)" if _direction(task_id, registry)[0] else " (higher is better)"
+            )
         ax.set_ylabel(label + direction)
         ax.legend(fontsize=8)
-    title = "Mean execution time vs training step" if column == "duration_s" else "Mean score vs training step"
+    title = (
+        "Mean execution time vs training step"
+        if column == "duration_s"
+        else "Mean score vs training step"
+    )
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
 
 
-def compare_runs(paths: list[Path], out: Path, k: int | None = None,
-                 registry: Registry | None = None) -> list[Path]:
+def compare_runs(
+    paths: list[Path], out: Path, k: int | None = None, registry: Registry | None = None
+) -> list[Path]:
     """Write table.md, table.csv, per_seed.csv and three PNG plots into ``out``."""
     frame = read_metrics(paths)
     if frame.empty:
@@ -234,5 +268,7 @@ def compare_runs(paths: list[Path], out: Path, k: int | None = None,
     written[2].write_text(to_markdown(table), encoding="utf-8")
     written.append(plot_best_vs_time(frame, registry, out / "best_score_vs_time.png"))
     written.append(plot_vs_step(frame, "duration_s", out / "duration_vs_step.png", per_task=False))
-    written.append(plot_vs_step(frame, "score", out / "score_vs_step.png", per_task=True, registry=registry))
+    written.append(
+        plot_vs_step(frame, "score", out / "score_vs_step.png", per_task=True, registry=registry)
+    )
     return written

@@ -35,9 +35,21 @@ from mlerl.bench._split import part_frames, split_answers
 from mlerl.bench._task import TaskSpec
 
 REPORT_KEYS = (
-    "competition_id", "score", "gold_threshold", "silver_threshold", "bronze_threshold",
-    "median_threshold", "any_medal", "gold_medal", "silver_medal", "bronze_medal",
-    "above_median", "submission_exists", "valid_submission", "is_lower_better", "created_at",
+    "competition_id",
+    "score",
+    "gold_threshold",
+    "silver_threshold",
+    "bronze_threshold",
+    "median_threshold",
+    "any_medal",
+    "gold_medal",
+    "silver_medal",
+    "bronze_medal",
+    "above_median",
+    "submission_exists",
+    "valid_submission",
+    "is_lower_better",
+    "created_at",
     "submission_path",
 )
 LEADERBOARD_KEYS = ("public_score", "private_score", "baseline_score", "split")
@@ -120,10 +132,14 @@ def _check_file(task: TaskSpec, path: Path) -> None:
         raise InvalidSubmission("submission must be a regular file, not a symbolic link")
     size = path.stat().st_size
     if size > task.max_submission_bytes:
-        raise InvalidSubmission(f"submission is {size} bytes, over the {task.max_submission_bytes}-byte cap")
+        raise InvalidSubmission(
+            f"submission is {size} bytes, over the {task.max_submission_bytes}-byte cap"
+        )
 
 
-def read_submission(task: TaskSpec, path: Path, answers: pd.DataFrame | None = None) -> pd.DataFrame:
+def read_submission(
+    task: TaskSpec, path: Path, answers: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Read a submission CSV as MLE-bench does; raise :class:`InvalidSubmission` on any problem.
 
     With ``answers``, a file of absurd shape for them (see :mod:`mlerl.bench._shape`: too many
@@ -136,7 +152,9 @@ def read_submission(task: TaskSpec, path: Path, answers: pd.DataFrame | None = N
     try:
         return _read_csv(path)
     except Exception as exc:  # noqa: BLE001 - any parse failure means invalid
-        raise InvalidSubmission(f"submission is not a readable CSV ({type(exc).__name__})") from None
+        raise InvalidSubmission(
+            f"submission is not a readable CSV ({type(exc).__name__})"
+        ) from None
 
 
 def _read_pair(task: TaskSpec, path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -159,24 +177,45 @@ def score_frame(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame)
     return score if math.isnan(score) else round(score, 5)
 
 
-def _report(task: TaskSpec, path: Path, score: float | None, exists: bool, error: str,
-            parts: tuple[float | None, float | None, str] = (None, None, ""),
-            baseline: float | None = None) -> GradeReport:
+def _report(
+    task: TaskSpec,
+    path: Path,
+    score: float | None,
+    exists: bool,
+    error: str,
+    parts: tuple[float | None, float | None, str] = (None, None, ""),
+    baseline: float | None = None,
+) -> GradeReport:
     g, s, b, med = task_thresholds(task)
     r = rank_score(score, g, s, b, med, task.lower_is_better)
     return GradeReport(
-        competition_id=task.id, score=score, gold_threshold=g, silver_threshold=s,
-        bronze_threshold=b, median_threshold=med, any_medal=r.any_medal, gold_medal=r.gold_medal,
-        silver_medal=r.silver_medal, bronze_medal=r.bronze_medal, above_median=r.above_median,
-        submission_exists=exists, valid_submission=score is not None,
-        is_lower_better=task.lower_is_better, created_at=datetime.now().isoformat(),
-        submission_path=str(path), error=error, public_score=parts[0], private_score=parts[1],
-        split=parts[2], baseline_score=baseline,
+        competition_id=task.id,
+        score=score,
+        gold_threshold=g,
+        silver_threshold=s,
+        bronze_threshold=b,
+        median_threshold=med,
+        any_medal=r.any_medal,
+        gold_medal=r.gold_medal,
+        silver_medal=r.silver_medal,
+        bronze_medal=r.bronze_medal,
+        above_median=r.above_median,
+        submission_exists=exists,
+        valid_submission=score is not None,
+        is_lower_better=task.lower_is_better,
+        created_at=datetime.now().isoformat(),
+        submission_path=str(path),
+        error=error,
+        public_score=parts[0],
+        private_score=parts[1],
+        split=parts[2],
+        baseline_score=baseline,
     )
 
 
-def part_scores(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame,
-                full: float | None = None) -> tuple[float, float, str]:
+def part_scores(
+    task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame, full: float | None = None
+) -> tuple[float, float, str]:
     """(public score, private score, split) of a submission already valid on all answers
     (``full``: its score there, reused when there is no split); raises
     :class:`InvalidSubmission` when a part cannot be scored."""
@@ -188,7 +227,9 @@ def part_scores(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame,
         try:
             scores.append(score_frame(task, *part_frames(task, submission, answers, rows)))
         except Exception as exc:  # noqa: BLE001 - a grader error on a part means invalid
-            raise InvalidSubmission(f"the {name} part cannot be scored ({type(exc).__name__})") from None
+            raise InvalidSubmission(
+                f"the {name} part cannot be scored ({type(exc).__name__})"
+            ) from None
     return scores[0], scores[1], parts.split
 
 
@@ -206,7 +247,9 @@ def _score_file(task: TaskSpec, path: Path) -> tuple[float | None, tuple, bool, 
         return None, (None, None, ""), exists, f"grader raised {type(exc).__name__}: {exc}"
 
 
-def grade_submission(task: TaskSpec, submission_path: str | os.PathLike[str], baseline: bool = True) -> GradeReport:
+def grade_submission(
+    task: TaskSpec, submission_path: str | os.PathLike[str], baseline: bool = True
+) -> GradeReport:
     """Grade one submission file; never raises for a bad submission. With ``baseline``, a
     valid report carries the sample submission's public score (cached per process)."""
     path = Path(submission_path)
@@ -225,8 +268,14 @@ def baseline_score(task: TaskSpec) -> float:
     """The public score of the task's sample submission (NaN when it has none or it is
     invalid); cached per process while the answers and the sample file are unchanged."""
     files = (task.answers_path, task.sample_submission_path)
-    key = (task.id, str(task.task_dir), str(task.data_dir), task.grader, task.public_fraction,
-           *(p.stat().st_mtime_ns if p.is_file() else 0 for p in files))
+    key = (
+        task.id,
+        str(task.task_dir),
+        str(task.data_dir),
+        task.grader,
+        task.public_fraction,
+        *(p.stat().st_mtime_ns if p.is_file() else 0 for p in files),
+    )
     if key not in _BASELINES:
         score = math.nan
         if task.sample_submission_path.is_file():
@@ -238,7 +287,9 @@ def baseline_score(task: TaskSpec) -> float:
     return _BASELINES[key]
 
 
-def validate_submission(task: TaskSpec, submission_path: str | os.PathLike[str]) -> tuple[bool, str]:
+def validate_submission(
+    task: TaskSpec, submission_path: str | os.PathLike[str]
+) -> tuple[bool, str]:
     """(valid, reason) like MLE-bench's in-container endpoint: never a score or an answer value.
 
     Reasons come from the graders' own checks (columns, row counts, id match, value ranges);
@@ -287,6 +338,8 @@ def read_batch(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
             tid = rec.get("competition_id") or rec["task_id"]
             sub = Path(rec["submission_path"])
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
-            raise ValueError(f"{path}:{n}: need competition_id (or task_id) and submission_path") from None
+            raise ValueError(
+                f"{path}:{n}: need competition_id (or task_id) and submission_path"
+            ) from None
         pairs.append((str(tid), str(sub if sub.is_absolute() else base / sub)))
     return pairs

@@ -40,10 +40,21 @@ class GraderPool:
     leaving a ``with`` block) kills every child.
     """
 
-    def __init__(self, size: int = 2, timeout_s: float = 120.0, memory_bytes: int = DEFAULT_MEMORY_BYTES,
-                 max_requests: int = 500, start_timeout_s: float = 60.0) -> None:
-        for name, value in (("size", size), ("timeout_s", timeout_s), ("memory_bytes", memory_bytes),
-                            ("max_requests", max_requests), ("start_timeout_s", start_timeout_s)):
+    def __init__(
+        self,
+        size: int = 2,
+        timeout_s: float = 120.0,
+        memory_bytes: int = DEFAULT_MEMORY_BYTES,
+        max_requests: int = 500,
+        start_timeout_s: float = 60.0,
+    ) -> None:
+        for name, value in (
+            ("size", size),
+            ("timeout_s", timeout_s),
+            ("memory_bytes", memory_bytes),
+            ("max_requests", max_requests),
+            ("start_timeout_s", start_timeout_s),
+        ):
             if not value > 0:
                 raise ValueError(f"GraderPool: {name} must be > 0, got {value!r}")
         self.size, self.timeout_s, self.memory_bytes = size, timeout_s, memory_bytes
@@ -103,7 +114,13 @@ class GraderPool:
             try:
                 worker = self._acquire()
             except OSError as exc:
-                return _report(task, path, None, path.is_file(), f"grading process failed (cannot start: {exc})")
+                return _report(
+                    task,
+                    path,
+                    None,
+                    path.is_file(),
+                    f"grading process failed (cannot start: {exc})",
+                )
             healthy, was_warm = False, worker.served > 0
             try:
                 report, healthy = self._ask(worker, task, path)
@@ -111,7 +128,12 @@ class GraderPool:
                 self._release(worker, healthy)
             # a warm child found dead when asked (killed while idle, OOM-killed by the host)
             # must not cost this submission its grade: once, ask a fresh child
-            if healthy or not was_warm or attempt or not report.error.startswith("grading process failed"):
+            if (
+                healthy
+                or not was_warm
+                or attempt
+                or not report.error.startswith("grading process failed")
+            ):
                 return report
         return report
 
@@ -185,9 +207,13 @@ class GraderPool:
             report, retiring = _parse_reply(worker.read_line(self.timeout_s), path)
         except _Timeout:
             worker.kill()
-            return _report(task, path, None, path.is_file(), f"grading timed out after {self.timeout_s} s"), False
+            return _report(
+                task, path, None, path.is_file(), f"grading timed out after {self.timeout_s} s"
+            ), False
         except _Failed as exc:
-            worker.reap(grace_s=0.0 if exc.args[0] else 1.0)  # at EOF it is exiting: keep its exit code
+            worker.reap(
+                grace_s=0.0 if exc.args[0] else 1.0
+            )  # at EOF it is exiting: keep its exit code
             why = exc.args[0] or f"exit {worker.proc.returncode}"
             error = f"grading process failed ({why}): {worker.last_stderr()}"
             return _report(task, path, None, path.is_file(), error), False

@@ -51,9 +51,17 @@ def _drain(stream: IO[bytes], tail: collections.deque[str]) -> None:
 
 def _request_line(task: TaskSpec, path: Path) -> bytes:
     """One request: absolute paths, so a later ``chdir`` of the caller cannot redirect it."""
-    return (json.dumps({"task_dir": os.path.abspath(task.task_dir), "data_dir": os.path.abspath(task.data_dir),
-                        "submission": os.path.abspath(path), "public_fraction": task.public_fraction})
-            + "\n").encode("utf-8")
+    return (
+        json.dumps(
+            {
+                "task_dir": os.path.abspath(task.task_dir),
+                "data_dir": os.path.abspath(task.data_dir),
+                "submission": os.path.abspath(path),
+                "public_fraction": task.public_fraction,
+            }
+        )
+        + "\n"
+    ).encode("utf-8")
 
 
 def _parse_reply(line: bytes, path: Path) -> tuple[GradeReport, bool]:
@@ -73,9 +81,18 @@ class _Worker:
     def __init__(self, memory_bytes: int) -> None:
         self.proc = subprocess.Popen(
             # runpy warns that mlerl.bench (imported first) already holds this module: harmless
-            [sys.executable, "-W", "ignore::RuntimeWarning:runpy", "-m", "mlerl.bench._subprocess", "--serve"],
+            [
+                sys.executable,
+                "-W",
+                "ignore::RuntimeWarning:runpy",
+                "-m",
+                "mlerl.bench._subprocess",
+                "--serve",
+            ],
             stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
             preexec_fn=functools.partial(_limit_memory, memory_bytes),
         )
         self.ready = False
@@ -83,8 +100,12 @@ class _Worker:
         self._buffer = bytearray()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         assert self.proc.stderr is not None
-        self._drainer = threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr_tail),
-                                         name=f"grader-{self.proc.pid}-stderr", daemon=True)
+        self._drainer = threading.Thread(
+            target=_drain,
+            args=(self.proc.stderr, self.stderr_tail),
+            name=f"grader-{self.proc.pid}-stderr",
+            daemon=True,
+        )
         self._drainer.start()
 
     @property
@@ -99,7 +120,7 @@ class _Worker:
         try:
             view = memoryview(data)
             while view:
-                view = view[self.proc.stdin.write(view) or 0:]
+                view = view[self.proc.stdin.write(view) or 0 :]
         except (OSError, ValueError):  # BrokenPipeError: it died; ValueError: the pipe is closed
             raise _Failed("") from None
 

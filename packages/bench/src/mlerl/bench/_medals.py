@@ -50,7 +50,13 @@ def thresholds_from_scores(scores: Sequence[float]) -> tuple[float, float, float
         raise ValueError("empty leaderboard")
     lower = bool(s.iloc[0] < s.iloc[-1])
     g, sv, b = medal_positions(len(s))
-    return float(s.iloc[g - 1]), float(s.iloc[sv - 1]), float(s.iloc[b - 1]), float(s.median()), lower
+    return (
+        float(s.iloc[g - 1]),
+        float(s.iloc[sv - 1]),
+        float(s.iloc[b - 1]),
+        float(s.median()),
+        lower,
+    )
 
 
 def thresholds_from_leaderboard(path: str | Path) -> tuple[float, float, float, float, bool]:
@@ -62,7 +68,11 @@ def thresholds_from_leaderboard(path: str | Path) -> tuple[float, float, float, 
 
 
 def rank_score(
-    score: float | None, gold: float, silver: float, bronze: float, median: float,
+    score: float | None,
+    gold: float,
+    silver: float,
+    bronze: float,
+    median: float,
     lower_is_better: bool,
 ) -> Ranking:
     """Medal flags for ``score`` (None or NaN: all False)."""

@@ -103,7 +103,9 @@ def check_class_targets(y_true: np.ndarray, y_pred: np.ndarray) -> str:
     if kinds == {"binary", "multiclass"}:
         kinds = {"multiclass"}
     if len(kinds) > 1:
-        raise ValueError(f"classification metrics cannot handle a mix of {' and '.join(sorted(kinds))} targets")
+        raise ValueError(
+            f"classification metrics cannot handle a mix of {' and '.join(sorted(kinds))} targets"
+        )
     kind = kinds.pop()
     if kind not in ("binary", "multiclass"):
         raise ValueError(f"{kind} targets are not supported by classification metrics")
@@ -148,7 +150,9 @@ def quadratic_weighted_kappa(y1: Sequence[object], y2: Sequence[object]) -> floa
     numeric = [np.issubdtype(x.dtype, np.number) or x.dtype == bool for x in (a, b)]
     if numeric[0] != numeric[1]:
         raise ValueError("mix of numeric and non-numeric labels")
-    if numeric[0] and not (np.all(np.isfinite(a.astype(float))) and np.all(np.isfinite(b.astype(float)))):
+    if numeric[0] and not (
+        np.all(np.isfinite(a.astype(float))) and np.all(np.isfinite(b.astype(float)))
+    ):
         raise ValueError("labels contain NaN or infinity")
     labels, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
     k, n = len(labels), len(a)

@@ -27,7 +27,9 @@ def _write_built(built: Built, task: TaskSpec, root: Path) -> None:
     files = task.files
     built.train.to_csv(public / files.get("train", "train.csv"), index=False)
     built.test.to_csv(public / files.get("test", "test.csv"), index=False)
-    built.sample.to_csv(public / files.get("sample_submission", "sample_submission.csv"), index=False)
+    built.sample.to_csv(
+        public / files.get("sample_submission", "sample_submission.csv"), index=False
+    )
     built.answers.to_csv(private / files.get("answers", "answers.csv"), index=False)
     (public / "description.md").write_text(task.description, encoding="utf-8")
     if built.images:
@@ -47,8 +49,11 @@ def _install(tmp: Path, dest: Path) -> None:
 
 
 def prepare(
-    task_id: str, data_dir: str | Path | None = None, raw_dir: str | Path | None = None,
-    tasks_dir: str | Path | None = None, force: bool = False,
+    task_id: str,
+    data_dir: str | Path | None = None,
+    raw_dir: str | Path | None = None,
+    tasks_dir: str | Path | None = None,
+    force: bool = False,
 ) -> TaskSpec:
     """Prepare ``task_id`` under ``data_dir`` (default: MLE-bench's cache) and return its spec.
 
@@ -72,11 +77,17 @@ def prepare(
             _write_built(builder(rows, int(task.extra.get("seed", 0))), task, tmp)
         else:
             if raw_dir is None:
-                raise TaskError(f"{task.id} is a Kaggle task: pass --raw DIR with its unzipped files")
+                raise TaskError(
+                    f"{task.id} is a Kaggle task: pass --raw DIR with its unzipped files"
+                )
             from mlerl.bench._raw import prepare_raw
 
-            prepare_raw(task, Path(raw_dir), tmp / "prepared" / "public", tmp / "prepared" / "private")
-            (tmp / "prepared" / "public" / "description.md").write_text(task.description, encoding="utf-8")
+            prepare_raw(
+                task, Path(raw_dir), tmp / "prepared" / "public", tmp / "prepared" / "private"
+            )
+            (tmp / "prepared" / "public" / "description.md").write_text(
+                task.description, encoding="utf-8"
+            )
         _install(tmp, dest)
     finally:
         if tmp.exists():

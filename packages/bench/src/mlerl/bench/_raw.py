@@ -41,8 +41,14 @@ def _simple(task: TaskSpec, raw: Path, sample_value: Callable[[pd.DataFrame], di
     tr, te = _split(_read(raw, "train.csv"))
     cols = [task.id_column, *task.target_columns]
     sample = te[[task.id_column]].assign(**sample_value(tr))
-    return ({"train.csv": tr, "test.csv": te.drop(columns=list(task.target_columns)),
-             task.files["sample_submission"]: sample}, {task.files["answers"]: te[cols]})
+    return (
+        {
+            "train.csv": tr,
+            "test.csv": te.drop(columns=list(task.target_columns)),
+            task.files["sample_submission"]: sample,
+        },
+        {task.files["answers"]: te[cols]},
+    )
 
 
 def _one_hot(task: TaskSpec, raw: Path, label: str, drop: list[str] | None = None) -> Out:
@@ -56,8 +62,10 @@ def _one_hot(task: TaskSpec, raw: Path, label: str, drop: list[str] | None = Non
         answers[c] = (te[label].astype(str) == c).astype(int)
         sample[c] = 1.0 / len(classes)
     test = te.drop(columns=[label, *(drop or [])])
-    return ({"train.csv": tr, "test.csv": test, task.files["sample_submission"]: sample},
-            {task.files["answers"]: answers})
+    return (
+        {"train.csv": tr, "test.csv": test, task.files["sample_submission"]: sample},
+        {task.files["answers"]: answers},
+    )
 
 
 def _insults(task: TaskSpec, raw: Path) -> Out:
@@ -65,19 +73,31 @@ def _insults(task: TaskSpec, raw: Path) -> Out:
     labelled = _read(raw, "test_with_solutions.csv")
     answers = labelled[["Insult", "Date", "Comment"]]
     test = labelled[["Date", "Comment"]]
-    return ({"train.csv": train[["Insult", "Date", "Comment"]], "test.csv": test,
-             "sample_submission_null.csv": test.assign(Insult=0)[["Insult", "Date", "Comment"]]},
-            {"test.csv": answers})
+    return (
+        {
+            "train.csv": train[["Insult", "Date", "Comment"]],
+            "test.csv": test,
+            "sample_submission_null.csv": test.assign(Insult=0)[["Insult", "Date", "Comment"]],
+        },
+        {"test.csv": answers},
+    )
 
 
 def _pizza(task: TaskSpec, raw: Path) -> Out:
     train, test_raw = _read(raw, "train.json"), _read(raw, "test.json")
     tr, te = _split(train, test_size=len(test_raw) / (len(train) + len(test_raw)))
     keep = [c for c in test_raw.columns if c != "giver_username_if_known"]
-    answers = te[["request_id", "requester_received_pizza"]].astype({"requester_received_pizza": int})
-    return ({"train.json": tr, "test.json": te[keep],
-             "sampleSubmission.csv": te[["request_id"]].assign(requester_received_pizza=0)},
-            {"test.csv": answers})
+    answers = te[["request_id", "requester_received_pizza"]].astype(
+        {"requester_received_pizza": int}
+    )
+    return (
+        {
+            "train.json": tr,
+            "test.json": te[keep],
+            "sampleSubmission.csv": te[["request_id"]].assign(requester_received_pizza=0),
+        },
+        {"test.csv": answers},
+    )
 
 
 def _tps_may(task: TaskSpec, raw: Path) -> Out:
@@ -85,38 +105,59 @@ def _tps_may(task: TaskSpec, raw: Path) -> Out:
     tr, te = _split(full, test_size=min(100_000, len(full) // 2))
     tr["id"] = np.arange(len(tr))
     te["id"] = np.arange(len(tr), len(tr) + len(te))
-    return ({"train.csv": tr, "test.csv": te.drop(columns="target"),
-             "sample_submission.csv": te[["id"]].assign(target=0.5)}, {"test.csv": te[["id", "target"]]})
+    return (
+        {
+            "train.csv": tr,
+            "test.csv": te.drop(columns="target"),
+            "sample_submission.csv": te[["id"]].assign(target=0.5),
+        },
+        {"test.csv": te[["id", "target"]]},
+    )
 
 
 def _tweets(task: TaskSpec, raw: Path) -> Out:
     tr, te = _split(_read(raw, "train.csv"))
-    return ({"train.csv": tr, "test.csv": te.drop(columns="selected_text"),
-             "sample_submission.csv": te[["textID"]].assign(selected_text="")},
-            {"test.csv": te[["textID", "selected_text", "text", "sentiment"]]})
+    return (
+        {
+            "train.csv": tr,
+            "test.csv": te.drop(columns="selected_text"),
+            "sample_submission.csv": te[["textID"]].assign(selected_text=""),
+        },
+        {"test.csv": te[["textID", "selected_text", "text", "sentiment"]]},
+    )
 
 
 def _lmsys(task: TaskSpec, raw: Path) -> Out:
     tr, te = _split(_read(raw, "train.csv"))
     winners = list(task.target_columns)
     hidden = [c for c in ("model_a", "model_b", *winners) if c in te.columns]
-    return ({"train.csv": tr, "test.csv": te.drop(columns=hidden),
-             "sample_submission.csv": te[["id"]].assign(**dict.fromkeys(winners, 1 / 3))},
-            {"answers.csv": te[["id", *winners]]})
+    return (
+        {
+            "train.csv": tr,
+            "test.csv": te.drop(columns=hidden),
+            "sample_submission.csv": te[["id"]].assign(**dict.fromkeys(winners, 1 / 3)),
+        },
+        {"answers.csv": te[["id", *winners]]},
+    )
 
 
 PREPARERS: dict[str, Callable[[TaskSpec, Path], Out]] = {
     "detecting-insults-in-social-commentary": _insults,
-    "learning-agency-lab-automated-essay-scoring-2": lambda t, r: _simple(t, r, lambda tr: {"score": 1}),
+    "learning-agency-lab-automated-essay-scoring-2": lambda t, r: _simple(
+        t, r, lambda tr: {"score": 1}
+    ),
     "random-acts-of-pizza": _pizza,
     "tweet-sentiment-extraction": _tweets,
     "tabular-playground-series-may-2022": _tps_may,
     "tabular-playground-series-dec-2021": lambda t, r: _simple(t, r, lambda tr: {"Cover_Type": 2}),
     "us-patent-phrase-to-phrase-matching": lambda t, r: _simple(t, r, lambda tr: {"score": 0.0}),
-    "plant-pathology-2020-fgvc7": lambda t, r: _simple(t, r, lambda tr: dict.fromkeys(t.target_columns, 0.25)),
+    "plant-pathology-2020-fgvc7": lambda t, r: _simple(
+        t, r, lambda tr: dict.fromkeys(t.target_columns, 0.25)
+    ),
     "leaf-classification": lambda t, r: _one_hot(t, r, "species"),
     "nomad2018-predict-transparent-conductors": lambda t, r: _simple(
-        t, r, lambda tr: {"formation_energy_ev_natom": 0.1779, "bandgap_energy_ev": 1.8892}),
+        t, r, lambda tr: {"formation_energy_ev_natom": 0.1779, "bandgap_energy_ev": 1.8892}
+    ),
     "spooky-author-identification": lambda t, r: _one_hot(t, r, "author"),
     "lmsys-chatbot-arena": _lmsys,
 }

@@ -34,8 +34,13 @@ def load_public(task: TaskSpec) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _images(task: TaskSpec, ids: pd.Series) -> np.ndarray:
     from PIL import Image
 
-    return np.stack([np.asarray(Image.open(task.public_dir / "images" / f"{i}.png"), dtype=float).ravel() / 255
-                     for i in ids])
+    return np.stack(
+        [
+            np.asarray(Image.open(task.public_dir / "images" / f"{i}.png"), dtype=float).ravel()
+            / 255
+            for i in ids
+        ]
+    )
 
 
 def features(task: TaskSpec, train: pd.DataFrame, test: pd.DataFrame, dense: bool) -> Features:
@@ -46,11 +51,18 @@ def features(task: TaskSpec, train: pd.DataFrame, test: pd.DataFrame, dense: boo
     if task.modality == "text":
         col = TEXT_COLUMN[base]
         if dense:
+
             def stats(s: pd.Series) -> np.ndarray:
                 words = s.str.split()
-                return np.column_stack([words.str.len(), s.str.len(),
-                                        words.apply(lambda w: len(set(w)) / max(1, len(w))),
-                                        s.str.count(",")])
+                return np.column_stack(
+                    [
+                        words.str.len(),
+                        s.str.len(),
+                        words.apply(lambda w: len(set(w)) / max(1, len(w))),
+                        s.str.count(","),
+                    ]
+                )
+
             return stats(train[col]), stats(test[col])
         from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -112,7 +124,9 @@ def _models(kind: str) -> Iterator[tuple[str, Callable[[], Estimator], bool]]:
 REGRESSION = ("pearson", "rmsle_positional")
 
 
-def _submission(task: TaskSpec, test: pd.DataFrame, model: Estimator, x_test: object, classes: np.ndarray) -> pd.DataFrame:
+def _submission(
+    task: TaskSpec, test: pd.DataFrame, model: Estimator, x_test: object, classes: np.ndarray
+) -> pd.DataFrame:
     sub = test[[task.id_column]].copy()
     g = task.grader
     if g == "auc":
@@ -126,7 +140,9 @@ def _submission(task: TaskSpec, test: pd.DataFrame, model: Estimator, x_test: ob
         for c in task.target_columns:
             if c not in sub:
                 sub[c] = 0.0
-        sub[list(task.target_columns)] = sub[list(task.target_columns)].div(sub[list(task.target_columns)].sum(axis=1), axis=0)
+        sub[list(task.target_columns)] = sub[list(task.target_columns)].div(
+            sub[list(task.target_columns)].sum(axis=1), axis=0
+        )
     elif g == "auc_columns":
         proba = model.predict_proba(x_test)
         for j, c in enumerate(task.target_columns):
@@ -134,8 +150,14 @@ def _submission(task: TaskSpec, test: pd.DataFrame, model: Estimator, x_test: ob
     return sub
 
 
-def _fit_predict(task: TaskSpec, train: pd.DataFrame, test: pd.DataFrame, factory: Callable[[], Estimator],
-                 dense: bool, frac: float) -> pd.DataFrame:
+def _fit_predict(
+    task: TaskSpec,
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    factory: Callable[[], Estimator],
+    dense: bool,
+    frac: float,
+) -> pd.DataFrame:
     part = train.sample(frac=frac, random_state=0) if frac < 1 else train
     x_tr, x_te = features(task, part, test, dense=dense)
     if task.grader == "rmsle_positional":
@@ -162,15 +184,18 @@ def _constant(task: TaskSpec, train: pd.DataFrame, test: pd.DataFrame) -> pd.Dat
     return sub
 
 
-def _lexicon_span(train: pd.DataFrame, test: pd.DataFrame, frac: float, alpha: float,
-                  contiguous: bool = True) -> pd.DataFrame:
+def _lexicon_span(
+    train: pd.DataFrame, test: pd.DataFrame, frac: float, alpha: float, contiguous: bool = True
+) -> pd.DataFrame:
     """Neutral: the whole tweet; else the shortest span covering words whose smoothed in-span
     ratio inside / (total + ``alpha``) (per sentiment, counted on a ``frac`` of train) exceeds
     1/2 (or, when not ``contiguous``, only those words). Larger ``alpha`` drops rare words."""
     part = train.sample(frac=frac, random_state=0) if frac < 1 else train
     inside: dict[tuple[str, str], int] = {}
     total: dict[tuple[str, str], int] = {}
-    for text, span, sent in zip(part["text"], part["selected_text"].fillna(""), part["sentiment"], strict=True):
+    for text, span, sent in zip(
+        part["text"], part["selected_text"].fillna(""), part["sentiment"], strict=True
+    ):
         span_words = set(str(span).lower().split())
         for w in str(text).lower().split():
             total[(sent, w)] = total.get((sent, w), 0) + 1
@@ -181,12 +206,18 @@ def _lexicon_span(train: pd.DataFrame, test: pd.DataFrame, frac: float, alpha: f
         if sent == "neutral":
             out.append(text)
             continue
-        hits = [i for i, w in enumerate(words)
-                if inside.get((sent, w.lower()), 0) / (total.get((sent, w.lower()), 0) + alpha + 1e-9) > 0.5]
+        hits = [
+            i
+            for i, w in enumerate(words)
+            if inside.get((sent, w.lower()), 0) / (total.get((sent, w.lower()), 0) + alpha + 1e-9)
+            > 0.5
+        ]
         if not hits:
             out.append(text)
         else:
-            out.append(" ".join(words[hits[0]:hits[-1] + 1] if contiguous else [words[i] for i in hits]))
+            out.append(
+                " ".join(words[hits[0] : hits[-1] + 1] if contiguous else [words[i] for i in hits])
+            )
     return test[["textID"]].assign(selected_text=out)
 
 
@@ -194,7 +225,9 @@ def _first_words(train: pd.DataFrame, test: pd.DataFrame, *, k: int) -> pd.DataF
     return test[["textID"]].assign(selected_text=test["text"].str.split().str[:k].str.join(" "))
 
 
-def solutions(task: TaskSpec) -> Iterator[tuple[str, Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]]]:
+def solutions(
+    task: TaskSpec,
+) -> Iterator[tuple[str, Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]]]:
     """Every reference solution for ``task``: (name, fn(train, test) -> submission)."""
     yield "constant", lambda tr, te: _constant(task, tr, te)
     if task.grader == "jaccard":
@@ -204,16 +237,24 @@ def solutions(task: TaskSpec) -> Iterator[tuple[str, Callable[[pd.DataFrame, pd.
         for frac in (0.01, 0.03, 0.1, 0.3, 1.0):
             for alpha in (0, 2, 10):
                 for contiguous in (True, False):
-                    yield (f"lexicon-f{frac}-a{alpha}-{'span' if contiguous else 'words'}",
-                           functools.partial(_lexicon_span, frac=frac, alpha=alpha, contiguous=contiguous))
+                    yield (
+                        f"lexicon-f{frac}-a{alpha}-{'span' if contiguous else 'words'}",
+                        functools.partial(
+                            _lexicon_span, frac=frac, alpha=alpha, contiguous=contiguous
+                        ),
+                    )
         return
     kind = "reg" if task.grader in REGRESSION else "clf"
     for frac in (0.2, 1.0):
         for name, factory, needs_dense in _models(kind):
             if task.modality == "text" and needs_dense and frac < 1:
                 continue
-            yield (f"{name}-frac{frac}", functools.partial(_fit_predict, task, factory=factory,
-                                                           dense=needs_dense, frac=frac))
+            yield (
+                f"{name}-frac{frac}",
+                functools.partial(
+                    _fit_predict, task, factory=factory, dense=needs_dense, frac=frac
+                ),
+            )
 
 
 def score_solutions(task: TaskSpec) -> list[tuple[str, float | None]]:
@@ -235,10 +276,14 @@ def leaderboard(task: TaskSpec, results: list[tuple[str, float | None]]) -> pd.D
     """Valid, non-NaN scores sorted best first (the direction of the task)."""
     rows = [(n, s) for n, s in results if s is not None and not np.isnan(s)]
     board = pd.DataFrame(rows, columns=["solution", "score"])
-    return board.sort_values("score", ascending=task.lower_is_better, kind="mergesort").reset_index(drop=True)
+    return board.sort_values("score", ascending=task.lower_is_better, kind="mergesort").reset_index(
+        drop=True
+    )
 
 
-def calibrate(work_dir: Path, only: list[str] | None = None, resume: bool = False) -> dict[str, dict]:
+def calibrate(
+    work_dir: Path, only: list[str] | None = None, resume: bool = False
+) -> dict[str, dict]:
     """Prepare every stand-in under ``work_dir``, score the references, rewrite the task dirs.
 
     Each task's ``leaderboard.csv`` and ``task.yaml`` are written as soon as it is done; with
@@ -260,13 +305,18 @@ def calibrate(work_dir: Path, only: list[str] | None = None, resume: bool = Fals
             write_standin_dirs({}, only=[task_id])
             task = prepare(task_id, work_dir, force=True)
             with threadpool_limits(1):  # oversubscribed OpenMP/BLAS is far slower on a busy box
-                board = leaderboard(task, score_solutions(Registry.load(data_dir=work_dir).get(task_id)))
+                board = leaderboard(
+                    task, score_solutions(Registry.load(data_dir=work_dir).get(task_id))
+                )
             board.to_csv(board_path, index=False)
         board = pd.read_csv(board_path)
         thresholds[task_id] = _thresholds_entry(board)
         write_standin_dirs(thresholds, only=[task_id])
-        print(f"{task_id}: {len(board)} solutions, best {board['score'].iloc[0]}, "
-              f"{thresholds[task_id]}", flush=True)
+        print(
+            f"{task_id}: {len(board)} solutions, best {board['score'].iloc[0]}, "
+            f"{thresholds[task_id]}",
+            flush=True,
+        )
     return thresholds
 
 
@@ -274,6 +324,11 @@ def _thresholds_entry(board: pd.DataFrame) -> dict:
     from mlerl.bench._medals import thresholds_from_scores
 
     g, s, b, med, _ = thresholds_from_scores(board["score"].tolist())
-    return {"gold": g, "silver": s, "bronze": b, "median": med,
-            "source": f"pseudo-leaderboard of {len(board)} seeded reference solutions "
-                      "(leaderboard.csv; mlerl-bench calibrate), Kaggle progression rules"}
+    return {
+        "gold": g,
+        "silver": s,
+        "bronze": b,
+        "median": med,
+        "source": f"pseudo-leaderboard of {len(board)} seeded reference solutions "
+        "(leaderboard.csv; mlerl-bench calibrate), Kaggle progression rules",
+    }

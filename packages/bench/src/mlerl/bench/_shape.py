@@ -67,7 +67,8 @@ def _scan_lines(path: Path, line_limit: int, lines_limit: int, answer_rows: int)
             if lines + int(run > 0) > lines_limit:
                 raise InvalidSubmission(
                     f"submission has more than {lines_limit} non-empty lines "
-                    f"(the test set has {answer_rows} rows)")
+                    f"(the test set has {answer_rows} rows)"
+                )
 
 
 class _Lines:
@@ -102,7 +103,9 @@ def _header_fields(path: Path, byte_limit: int) -> int:
     try:
         record = next(csv.reader(source), [])
     except csv.Error:  # e.g. a header field over the csv module's 128 KiB field limit
-        raise InvalidSubmission(f"submission header is not a CSV record within {byte_limit} bytes") from None
+        raise InvalidSubmission(
+            f"submission header is not a CSV record within {byte_limit} bytes"
+        ) from None
     if source.exhausted and not whole:
         raise InvalidSubmission(f"submission header is longer than {byte_limit} bytes")
     return len(record)
@@ -115,4 +118,6 @@ def check_shape(path: Path, answer_rows: int, answer_columns: int) -> None:
     fields = _header_fields(path, MAX_LINE_BYTES)
     limit = max_columns(answer_columns)
     if fields > limit:
-        raise InvalidSubmission(f"submission header has {fields} columns; at most {limit} are accepted")
+        raise InvalidSubmission(
+            f"submission header has {fields} columns; at most {limit} are accepted"
+        )

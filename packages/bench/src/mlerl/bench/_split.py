@@ -46,11 +46,25 @@ _BOTH_CLASSES = {"auc", "auc_columns"}
 _POSITIONAL = {"rmsle_positional"}
 
 METRIC_BEST: dict[str, float] = {
-    "auc": 1.0, "auc_columns": 1.0, "accuracy": 1.0, "qwk": 1.0, "pearson": 1.0, "jaccard": 1.0,
-    "log_loss_exact": 0.0, "log_loss_shape": 0.0, "log_loss_round6": 0.0, "rmsle_positional": 0.0,
+    "auc": 1.0,
+    "auc_columns": 1.0,
+    "accuracy": 1.0,
+    "qwk": 1.0,
+    "pearson": 1.0,
+    "jaccard": 1.0,
+    "log_loss_exact": 0.0,
+    "log_loss_shape": 0.0,
+    "log_loss_round6": 0.0,
+    "rmsle_positional": 0.0,
 }
 """The best value each grader's metric can take (its optimum), keyed by grader name."""
-METRIC_CHANCE: dict[str, float] = {"auc": 0.5, "auc_columns": 0.5, "qwk": 0.0, "pearson": 0.0, "jaccard": 0.0}
+METRIC_CHANCE: dict[str, float] = {
+    "auc": 0.5,
+    "auc_columns": 0.5,
+    "qwk": 0.0,
+    "pearson": 0.0,
+    "jaccard": 0.0,
+}
 """A trivial prediction's score where the metric alone fixes it (the baseline's fallback)."""
 
 
@@ -58,7 +72,9 @@ def _seed(task_id: str) -> int:
     return int.from_bytes(hashlib.sha256(task_id.encode("utf-8")).digest()[:8], "little")
 
 
-def _strata(grader: str, answers: pd.DataFrame, id_col: str, targets: tuple[str, ...]) -> np.ndarray:
+def _strata(
+    grader: str, answers: pd.DataFrame, id_col: str, targets: tuple[str, ...]
+) -> np.ndarray:
     if grader in _STRATIFY_TARGET:
         return answers[targets[0]].astype(str).to_numpy()
     if grader == "auc_columns":
@@ -77,8 +93,14 @@ def _key_groups(grader: str, answers: pd.DataFrame, id_col: str) -> np.ndarray:
     return pd.factorize(answers[id_col].astype(str), sort=False)[0]
 
 
-def public_mask(task_id: str, grader: str, answers: pd.DataFrame, id_col: str,
-                targets: tuple[str, ...], fraction: float) -> np.ndarray:
+def public_mask(
+    task_id: str,
+    grader: str,
+    answers: pd.DataFrame,
+    id_col: str,
+    targets: tuple[str, ...],
+    fraction: float,
+) -> np.ndarray:
     """Boolean mask over the answer rows (file order): True for the public part."""
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"public fraction must lie in (0, 1], got {fraction}")
@@ -99,7 +121,9 @@ def public_mask(task_id: str, grader: str, answers: pd.DataFrame, id_col: str,
     return public_groups[groups]
 
 
-def _infeasible(grader: str, answers: pd.DataFrame, targets: tuple[str, ...], mask: np.ndarray) -> str:
+def _infeasible(
+    grader: str, answers: pd.DataFrame, targets: tuple[str, ...], mask: np.ndarray
+) -> str:
     """Why a part cannot be graded as its own answer set, or ''."""
     for name, part in (("public", mask), ("private", ~mask)):
         if not part.any():
@@ -134,8 +158,9 @@ def split_answers(task: TaskSpec, answers: pd.DataFrame) -> Parts:
     return Parts(np.flatnonzero(mask), np.flatnonzero(~mask), f"public {fraction:g}")
 
 
-def part_frames(task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame,
-                rows: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+def part_frames(
+    task: TaskSpec, submission: pd.DataFrame, answers: pd.DataFrame, rows: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(submission rows, answer rows) of one part; the submission must already be valid on all
     answers. Rows are matched by id, or by position for the graders that compare positions."""
     ans = answers.iloc[rows].reset_index(drop=True)
@@ -160,5 +185,12 @@ def reference_scores(task: TaskSpec, baseline: float | None) -> tuple[float, flo
     return best - sign, best
 
 
-__all__ = ["Parts", "split_answers", "public_mask", "part_frames", "reference_scores",
-           "METRIC_BEST", "METRIC_CHANCE"]
+__all__ = [
+    "Parts",
+    "split_answers",
+    "public_mask",
+    "part_frames",
+    "reference_scores",
+    "METRIC_BEST",
+    "METRIC_CHANCE",
+]

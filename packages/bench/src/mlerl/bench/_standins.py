@@ -35,14 +35,16 @@ class Built:
 def _subsample(frame: pd.DataFrame, rows: int | None, seed: int, strat: str | None) -> pd.DataFrame:
     if rows is None or rows >= len(frame):
         return frame.reset_index(drop=True)
-    keep, _ = train_test_split(frame, train_size=rows, random_state=seed,
-                               stratify=frame[strat] if strat else None)
+    keep, _ = train_test_split(
+        frame, train_size=rows, random_state=seed, stratify=frame[strat] if strat else None
+    )
     return keep.reset_index(drop=True)
 
 
 def _split(frame: pd.DataFrame, seed: int, strat: str | None, test_size: float = 0.25) -> tuple:
-    tr, te = train_test_split(frame, test_size=test_size, random_state=seed,
-                              stratify=frame[strat] if strat else None)
+    tr, te = train_test_split(
+        frame, test_size=test_size, random_state=seed, stratify=frame[strat] if strat else None
+    )
     return tr.reset_index(drop=True), te.reset_index(drop=True)
 
 
@@ -62,16 +64,19 @@ def cancer_auc(rows: int | None, seed: int = SEED) -> Built:
     frame = _subsample(_sk_frame(datasets.load_breast_cancer, "target"), rows, seed, "target")
     frame.insert(0, "id", _shuffled_ids(len(frame), seed))
     tr, te = _split(frame, seed, "target")
-    return Built(tr, te.drop(columns="target"), te[["id", "target"]],
-                 te[["id"]].assign(target=0.5))
+    return Built(tr, te.drop(columns="target"), te[["id", "target"]], te[["id"]].assign(target=0.5))
 
 
 def diabetes_pearson(rows: int | None, seed: int = SEED) -> Built:
     frame = _subsample(_sk_frame(datasets.load_diabetes, "target"), rows, seed, None)
     frame.insert(0, "id", _shuffled_ids(len(frame), seed))
     tr, te = _split(frame, seed, None)
-    return Built(tr, te.drop(columns="target"), te[["id", "target"]],
-                 te[["id"]].assign(target=float(tr["target"].mean().round(3))))
+    return Built(
+        tr,
+        te.drop(columns="target"),
+        te[["id", "target"]],
+        te[["id"]].assign(target=float(tr["target"].mean().round(3))),
+    )
 
 
 WINE_CLASSES = ["class_0", "class_1", "class_2"]
@@ -92,15 +97,18 @@ def wine_logloss(rows: int | None, seed: int = SEED) -> Built:
     return Built(tr, te.drop(columns="class"), answers, sample)
 
 
-def _digit_images(frame_ids: list[str], images: np.ndarray, noise: float = 0.0,
-                  seed: int = SEED) -> dict[str, np.ndarray]:
+def _digit_images(
+    frame_ids: list[str], images: np.ndarray, noise: float = 0.0, seed: int = SEED
+) -> dict[str, np.ndarray]:
     """uint8 PNG pixels (digits pixels are 0..16); ``noise`` adds seeded Gaussian pixel noise
     and a random one-pixel shift per image, to keep the task from saturating."""
     rng = np.random.default_rng(seed + 17)
     images = images.astype(float)
     if noise:
         shifts = rng.integers(-1, 2, size=(len(images), 2))
-        images = np.stack([np.roll(img, tuple(s), axis=(0, 1)) for img, s in zip(images, shifts, strict=True)])
+        images = np.stack(
+            [np.roll(img, tuple(s), axis=(0, 1)) for img, s in zip(images, shifts, strict=True)]
+        )
         images = images + rng.normal(0, noise, images.shape)
     scaled = np.clip(images * 16, 0, 255).astype(np.uint8)
     return {f"{i}.png": img for i, img in zip(frame_ids, scaled, strict=True)}
@@ -126,30 +134,43 @@ def digits_colauc(rows: int | None, seed: int = SEED) -> Built:
     frame = pd.DataFrame({"row": np.arange(len(bunch.target)), "label": bunch.target})
     frame = _subsample(frame, rows, seed, "label")
     rng = np.random.default_rng(seed + 13)
-    frame.insert(0, "image_id", [f"Img_{h:05d}" for h in rng.choice(10**5, len(frame), replace=False)])
-    images = _digit_images(frame["image_id"].tolist(), bunch.images[frame["row"].to_numpy()], noise=6.0, seed=seed)
+    frame.insert(
+        0, "image_id", [f"Img_{h:05d}" for h in rng.choice(10**5, len(frame), replace=False)]
+    )
+    images = _digit_images(
+        frame["image_id"].tolist(), bunch.images[frame["row"].to_numpy()], noise=6.0, seed=seed
+    )
     for k, c in enumerate(DIGIT_COLUMNS):
         frame[c] = (frame["label"] == k).astype(int)
     tr, te = _split(frame.drop(columns="row"), seed, "label")
     sample = te[["image_id"]].copy()
     for c in DIGIT_COLUMNS:
         sample[c] = 0.25
-    return (Built(tr.drop(columns="label"), te[["image_id"]], te[["image_id", *DIGIT_COLUMNS]],
-                  sample, images))
+    return Built(
+        tr.drop(columns="label"), te[["image_id"]], te[["image_id", *DIGIT_COLUMNS]], sample, images
+    )
 
 
 def essays_qwk(rows: int | None, seed: int = SEED) -> Built:
     frame = syn.essays(rows or 3000, seed)
     tr, te = _split(frame, seed, "score")
-    return Built(tr, te[["essay_id", "full_text"]], te[["essay_id", "score"]],
-                 te[["essay_id"]].assign(score=3))
+    return Built(
+        tr,
+        te[["essay_id", "full_text"]],
+        te[["essay_id", "score"]],
+        te[["essay_id"]].assign(score=3),
+    )
 
 
 def tweets_jaccard(rows: int | None, seed: int = SEED) -> Built:
     frame = syn.tweets(rows or 4000, seed)
     tr, te = _split(frame, seed, "sentiment")
-    return Built(tr, te[["textID", "text", "sentiment"]], te[["textID", "selected_text"]],
-                 te[["textID"]].assign(selected_text=te["text"]))
+    return Built(
+        tr,
+        te[["textID", "text", "sentiment"]],
+        te[["textID", "selected_text"]],
+        te[["textID"]].assign(selected_text=te["text"]),
+    )
 
 
 def insults_auc(rows: int | None, seed: int = SEED) -> Built:

@@ -42,16 +42,30 @@ def _limit_memory(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def grade_in_subprocess(task: TaskSpec, submission_path: str | os.PathLike[str],
-                        timeout_s: float = 120.0, memory_bytes: int = DEFAULT_MEMORY_BYTES) -> GradeReport:
+def grade_in_subprocess(
+    task: TaskSpec,
+    submission_path: str | os.PathLike[str],
+    timeout_s: float = 120.0,
+    memory_bytes: int = DEFAULT_MEMORY_BYTES,
+) -> GradeReport:
     """Like :func:`grade_submission`, in a child process killed after ``timeout_s``."""
     path = Path(submission_path)
-    request = json.dumps({"task_dir": str(task.task_dir), "data_dir": str(task.data_dir),
-                          "submission": str(path), "public_fraction": task.public_fraction})
+    request = json.dumps(
+        {
+            "task_dir": str(task.task_dir),
+            "data_dir": str(task.data_dir),
+            "submission": str(path),
+            "public_fraction": task.public_fraction,
+        }
+    )
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "mlerl.bench._subprocess"], input=request, capture_output=True,
-            text=True, timeout=timeout_s, preexec_fn=lambda: _limit_memory(memory_bytes),
+            [sys.executable, "-m", "mlerl.bench._subprocess"],
+            input=request,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            preexec_fn=lambda: _limit_memory(memory_bytes),
         )
     except subprocess.TimeoutExpired:
         return _report(task, path, None, path.is_file(), f"grading timed out after {timeout_s} s")
@@ -60,11 +74,17 @@ def grade_in_subprocess(task: TaskSpec, submission_path: str | os.PathLike[str],
         return GradeReport.from_dict(data)
     except (IndexError, json.JSONDecodeError, KeyError, TypeError):
         tail = proc.stderr.strip().splitlines()[-1:] or [""]
-        return _report(task, path, None, path.is_file(),
-                       f"grading process failed (exit {proc.returncode}): {tail[0][:200]}")
+        return _report(
+            task,
+            path,
+            None,
+            path.is_file(),
+            f"grading process failed (exit {proc.returncode}): {tail[0][:200]}",
+        )
 
 
 # ---- the children --------------------------------------------------------------------------
+
 
 def _grade_request(req: dict[str, Any]) -> dict[str, Any]:
     """Grade one request; the report's MLE-bench keys plus ``error``."""

@@ -11,41 +11,207 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-TOPICS = ["car-free cities", "exploring Venus", "the face on Mars", "driverless cars",
-          "online school", "summer projects", "the electoral college", "community service",
-          "phones while driving", "extracurricular activities"]
-PLAIN = ["good", "bad", "thing", "stuff", "people", "idea", "very", "really", "lot", "get",
-         "make", "think", "because", "so", "big", "many", "time", "way", "want", "like"]
-ADVANCED = ["consequently", "substantial", "perspective", "advocate", "mitigate", "inherent",
-            "nevertheless", "compelling", "facilitate", "paramount", "detrimental", "moreover",
-            "contemplate", "ubiquitous", "scrutinize", "feasible", "pragmatic", "undeniably"]
-CONNECT = ["However,", "Furthermore,", "In addition,", "For example,", "In conclusion,",
-           "On the other hand,", "Therefore,"]
-FILLER = ["i", "the", "a", "to", "and", "it", "at", "on", "my", "with", "just", "day", "today",
-          "going", "work", "home", "now", "got", "back", "this", "that", "was", "be", "for",
-          "out", "up", "all", "we", "they", "new", "time", "morning", "night", "week"]
-POSITIVE = ["love", "happy", "great", "awesome", "amazing", "fun", "glad", "thanks", "nice",
-            "best", "excited", "lovely", "wonderful", "cool", "enjoy", "yay", "blessed", "proud",
-            "sweet", "beautiful", "thrilled", "grateful", "stoked", "delighted", "fab",
-            "brilliant", "cheerful", "splendid", "jolly", "marvelous"]
-NEGATIVE = ["hate", "sad", "sick", "bad", "tired", "sorry", "miss", "awful", "worst", "hurts",
-            "bored", "upset", "annoying", "terrible", "ugh", "lonely", "angry", "broke", "sucks",
-            "crying", "scared", "gutted", "miserable", "dreadful", "grumpy", "heartbroken",
-            "furious", "gloomy", "exhausted", "horrid"]
+TOPICS = [
+    "car-free cities",
+    "exploring Venus",
+    "the face on Mars",
+    "driverless cars",
+    "online school",
+    "summer projects",
+    "the electoral college",
+    "community service",
+    "phones while driving",
+    "extracurricular activities",
+]
+PLAIN = [
+    "good",
+    "bad",
+    "thing",
+    "stuff",
+    "people",
+    "idea",
+    "very",
+    "really",
+    "lot",
+    "get",
+    "make",
+    "think",
+    "because",
+    "so",
+    "big",
+    "many",
+    "time",
+    "way",
+    "want",
+    "like",
+]
+ADVANCED = [
+    "consequently",
+    "substantial",
+    "perspective",
+    "advocate",
+    "mitigate",
+    "inherent",
+    "nevertheless",
+    "compelling",
+    "facilitate",
+    "paramount",
+    "detrimental",
+    "moreover",
+    "contemplate",
+    "ubiquitous",
+    "scrutinize",
+    "feasible",
+    "pragmatic",
+    "undeniably",
+]
+CONNECT = [
+    "However,",
+    "Furthermore,",
+    "In addition,",
+    "For example,",
+    "In conclusion,",
+    "On the other hand,",
+    "Therefore,",
+]
+FILLER = [
+    "i",
+    "the",
+    "a",
+    "to",
+    "and",
+    "it",
+    "at",
+    "on",
+    "my",
+    "with",
+    "just",
+    "day",
+    "today",
+    "going",
+    "work",
+    "home",
+    "now",
+    "got",
+    "back",
+    "this",
+    "that",
+    "was",
+    "be",
+    "for",
+    "out",
+    "up",
+    "all",
+    "we",
+    "they",
+    "new",
+    "time",
+    "morning",
+    "night",
+    "week",
+]
+POSITIVE = [
+    "love",
+    "happy",
+    "great",
+    "awesome",
+    "amazing",
+    "fun",
+    "glad",
+    "thanks",
+    "nice",
+    "best",
+    "excited",
+    "lovely",
+    "wonderful",
+    "cool",
+    "enjoy",
+    "yay",
+    "blessed",
+    "proud",
+    "sweet",
+    "beautiful",
+    "thrilled",
+    "grateful",
+    "stoked",
+    "delighted",
+    "fab",
+    "brilliant",
+    "cheerful",
+    "splendid",
+    "jolly",
+    "marvelous",
+]
+NEGATIVE = [
+    "hate",
+    "sad",
+    "sick",
+    "bad",
+    "tired",
+    "sorry",
+    "miss",
+    "awful",
+    "worst",
+    "hurts",
+    "bored",
+    "upset",
+    "annoying",
+    "terrible",
+    "ugh",
+    "lonely",
+    "angry",
+    "broke",
+    "sucks",
+    "crying",
+    "scared",
+    "gutted",
+    "miserable",
+    "dreadful",
+    "grumpy",
+    "heartbroken",
+    "furious",
+    "gloomy",
+    "exhausted",
+    "horrid",
+]
 INTENSIFIERS = ["so", "really", "very", "soo", "totally"]
-INSULTS = ["idiot", "moron", "stupid", "loser", "pathetic", "clueless", "dumb", "ignorant",
-           "fool", "troll", "liar", "clown"]
+INSULTS = [
+    "idiot",
+    "moron",
+    "stupid",
+    "loser",
+    "pathetic",
+    "clueless",
+    "dumb",
+    "ignorant",
+    "fool",
+    "troll",
+    "liar",
+    "clown",
+]
 PRAISE = ["smart", "right", "kind", "helpful", "brilliant", "fair", "honest", "correct"]
 THIRD = ["the referee", "that politician", "this article", "the coach", "the author", "he"]
-CHATTER = ["lol", "seriously", "well", "honestly", "i mean", "come on", "again", "today",
-           "about this", "in the game", "on this one", "as usual"]
+CHATTER = [
+    "lol",
+    "seriously",
+    "well",
+    "honestly",
+    "i mean",
+    "come on",
+    "again",
+    "today",
+    "about this",
+    "in the game",
+    "on this one",
+    "as usual",
+]
 
 
 def _misspell(word: str, rng: np.random.Generator) -> str:
     if len(word) < 4:
         return word
     i = int(rng.integers(1, len(word) - 2))
-    return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+    return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
 
 
 def _essay(q: float, rng: np.random.Generator) -> str:
@@ -92,7 +258,7 @@ def _tweet(sentiment: str, rng: np.random.Generator) -> tuple[str, str]:
         text = " ".join(_words(rng, 4, 14))
         if rng.random() < 0.15:  # some neutral spans drop the first words, as annotators did
             words = text.split()
-            return text, " ".join(words[int(rng.integers(1, 3)):]) or text
+            return text, " ".join(words[int(rng.integers(1, 3)) :]) or text
         return text, text
     lex = POSITIVE if sentiment == "positive" else NEGATIVE
     phrase = [_pick(lex, rng)]
@@ -117,8 +283,14 @@ def tweets(n: int, seed: int) -> pd.DataFrame:
     sentiments = rng.choice(["neutral", "positive", "negative"], size=n, p=[0.4, 0.3, 0.3])
     rows = [_tweet(s, rng) for s in sentiments]
     ids = [f"{h:010x}" for h in rng.choice(16**10, size=n, replace=False)]
-    return pd.DataFrame({"textID": ids, "text": [r[0] for r in rows], "sentiment": sentiments,
-                         "selected_text": [r[1] for r in rows]})
+    return pd.DataFrame(
+        {
+            "textID": ids,
+            "text": [r[0] for r in rows],
+            "sentiment": sentiments,
+            "selected_text": [r[1] for r in rows],
+        }
+    )
 
 
 def _comment(rng: np.random.Generator) -> tuple[str, int]:
@@ -126,7 +298,9 @@ def _comment(rng: np.random.Generator) -> tuple[str, int]:
     second = rng.random() < 0.6
     insulting = rng.random() < 0.5
     negated = rng.random() < 0.2
-    word = (INSULTS if insulting else PRAISE)[int(rng.integers(len(INSULTS if insulting else PRAISE)))]
+    word = (INSULTS if insulting else PRAISE)[
+        int(rng.integers(len(INSULTS if insulting else PRAISE)))
+    ]
     subject = "you are" if second else f"{THIRD[int(rng.integers(len(THIRD)))]} is"
     article = "a " if word in ("idiot", "moron", "loser", "fool", "troll", "liar", "clown") else ""
     core = f"{subject} {'not ' if negated else ''}{article}{word}"
@@ -159,16 +333,35 @@ def materials(n: int, seed: int) -> pd.DataFrame:
     b = 5 + 3 * x[:, 1] + rng.normal(0, 0.3, n)
     c = 9 + 6 * rng.random(n)
     sg_effect = np.array([0.02, -0.01, 0.04, 0.0, 0.03, -0.02])[sg_idx]
-    formation = 0.05 + 0.6 * x[:, 0] * x[:, 2] + 0.15 * x[:, 1] * x[:, 2] + sg_effect \
-        + 0.01 * np.sin(c) + rng.normal(0, 0.02, n)
-    bandgap = 0.6 + 3.8 * x[:, 0] ** 1.3 + 1.5 * x[:, 1] - 0.4 * x[:, 2] \
-        + 6 * sg_effect + 0.002 * natoms + rng.normal(0, 0.12, n)
-    return pd.DataFrame({
-        "id": np.arange(1, n + 1), "spacegroup": SPACEGROUPS[sg_idx],
-        "number_of_total_atoms": natoms, "percent_atom_al": x[:, 0].round(4),
-        "percent_atom_ga": x[:, 1].round(4), "percent_atom_in": x[:, 2].round(4),
-        "lattice_vector_1_ang": a.round(4), "lattice_vector_2_ang": b.round(4),
-        "lattice_vector_3_ang": c.round(4),
-        "formation_energy_ev_natom": np.clip(formation, 0.0, None).round(4),
-        "bandgap_energy_ev": np.clip(bandgap, 0.05, None).round(4),
-    })
+    formation = (
+        0.05
+        + 0.6 * x[:, 0] * x[:, 2]
+        + 0.15 * x[:, 1] * x[:, 2]
+        + sg_effect
+        + 0.01 * np.sin(c)
+        + rng.normal(0, 0.02, n)
+    )
+    bandgap = (
+        0.6
+        + 3.8 * x[:, 0] ** 1.3
+        + 1.5 * x[:, 1]
+        - 0.4 * x[:, 2]
+        + 6 * sg_effect
+        + 0.002 * natoms
+        + rng.normal(0, 0.12, n)
+    )
+    return pd.DataFrame(
+        {
+            "id": np.arange(1, n + 1),
+            "spacegroup": SPACEGROUPS[sg_idx],
+            "number_of_total_atoms": natoms,
+            "percent_atom_al": x[:, 0].round(4),
+            "percent_atom_ga": x[:, 1].round(4),
+            "percent_atom_in": x[:, 2].round(4),
+            "lattice_vector_1_ang": a.round(4),
+            "lattice_vector_2_ang": b.round(4),
+            "lattice_vector_3_ang": c.round(4),
+            "formation_energy_ev_natom": np.clip(formation, 0.0, None).round(4),
+            "bandgap_energy_ev": np.clip(bandgap, 0.05, None).round(4),
+        }
+    )

@@ -80,8 +80,12 @@ class TaskSpec:
     ``tasks.public_fraction`` for every task."""
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.public_fraction, int | float) and 0.0 < self.public_fraction <= 1.0):
-            raise TaskError(f"task {self.id}: public_fraction must lie in (0, 1], got {self.public_fraction!r}")
+        if not (
+            isinstance(self.public_fraction, int | float) and 0.0 < self.public_fraction <= 1.0
+        ):
+            raise TaskError(
+                f"task {self.id}: public_fraction must lie in (0, 1], got {self.public_fraction!r}"
+            )
 
     @property
     def public_dir(self) -> Path:
@@ -118,11 +122,16 @@ def _thresholds(raw: Any, path: Path) -> Thresholds | None:
         return None
     try:
         return Thresholds(
-            gold=float(raw["gold"]), silver=float(raw["silver"]), bronze=float(raw["bronze"]),
-            median=float(raw["median"]), source=str(raw["source"]),
+            gold=float(raw["gold"]),
+            silver=float(raw["silver"]),
+            bronze=float(raw["bronze"]),
+            median=float(raw["median"]),
+            source=str(raw["source"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise TaskError(f"{path}: thresholds need gold/silver/bronze/median/source ({exc})") from None
+        raise TaskError(
+            f"{path}: thresholds need gold/silver/bronze/median/source ({exc})"
+        ) from None
 
 
 def load_task(task_dir: Path, data_dir: Path) -> TaskSpec:
@@ -143,15 +152,23 @@ def load_task(task_dir: Path, data_dir: Path) -> TaskSpec:
     desc = task_dir / "description.md"
     lb = raw.get("leaderboard")
     return TaskSpec(
-        id=str(_req(raw, "id", path)), grader=str(_req(raw, "grader", path)),
-        metric=str(_req(raw, "metric", path)), lower_is_better=direction == "minimize",
+        id=str(_req(raw, "id", path)),
+        grader=str(_req(raw, "grader", path)),
+        metric=str(_req(raw, "metric", path)),
+        lower_is_better=direction == "minimize",
         description=desc.read_text(encoding="utf-8") if desc.is_file() else "",
-        task_dir=task_dir, data_dir=data_dir, id_column=str(_req(raw, "id_column", path)),
+        task_dir=task_dir,
+        data_dir=data_dir,
+        id_column=str(_req(raw, "id_column", path)),
         target_columns=tuple(str(c) for c in _req(raw, "target_columns", path)),
-        modality=modality, time_limit_s=float(raw.get("time_limit_s", 600)),
-        thresholds=_thresholds(raw.get("thresholds"), path), files=dict(raw.get("files") or {}),
-        split=str(raw.get("split", "")), kind=str(raw.get("kind", "mlebench")),
-        source=str(raw.get("source", "")), leaderboard=task_dir / lb if lb else None,
+        modality=modality,
+        time_limit_s=float(raw.get("time_limit_s", 600)),
+        thresholds=_thresholds(raw.get("thresholds"), path),
+        files=dict(raw.get("files") or {}),
+        split=str(raw.get("split", "")),
+        kind=str(raw.get("kind", "mlebench")),
+        source=str(raw.get("source", "")),
+        leaderboard=task_dir / lb if lb else None,
         max_submission_bytes=int(raw.get("max_submission_bytes", DEFAULT_MAX_SUBMISSION_BYTES)),
         extra=dict(raw.get("extra") or {}),
         public_fraction=float(raw.get("public_fraction", DEFAULT_PUBLIC_FRACTION)),
@@ -166,8 +183,12 @@ class Registry:
         self.data_dir = data_dir
 
     @classmethod
-    def load(cls, tasks_dir: str | Path | None = None, data_dir: str | Path | None = None,
-             public_fraction: float | None = None) -> Registry:
+    def load(
+        cls,
+        tasks_dir: str | Path | None = None,
+        data_dir: str | Path | None = None,
+        public_fraction: float | None = None,
+    ) -> Registry:
         """``public_fraction`` (a run's ``tasks.public_fraction``) overrides every task's."""
         data = Path(data_dir).expanduser() if data_dir else default_data_dir()
         tasks: dict[str, TaskSpec] = {}

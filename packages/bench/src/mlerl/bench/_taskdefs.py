@@ -37,61 +37,133 @@ class StandinMeta:
 
 META: dict[str, StandinMeta] = {
     "standin-cancer-auc": StandinMeta(
-        "Breast cancer diagnosis", "Predict the probability that a tumour is benign (target=1) from 30 cell-nucleus "
-                                   "measurements.",
-        "tabular", "roc_auc", "the area under the ROC curve between the predicted probability and the observed target",
-        "auc", "maximize", "id", ("target",), "sklearn.datasets.load_breast_cancer (ships in the scikit-learn wheel)",
-        "tabular-playground-series-may-2022"),
+        "Breast cancer diagnosis",
+        "Predict the probability that a tumour is benign (target=1) from 30 cell-nucleus "
+        "measurements.",
+        "tabular",
+        "roc_auc",
+        "the area under the ROC curve between the predicted probability and the observed target",
+        "auc",
+        "maximize",
+        "id",
+        ("target",),
+        "sklearn.datasets.load_breast_cancer (ships in the scikit-learn wheel)",
+        "tabular-playground-series-may-2022",
+    ),
     "standin-digits-accuracy": StandinMeta(
-        "Handwritten digit recognition", "Classify 8x8 grayscale images of handwritten digits 0-9. Image files are "
-                                         "./input/images/<id>.png.",
-        "image", "accuracy", "classification accuracy (fraction of correct labels)",
-        "accuracy", "maximize", "id", ("label",), "sklearn.datasets.load_digits written as PNG files",
-        "tabular-playground-series-dec-2021"),
+        "Handwritten digit recognition",
+        "Classify 8x8 grayscale images of handwritten digits 0-9. Image files are "
+        "./input/images/<id>.png.",
+        "image",
+        "accuracy",
+        "classification accuracy (fraction of correct labels)",
+        "accuracy",
+        "maximize",
+        "id",
+        ("label",),
+        "sklearn.datasets.load_digits written as PNG files",
+        "tabular-playground-series-dec-2021",
+    ),
     "standin-essays-qwk": StandinMeta(
-        "Automated essay scoring", "Predict the integer holistic score (1-6) of each student essay from its text.",
-        "text", "quadratic_weighted_kappa", "quadratic weighted kappa between predicted and true integer scores",
-        "qwk", "maximize", "essay_id", ("score",), "seeded synthetic essays (mlerl.bench._synthetic.essays)",
-        "learning-agency-lab-automated-essay-scoring-2"),
+        "Automated essay scoring",
+        "Predict the integer holistic score (1-6) of each student essay from its text.",
+        "text",
+        "quadratic_weighted_kappa",
+        "quadratic weighted kappa between predicted and true integer scores",
+        "qwk",
+        "maximize",
+        "essay_id",
+        ("score",),
+        "seeded synthetic essays (mlerl.bench._synthetic.essays)",
+        "learning-agency-lab-automated-essay-scoring-2",
+    ),
     "standin-diabetes-pearson": StandinMeta(
-        "Diabetes progression", "Predict a quantitative measure of disease progression one year after baseline from 10 "
-                                "standardized patient variables.",
-        "tabular", "pearson", "the Pearson correlation coefficient between predicted and true values",
-        "pearson", "maximize", "id", ("target",), "sklearn.datasets.load_diabetes (ships in the scikit-learn wheel)",
-        "us-patent-phrase-to-phrase-matching"),
+        "Diabetes progression",
+        "Predict a quantitative measure of disease progression one year after baseline from 10 "
+        "standardized patient variables.",
+        "tabular",
+        "pearson",
+        "the Pearson correlation coefficient between predicted and true values",
+        "pearson",
+        "maximize",
+        "id",
+        ("target",),
+        "sklearn.datasets.load_diabetes (ships in the scikit-learn wheel)",
+        "us-patent-phrase-to-phrase-matching",
+    ),
     "standin-tweets-jaccard": StandinMeta(
-        "Tweet sentiment span extraction", "Each tweet has a sentiment label; extract the part of the tweet (a span of its words) "
-                                           "that supports that sentiment.",
-        "text", "word_jaccard", "the mean word-level Jaccard score (lowercased, whitespace-split) between predicted and "
-                                "true spans",
-        "jaccard", "maximize", "textID", ("selected_text",), "seeded synthetic tweets (mlerl.bench._synthetic.tweets)",
-        "tweet-sentiment-extraction"),
+        "Tweet sentiment span extraction",
+        "Each tweet has a sentiment label; extract the part of the tweet (a span of its words) "
+        "that supports that sentiment.",
+        "text",
+        "word_jaccard",
+        "the mean word-level Jaccard score (lowercased, whitespace-split) between predicted and "
+        "true spans",
+        "jaccard",
+        "maximize",
+        "textID",
+        ("selected_text",),
+        "seeded synthetic tweets (mlerl.bench._synthetic.tweets)",
+        "tweet-sentiment-extraction",
+    ),
     "standin-wine-logloss": StandinMeta(
-        "Wine cultivar identification", "Predict the probability of each of three cultivars from 13 chemical measurements of a "
-                                        "wine.",
-        "tabular", "multiclass_log_loss", "multi-class logarithmic loss; each row's probabilities must sum to 1",
-        "log_loss_exact", "minimize", "id", ("class_0", "class_1", "class_2"), "sklearn.datasets.load_wine (ships in the scikit-learn wheel)",
-        "leaf-classification"),
+        "Wine cultivar identification",
+        "Predict the probability of each of three cultivars from 13 chemical measurements of a "
+        "wine.",
+        "tabular",
+        "multiclass_log_loss",
+        "multi-class logarithmic loss; each row's probabilities must sum to 1",
+        "log_loss_exact",
+        "minimize",
+        "id",
+        ("class_0", "class_1", "class_2"),
+        "sklearn.datasets.load_wine (ships in the scikit-learn wheel)",
+        "leaf-classification",
+    ),
     "standin-materials-rmsle": StandinMeta(
-        "Transparent conductor properties", "Predict the formation energy and band gap of synthetic (Al, Ga, In) oxide materials from "
-                                            "composition and lattice features.",
-        "tabular", "columnwise_rmsle", "the mean over the two target columns of the root mean squared logarithmic error; "
-                                       "predictions must be non-negative, and rows are compared in the order of test.csv",
-        "rmsle_positional", "minimize", "id", ("formation_energy_ev_natom", "bandgap_energy_ev"),
-        "seeded synthetic materials (mlerl.bench._synthetic.materials)", "nomad2018-predict-transparent-conductors"),
+        "Transparent conductor properties",
+        "Predict the formation energy and band gap of synthetic (Al, Ga, In) oxide materials from "
+        "composition and lattice features.",
+        "tabular",
+        "columnwise_rmsle",
+        "the mean over the two target columns of the root mean squared logarithmic error; "
+        "predictions must be non-negative, and rows are compared in the order of test.csv",
+        "rmsle_positional",
+        "minimize",
+        "id",
+        ("formation_energy_ev_natom", "bandgap_energy_ev"),
+        "seeded synthetic materials (mlerl.bench._synthetic.materials)",
+        "nomad2018-predict-transparent-conductors",
+    ),
     "standin-digits-colauc": StandinMeta(
-        "Digit type detection", "Predict, for each 8x8 grayscale image of a handwritten digit 0-3 (with pixel noise and a "
-                                "random one-pixel shift), the probability of each of the four digit types. "
-                                "Image files are ./input/images/<image_id>.png.",
-        "image", "columnwise_roc_auc", "the mean over the four columns of the area under the ROC curve",
-        "auc_columns", "maximize", "image_id", ("zero", "one", "two", "three"), "sklearn.datasets.load_digits(n_class=4) written as PNG files",
-        "plant-pathology-2020-fgvc7"),
+        "Digit type detection",
+        "Predict, for each 8x8 grayscale image of a handwritten digit 0-3 (with pixel noise and a "
+        "random one-pixel shift), the probability of each of the four digit types. "
+        "Image files are ./input/images/<image_id>.png.",
+        "image",
+        "columnwise_roc_auc",
+        "the mean over the four columns of the area under the ROC curve",
+        "auc_columns",
+        "maximize",
+        "image_id",
+        ("zero", "one", "two", "three"),
+        "sklearn.datasets.load_digits(n_class=4) written as PNG files",
+        "plant-pathology-2020-fgvc7",
+    ),
     "standin-insults-auc": StandinMeta(
-        "Insult detection", "Predict the probability that a comment insults another participant of the conversation "
-                            "(1) or not (0).",
-        "text", "roc_auc", "the area under the ROC curve between the predicted probability and the observed label",
-        "auc", "maximize", "id", ("Insult",), "seeded synthetic comments (mlerl.bench._synthetic.insults)",
-        "detecting-insults-in-social-commentary"),
+        "Insult detection",
+        "Predict the probability that a comment insults another participant of the conversation "
+        "(1) or not (0).",
+        "text",
+        "roc_auc",
+        "the area under the ROC curve between the predicted probability and the observed label",
+        "auc",
+        "maximize",
+        "id",
+        ("Insult",),
+        "seeded synthetic comments (mlerl.bench._synthetic.insults)",
+        "detecting-insults-in-social-commentary",
+    ),
 }
 
 
@@ -129,23 +201,43 @@ row of test.csv, with the columns {", ".join((meta.id_column, *meta.target_colum
 """
 
 
-def task_yaml(task_id: str, meta: StandinMeta, rows: int, thresholds: dict[str, Any] | None) -> dict[str, Any]:
+def task_yaml(
+    task_id: str, meta: StandinMeta, rows: int, thresholds: dict[str, Any] | None
+) -> dict[str, Any]:
     return {
-        "id": task_id, "kind": "standin", "grader": meta.grader, "metric": meta.metric,
-        "direction": meta.direction, "modality": meta.modality, "id_column": meta.id_column,
-        "target_columns": list(meta.target_columns), "time_limit_s": meta.time_limit_s,
-        "files": {"train": "train.csv", "test": "test.csv",
-                  "sample_submission": "sample_submission.csv", "answers": "answers.csv"},
-        "split": ("sklearn train_test_split(test_size=0.25, random_state=0), stratified for "
-                  "classification"),
-        "source": meta.source, "mirrors": meta.mirrors, "rows": rows,
-        "extra": {"seed": 0}, "leaderboard": "leaderboard.csv" if thresholds else None,
+        "id": task_id,
+        "kind": "standin",
+        "grader": meta.grader,
+        "metric": meta.metric,
+        "direction": meta.direction,
+        "modality": meta.modality,
+        "id_column": meta.id_column,
+        "target_columns": list(meta.target_columns),
+        "time_limit_s": meta.time_limit_s,
+        "files": {
+            "train": "train.csv",
+            "test": "test.csv",
+            "sample_submission": "sample_submission.csv",
+            "answers": "answers.csv",
+        },
+        "split": (
+            "sklearn train_test_split(test_size=0.25, random_state=0), stratified for "
+            "classification"
+        ),
+        "source": meta.source,
+        "mirrors": meta.mirrors,
+        "rows": rows,
+        "extra": {"seed": 0},
+        "leaderboard": "leaderboard.csv" if thresholds else None,
         "thresholds": thresholds,
     }
 
 
-def write_standin_dirs(thresholds: dict[str, dict[str, Any]] | None = None,
-                       root: Path = BUILTIN_TASKS_DIR, only: list[str] | None = None) -> list[str]:
+def write_standin_dirs(
+    thresholds: dict[str, dict[str, Any]] | None = None,
+    root: Path = BUILTIN_TASKS_DIR,
+    only: list[str] | None = None,
+) -> list[str]:
     """(Re)write task.yaml + description.md for the stand-ins (all, or the ids in ``only``)."""
     thresholds = thresholds or {}
     written = []
@@ -158,7 +250,9 @@ def write_standin_dirs(thresholds: dict[str, dict[str, Any]] | None = None,
             d = root / task_id
             d.mkdir(parents=True, exist_ok=True)
             (d / "description.md").write_text(description(task_id, meta, built), encoding="utf-8")
-            spec = task_yaml(task_id, meta, len(built.train) + len(built.test), thresholds.get(task_id))
+            spec = task_yaml(
+                task_id, meta, len(built.train) + len(built.test), thresholds.get(task_id)
+            )
             (d / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
             written.append(task_id)
     return written

@@ -19,8 +19,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--steps", type=int, default=None, help="SFT step bound")
     b.add_argument("--seconds", type=float, default=None, help="SFT wall-clock bound")
-    b.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override any BootstrapConfig field (repeatable), e.g. --set hidden_size=64")
+    b.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override any BootstrapConfig field (repeatable), e.g. --set hidden_size=64",
+    )
     for q in (b, sub.add_parser("eval", help="sample, run and validate programs of a policy dir")):
         q.add_argument("--eval-tasks", default="", help="comma-separated task ids to measure")
         q.add_argument("--samples", type=int, default=32)
@@ -31,8 +36,14 @@ def _parser() -> argparse.ArgumentParser:
     sub.choices["eval"].add_argument("--data-dir", required=True, type=Path)
     from mlerl.embedded._random import ARCHITECTURES
 
-    r = sub.add_parser("random", help="write (or reuse) a randomly initialised real-size model directory")
-    r.add_argument("arch", choices=sorted(ARCHITECTURES), help="published architecture (tiny: CI's scaled-down one)")
+    r = sub.add_parser(
+        "random", help="write (or reuse) a randomly initialised real-size model directory"
+    )
+    r.add_argument(
+        "arch",
+        choices=sorted(ARCHITECTURES),
+        help="published architecture (tiny: CI's scaled-down one)",
+    )
     r.add_argument("--out", required=True, type=Path, help="the model directory to write")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
@@ -50,7 +61,9 @@ def _parse_sets(items: list[str]) -> dict:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or name not in types:
-            raise SystemExit(f"--set {item!r}: expected FIELD=VALUE with FIELD one of {sorted(types)}")
+            raise SystemExit(
+                f"--set {item!r}: expected FIELD=VALUE with FIELD one of {sorted(types)}"
+            )
         kind = str(types[name])
         if kind.startswith("list"):
             out[name] = [v for v in value.split(",") if v]
@@ -68,8 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "random":
         from mlerl.embedded import build_random_model
 
-        print(build_random_model(args.arch, args.out, seed=args.seed, dtype=args.dtype,
-                                 log=lambda m: print(m, file=sys.stderr)))
+        print(
+            build_random_model(
+                args.arch,
+                args.out,
+                seed=args.seed,
+                dtype=args.dtype,
+                log=lambda m: print(m, file=sys.stderr),
+            )
+        )
         return 0
     if args.cmd == "build":
         overrides = {"seed": args.seed}
@@ -78,20 +98,41 @@ def main(argv: list[str] | None = None) -> int:
         if args.seconds is not None:
             overrides["sft_seconds"] = args.seconds
         overrides.update(_parse_sets(args.set))
-        model_dir = build_policy(args.cache_dir, BootstrapConfig(**overrides), data_dir=args.data_dir,
-                                 log=lambda m: print(m, file=sys.stderr))
+        model_dir = build_policy(
+            args.cache_dir,
+            BootstrapConfig(**overrides),
+            data_dir=args.data_dir,
+            log=lambda m: print(m, file=sys.stderr),
+        )
         data_dir = args.data_dir or args.cache_dir / "tasks"
     else:
         model_dir, data_dir = args.model_dir, args.data_dir
     manifest = read_manifest(model_dir) or {}
-    figures = {k: manifest.get(k) for k in ("key", "params", "steps", "seconds", "steps_per_s",
-                                            "tokens_per_s", "build_seconds", "corpus")}
+    figures = {
+        k: manifest.get(k)
+        for k in (
+            "key",
+            "params",
+            "steps",
+            "seconds",
+            "steps_per_s",
+            "tokens_per_s",
+            "build_seconds",
+            "corpus",
+        )
+    }
     curve = manifest.get("loss_curve") or []
     figures["loss_first_last"] = [curve[0][2], curve[-1][2]] if curve else None
     tasks = [t for t in args.eval_tasks.split(",") if t]
     if tasks:
-        results = evaluate_drafts(model_dir, tasks, data_dir, samples=args.samples,
-                                  temperature=args.temperature, max_new_tokens=args.max_new_tokens)
+        results = evaluate_drafts(
+            model_dir,
+            tasks,
+            data_dir,
+            samples=args.samples,
+            temperature=args.temperature,
+            max_new_tokens=args.max_new_tokens,
+        )
         figures["eval"] = [{k: v for k, v in asdict(r).items() if k != "scores"} for r in results]
     print(model_dir)
     print(json.dumps(figures, indent=1))

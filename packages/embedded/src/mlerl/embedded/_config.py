@@ -92,12 +92,18 @@ class BootstrapConfig:
     def __post_init__(self) -> None:
         check(0.0 <= self.mistake_rate <= 1.0, "mistake_rate", "must be in [0, 1]")
         check(0.0 <= self.fix_share <= 1.0, "fix_share", "must be in [0, 1]")
-        check(min(self.drafts_per_task, self.improves_per_task, self.instruments_per_task) >= 0,
-              "drafts_per_task", "example counts must be >= 0")
+        check(
+            min(self.drafts_per_task, self.improves_per_task, self.instruments_per_task) >= 0,
+            "drafts_per_task",
+            "example counts must be >= 0",
+        )
         check(self.vocab_size >= 512, "vocab_size", "must be >= 512")
         check(self.phrase_tokens >= 0, "phrase_tokens", "must be >= 0")
-        check(self.hidden_size > 0 and self.hidden_size % self.num_heads == 0, "hidden_size",
-              "must be a positive multiple of num_heads")
+        check(
+            self.hidden_size > 0 and self.hidden_size % self.num_heads == 0,
+            "hidden_size",
+            "must be a positive multiple of num_heads",
+        )
         check(self.num_heads % self.num_kv_heads == 0, "num_kv_heads", "must divide num_heads")
         check(self.num_layers > 0 and self.intermediate_size > 0, "num_layers", "must be > 0")
         check(self.max_len >= 64, "max_len", "must be >= 64")
@@ -112,8 +118,9 @@ class BootstrapConfig:
         build does not depend on the guard when the guard never bound the schedule."""
         fields = asdict(self)
         fields.pop("sft_seconds")
-        blob = json.dumps({"corpus": corpus_hash, "version": BOOTSTRAP_VERSION, **fields},
-                          sort_keys=True)
+        blob = json.dumps(
+            {"corpus": corpus_hash, "version": BOOTSTRAP_VERSION, **fields}, sort_keys=True
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

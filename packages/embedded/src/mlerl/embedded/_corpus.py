@@ -48,8 +48,9 @@ _FIX = {
     "wrong_path": "The data lives in ./input/, so I will read the files from there.",
     "wrong_column": "I will use the correct target column `{label}`.",
     "typo": "I will fix the misspelled variable name.",
-    "no_proba": ("The metric needs probabilities, so I will submit predict_proba instead of hard "
-                 "labels."),
+    "no_proba": (
+        "The metric needs probabilities, so I will submit predict_proba instead of hard labels."
+    ),
     "index": "I will write the CSV without the index column.",
 }
 
@@ -96,13 +97,25 @@ def _crash_output(program: Program) -> str:
 
 
 def _draft(view: TaskView, program: Program, prompts: PromptConfig | None = None) -> Example:
-    return Example("draft", view.id, _msgs(draft_messages(view.task, prompts)),
-                   format_answer(program.plan, program.code), program.family, program.correct,
-                   program.mistake, program.code)
+    return Example(
+        "draft",
+        view.id,
+        _msgs(draft_messages(view.task, prompts)),
+        format_answer(program.plan, program.code),
+        program.family,
+        program.correct,
+        program.mistake,
+        program.code,
+    )
 
 
-def _improve(view: TaskView, rng: random.Random, prompts: PromptConfig | None = None, styles: bool = True,
-             fix_share: float = 0.5) -> Example:
+def _improve(
+    view: TaskView,
+    rng: random.Random,
+    prompts: PromptConfig | None = None,
+    styles: bool = True,
+    fix_share: float = 0.5,
+) -> Example:
     if getattr(prompts, "improve_format", "rewrite") == "edit":
         return _revise(view, rng, prompts, styles, fix_share)
     choices = sample_choices(view, rng, styles)
@@ -111,34 +124,69 @@ def _improve(view: TaskView, rng: random.Random, prompts: PromptConfig | None = 
         bad = inject(good, view, rng.choice(MISTAKES), rng)
         if bad is not None and bad.mistake is not None:  # inject() names the mistake it made
             fix = _FIX[bad.mistake].format(label=view.label_column)
-            lead = f"The previous solution failed: {bad.error.splitlines()[-1]}. " if bad.error else \
-                "The previous solution had a bug. "
+            lead = (
+                f"The previous solution failed: {bad.error.splitlines()[-1]}. "
+                if bad.error
+                else "The previous solution had a bug. "
+            )
             output = _crash_output(bad) if bad.error else _output(bad)
-            return Example("improve", view.id,
-                           _msgs(improve_messages(view.task, bad.plan, bad.code, output, prompts)),
-                           format_answer(lead + fix + " " + good.plan, good.code), good.family, True,
-                           None, good.code, (bad.plan, bad.code))
+            return Example(
+                "improve",
+                view.id,
+                _msgs(improve_messages(view.task, bad.plan, bad.code, output, prompts)),
+                format_answer(lead + fix + " " + good.plan, good.code),
+                good.family,
+                True,
+                None,
+                good.code,
+                (bad.plan, bad.code),
+            )
     weak = replace(choices, budget=0)
     weak_prog = generate_program(view, rng, weak)
     allowed = [f for f in families_for(view.problem, view.modality) if f in _STRONG]
     family = rng.choice(allowed)
-    model = make_model(family, view.problem, view.modality, rng, 2, choices.seed,
-                       view.problem in ("binary", "proba"))
-    strong = replace(choices, model=model, budget=2,
-                     validation="holdout" if choices.validation == "none" and rng.random() < 0.5
-                     else choices.validation)
+    model = make_model(
+        family,
+        view.problem,
+        view.modality,
+        rng,
+        2,
+        choices.seed,
+        view.problem in ("binary", "proba"),
+    )
+    strong = replace(
+        choices,
+        model=model,
+        budget=2,
+        validation="holdout"
+        if choices.validation == "none" and rng.random() < 0.5
+        else choices.validation,
+    )
     if len(view.target_columns) > 1 and view.problem in ("binary", "regression"):
         strong = replace(strong, validation="none")
     better = generate_program(view, rng, strong)
-    lead = (f"The previous solution used {weak.model.phrase}. To improve the score I will switch to "
-            f"{model.phrase}. ")
-    return Example("improve", view.id,
-                   _msgs(improve_messages(view.task, weak_prog.plan, weak_prog.code, _output(weak_prog), prompts)),
-                   format_answer(lead + better.plan, better.code), better.family, True, None,
-                   better.code, (weak_prog.plan, weak_prog.code))
+    lead = (
+        f"The previous solution used {weak.model.phrase}. To improve the score I will switch to "
+        f"{model.phrase}. "
+    )
+    return Example(
+        "improve",
+        view.id,
+        _msgs(
+            improve_messages(view.task, weak_prog.plan, weak_prog.code, _output(weak_prog), prompts)
+        ),
+        format_answer(lead + better.plan, better.code),
+        better.family,
+        True,
+        None,
+        better.code,
+        (weak_prog.plan, weak_prog.code),
+    )
 
 
-def _revise(view: TaskView, rng: random.Random, prompts: PromptConfig | None, styles: bool, fix_share: float) -> Example:
+def _revise(
+    view: TaskView, rng: random.Random, prompts: PromptConfig | None, styles: bool, fix_share: float
+) -> Example:
     """An ``edit``-format improve example: a parent program and the search/replace edits of ONE
     change to it (the bug fixed; or a new hyperparameter setting, model family or feature set,
     drawn at random, so revisions that help and revisions that hurt both appear)."""
@@ -150,24 +198,42 @@ def _revise(view: TaskView, rng: random.Random, prompts: PromptConfig | None, st
     if rng.random() < fix_share:
         bad = inject(parent, view, rng.choice(MISTAKES), rng)
         if bad is not None and bad.mistake is not None:  # inject() names the mistake it made
-            lead = (f"The previous solution failed: {bad.error.splitlines()[-1]}. " if bad.error
-                    else "The previous solution had a bug. ")
+            lead = (
+                f"The previous solution failed: {bad.error.splitlines()[-1]}. "
+                if bad.error
+                else "The previous solution had a bug. "
+            )
             output = _crash_output(bad) if bad.error else _output(bad)
-            return Example("improve", view.id,
-                           _msgs(improve_messages(view.task, bad.plan, bad.code, output, prompts)),
-                           format_answer(lead + _FIX[bad.mistake].format(label=view.label_column),
-                                         edit_answer(bad.code, parent.code)),
-                           parent.family, True, None, parent.code, (bad.plan, bad.code))
+            return Example(
+                "improve",
+                view.id,
+                _msgs(improve_messages(view.task, bad.plan, bad.code, output, prompts)),
+                format_answer(
+                    lead + _FIX[bad.mistake].format(label=view.label_column),
+                    edit_answer(bad.code, parent.code),
+                ),
+                parent.family,
+                True,
+                None,
+                parent.code,
+                (bad.plan, bad.code),
+            )
     change = rng.choice(["params", "params", "family", "family", "features"])
     old, span = choices.model, view.problem == "span"
     if change == "params" and not span:
         budget = rng.choice([b for b in (0, 1, 2) if b != choices.budget])
-        model = make_model(old.family, view.problem, view.modality, rng, budget, choices.seed, proba)
+        model = make_model(
+            old.family, view.problem, view.modality, rng, budget, choices.seed, proba
+        )
         revised = replace(choices, model=model, budget=budget)
-        lead = (f"The previous solution used {old.phrase}. I will change its settings to "
-                f"{model.phrase}.")
+        lead = (
+            f"The previous solution used {old.phrase}. I will change its settings to "
+            f"{model.phrase}."
+        )
     elif change == "features" and view.modality == "tabular":
-        features = rng.choice([f for f in ("drop", "list", "numeric", "rowstats") if f != choices.features])
+        features = rng.choice(
+            [f for f in ("drop", "list", "numeric", "rowstats") if f != choices.features]
+        )
         revised = replace(choices, features=features)
         lead = f"I will keep {old.phrase} and change the features the model sees."
     else:
@@ -176,38 +242,66 @@ def _revise(view: TaskView, rng: random.Random, prompts: PromptConfig | None, st
             child = generate_program(view, rng, sample_choices(view, rng, styles))
             if child.code == parent.code:
                 return _revise(view, rng, prompts, styles, fix_share)
-            return Example("improve", view.id,
-                           _msgs(improve_messages(view.task, parent.plan, parent.code, _output(parent), prompts)),
-                           format_answer("I will try another approach: " + child.plan, child.code),
-                           child.family, True, None, child.code, (parent.plan, parent.code))
+            return Example(
+                "improve",
+                view.id,
+                _msgs(
+                    improve_messages(view.task, parent.plan, parent.code, _output(parent), prompts)
+                ),
+                format_answer("I will try another approach: " + child.plan, child.code),
+                child.family,
+                True,
+                None,
+                child.code,
+                (parent.plan, parent.code),
+            )
         family = rng.choice(families)
-        model = make_model(family, view.problem, view.modality, rng, choices.budget, choices.seed, proba)
+        model = make_model(
+            family, view.problem, view.modality, rng, choices.budget, choices.seed, proba
+        )
         revised = replace(choices, model=model)
         lead = f"The previous solution used {old.phrase}. I will try {model.phrase} instead."
     child = generate_program(view, rng, revised)
     if child.code == parent.code:  # the draw changed nothing the program shows: draw again
         return _revise(view, rng, prompts, styles, fix_share)
-    return Example("improve", view.id,
-                   _msgs(improve_messages(view.task, parent.plan, parent.code, _output(parent), prompts)),
-                   format_answer(lead, edit_answer(parent.code, child.code)), child.family, True,
-                   None, child.code, (parent.plan, parent.code))
+    return Example(
+        "improve",
+        view.id,
+        _msgs(improve_messages(view.task, parent.plan, parent.code, _output(parent), prompts)),
+        format_answer(lead, edit_answer(parent.code, child.code)),
+        child.family,
+        True,
+        None,
+        child.code,
+        (parent.plan, parent.code),
+    )
 
 
-def with_real_outputs(examples: list[Example], views: list[TaskView],
-                      run: Callable[[list[tuple[Any, str]]], list[str]], prompts: PromptConfig | None = None) -> list[Example]:
+def with_real_outputs(
+    examples: list[Example],
+    views: list[TaskView],
+    run: Callable[[list[tuple[Any, str]]], list[str]],
+    prompts: PromptConfig | None = None,
+) -> list[Example]:
     """`examples` with every improve prompt showing its parent's real terminal output.
 
     `run` takes (task, program) pairs and returns each program's terminal output as the actors
     show it (`mlerl.embedded._evaluate.terminal_outputs` runs them in the sandbox)."""
     tasks = {v.id: v.task for v in views}
-    todo = [(i, ex.parent) for i, ex in enumerate(examples) if ex.kind == "improve" and ex.parent is not None]
+    todo = [
+        (i, ex.parent)
+        for i, ex in enumerate(examples)
+        if ex.kind == "improve" and ex.parent is not None
+    ]
     outputs = run([(tasks[examples[i].task_id], parent[1]) for i, parent in todo])
     if len(outputs) != len(todo):
         raise ValueError(f"run returned {len(outputs)} outputs for {len(todo)} programs")
     out = list(examples)
     for (i, (plan, code)), output in zip(todo, outputs, strict=True):
         ex = examples[i]
-        out[i] = replace(ex, messages=_msgs(improve_messages(tasks[ex.task_id], plan, code, output, prompts)))
+        out[i] = replace(
+            ex, messages=_msgs(improve_messages(tasks[ex.task_id], plan, code, output, prompts))
+        )
     return out
 
 
@@ -216,14 +310,29 @@ def _instrument(view: TaskView, program: Program) -> Example:
 
     # only the markers the verifier accepts (a rule-based program defines no library model)
     answer = f"```python\n{drop_unjustified(program.code, program.instrumented)}```"
-    return Example("instrument", view.id, _msgs(instrument_messages(program.code)), answer,
-                   program.family, program.correct, program.mistake, program.code)
+    return Example(
+        "instrument",
+        view.id,
+        _msgs(instrument_messages(program.code)),
+        answer,
+        program.family,
+        program.correct,
+        program.mistake,
+        program.code,
+    )
 
 
-def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int = 48,
-                    improves_per_task: int = 16, instruments_per_task: int = 8,
-                    mistake_rate: float = 0.2, prompts: PromptConfig | None = None, styles: bool = True,
-                    fix_share: float = 0.5) -> list[Example]:
+def generate_corpus(
+    views: list[TaskView],
+    seed: int = 0,
+    drafts_per_task: int = 48,
+    improves_per_task: int = 16,
+    instruments_per_task: int = 8,
+    mistake_rate: float = 0.2,
+    prompts: PromptConfig | None = None,
+    styles: bool = True,
+    fix_share: float = 0.5,
+) -> list[Example]:
     """Deterministic corpus for `views`; duplicate answers are dropped.
 
     `prompts` (a `mlerl.actors.PromptConfig`, default when None) must be the one the actors
@@ -266,7 +375,9 @@ def corpus_stats(examples: list[Example]) -> dict[str, object]:
     drafts = [e for e in examples if e.kind == "draft"]
     return {
         "examples": len(examples),
-        "by_kind": {k: sum(e.kind == k for e in examples) for k in ("draft", "improve", "instrument")},
+        "by_kind": {
+            k: sum(e.kind == k for e in examples) for k in ("draft", "improve", "instrument")
+        },
         "families": sorted({e.family for e in drafts}),
         "distinct_programs": len({e.code for e in drafts}),
         "mistakes": sum(not e.correct for e in drafts),

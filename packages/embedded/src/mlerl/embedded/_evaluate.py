@@ -46,8 +46,16 @@ class TaskEval:
     errors: dict[str, int] = field(default_factory=dict)
 
 
-def sample_answers(model, tok, messages: list[dict[str, str]], n: int, temperature: float,
-                   max_new_tokens: int, seed: int, batch: int = 16) -> list[str]:
+def sample_answers(
+    model,
+    tok,
+    messages: list[dict[str, str]],
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    batch: int = 16,
+) -> list[str]:
     """`n` sampled assistant turns for one prompt."""
     import torch
 
@@ -58,11 +66,18 @@ def sample_answers(model, tok, messages: list[dict[str, str]], n: int, temperatu
     while len(out) < n:
         k = min(batch, n - len(out))
         with torch.no_grad():
-            gen = model.generate(ids.repeat(k, 1), attention_mask=torch.ones(k, ids.shape[1], dtype=torch.long),
-                                 do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
-                                 max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
-                                 eos_token_id=tok.eos_token_id)
-        out += tok.batch_decode(gen[:, ids.shape[1]:], skip_special_tokens=True)
+            gen = model.generate(
+                ids.repeat(k, 1),
+                attention_mask=torch.ones(k, ids.shape[1], dtype=torch.long),
+                do_sample=True,
+                temperature=temperature,
+                top_p=1.0,
+                top_k=0,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
+            )
+        out += tok.batch_decode(gen[:, ids.shape[1] :], skip_special_tokens=True)
     return out
 
 
@@ -72,8 +87,9 @@ def run_program(code: str, task, timeout_s: float) -> RunOutcome:
     return asyncio.run(run_programs([code], task, timeout_s, workers=1))[0]
 
 
-async def run_programs(codes: list[str], task, timeout_s: float, workers: int = 2
-                       ) -> list[RunOutcome]:
+async def run_programs(
+    codes: list[str], task, timeout_s: float, workers: int = 2
+) -> list[RunOutcome]:
     """`run_program` for many programs, ``workers`` at a time through one sandbox."""
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
@@ -95,8 +111,11 @@ async def _run_one(sandbox, code: str, task, timeout_s: float) -> RunOutcome:
         ast.parse(code)
     except SyntaxError as exc:
         return RunOutcome(False, None, False, None, 0.0, f"SyntaxError: {exc.msg}")
-    result = await sandbox.run(ExecutionRequest(
-        program=code, data_dir=task.public_dir, limits=Limits(wall_time_s=timeout_s)))
+    result = await sandbox.run(
+        ExecutionRequest(
+            program=code, data_dir=task.public_dir, limits=Limits(wall_time_s=timeout_s)
+        )
+    )
     try:
         seconds = result.duration_s
         if result.status is ExecStatus.TIMEOUT:
@@ -117,8 +136,12 @@ async def _run_one(sandbox, code: str, task, timeout_s: float) -> RunOutcome:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def terminal_outputs(items: list[tuple[object, str]], timeout_s: float = 120.0, workers: int = 2,
-                     tail_chars: int = 8000) -> list[str]:
+def terminal_outputs(
+    items: list[tuple[object, str]],
+    timeout_s: float = 120.0,
+    workers: int = 2,
+    tail_chars: int = 8000,
+) -> list[str]:
     """The terminal output of each (task, program) as an actor's improve prompt shows it.
 
     The same path as an RL action: AST instrumentation, the secure marker channel, the local
@@ -135,14 +158,17 @@ async def _terminal_outputs(items, timeout_s: float, workers: int, tail_chars: i
 
     async def one(task, code: str) -> str:
         run = prepare_run(instrument_ast(code), "secure")
-        result = await sandbox.run(ExecutionRequest(program=run.program, data_dir=task.public_dir,
-                                                    limits=Limits(wall_time_s=timeout_s)))
+        result = await sandbox.run(
+            ExecutionRequest(
+                program=run.program, data_dir=task.public_dir, limits=Limits(wall_time_s=timeout_s)
+            )
+        )
         for path in {p.parent for p in result.files.values()}:
             shutil.rmtree(path, ignore_errors=True)
         out, err = result.stdout.text(), result.stderr.text()
         joined = out + ("\n" if out and err and not out.endswith("\n") else "") + err
         text = clean_output(joined, run.nonce)
-        return text[len(text) - tail_chars:] if tail_chars else ""
+        return text[len(text) - tail_chars :] if tail_chars else ""
 
     try:
         return list(await asyncio.gather(*(one(task, code) for task, code in items)))
@@ -150,9 +176,18 @@ async def _terminal_outputs(items, timeout_s: float, workers: int, tail_chars: i
         await sandbox.close()
 
 
-def evaluate_drafts(model_dir: str | Path, task_ids: list[str], data_dir: str | Path, *,
-                    samples: int = 32, temperature: float = 0.8, max_new_tokens: int = 768,
-                    timeout_s: float = 120.0, workers: int = 2, seed: int = 0) -> list[TaskEval]:
+def evaluate_drafts(
+    model_dir: str | Path,
+    task_ids: list[str],
+    data_dir: str | Path,
+    *,
+    samples: int = 32,
+    temperature: float = 0.8,
+    max_new_tokens: int = 768,
+    timeout_s: float = 120.0,
+    workers: int = 2,
+    seed: int = 0,
+) -> list[TaskEval]:
     """Sample `samples` C.1 answers per task, run them, and count what parses / runs / is valid.
 
     Prompts are built with the `PromptConfig` the policy was bootstrapped with (its manifest),
@@ -173,8 +208,9 @@ def evaluate_drafts(model_dir: str | Path, task_ids: list[str], data_dir: str | 
         task = registry.get(task_id)
         if not task.is_prepared():
             prepare(task_id, data_dir)
-        answers = sample_answers(model, tok, draft_messages(task, prompts), samples,
-                                 temperature, max_new_tokens, seed)
+        answers = sample_answers(
+            model, tok, draft_messages(task, prompts), samples, temperature, max_new_tokens, seed
+        )
         codes = [extract_code(a) or "" for a in answers]
         outcomes = asyncio.run(run_programs(codes, task, timeout_s, workers))
         errors: dict[str, int] = {}
@@ -182,16 +218,34 @@ def evaluate_drafts(model_dir: str | Path, task_ids: list[str], data_dir: str | 
             if o.error:
                 errors[o.error] = errors.get(o.error, 0) + 1
         scores = [o.score for o in outcomes if o.score is not None]
-        results.append(TaskEval(
-            task_id, samples, sum(o.parsed for o in outcomes), sum(o.exit_code == 0 for o in outcomes),
-            sum(o.valid for o in outcomes), len({c for c in codes if c}),
-            round(sum(scores) / len(scores), 5) if scores else None, scores, errors))
+        results.append(
+            TaskEval(
+                task_id,
+                samples,
+                sum(o.parsed for o in outcomes),
+                sum(o.exit_code == 0 for o in outcomes),
+                sum(o.valid for o in outcomes),
+                len({c for c in codes if c}),
+                round(sum(scores) / len(scores), 5) if scores else None,
+                scores,
+                errors,
+            )
+        )
     return results
 
 
-def evaluate_improvement(model_dir: str | Path, task_id: str, data_dir: str | Path, *, parents: int = 4,
-                         per_parent: int = 4, temperature: float = 0.9, max_new_tokens: int = 320,
-                         timeout_s: float = 120.0, seed: int = 123) -> dict:
+def evaluate_improvement(
+    model_dir: str | Path,
+    task_id: str,
+    data_dir: str | Path,
+    *,
+    parents: int = 4,
+    per_parent: int = 4,
+    temperature: float = 0.9,
+    max_new_tokens: int = 320,
+    timeout_s: float = 120.0,
+    seed: int = 123,
+) -> dict:
     """Improve answers to ``parents`` corpus programs (seeded, correct, one coding style), each
     run once in the sandbox first so its prompt shows the terminal output the actors would show;
     ``per_parent`` answers each, then as many from-scratch (C.1) answers for comparison. Every
@@ -222,25 +276,47 @@ def evaluate_improvement(model_dir: str | Path, task_id: str, data_dir: str | Pa
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
     improve, beats, errors = [], [0, 0], dict[str, int]()
     for i, (p, out, pr) in enumerate(zip(progs, outputs, parent_runs, strict=True)):
-        answers = sample_answers(model, tok, improve_messages(task, p.plan, p.code, out, prompts),
-                                 per_parent, temperature, max_new_tokens, seed=i)
-        for r in asyncio.run(run_programs([extract_code(a) or "" for a in answers], task, timeout_s)):
+        answers = sample_answers(
+            model,
+            tok,
+            improve_messages(task, p.plan, p.code, out, prompts),
+            per_parent,
+            temperature,
+            max_new_tokens,
+            seed=i,
+        )
+        for r in asyncio.run(
+            run_programs([extract_code(a) or "" for a in answers], task, timeout_s)
+        ):
             improve.append(r)
             if r.error:
                 errors[r.error] = errors.get(r.error, 0) + 1
             if r.valid and pr.valid and r.score is not None and pr.score is not None:
                 beats[1] += 1
                 beats[0] += (r.score < pr.score) if lower else (r.score > pr.score)
-    answers = sample_answers(model, tok, draft_messages(task, prompts), parents * per_parent, temperature,
-                             max_new_tokens, seed=99)
+    answers = sample_answers(
+        model,
+        tok,
+        draft_messages(task, prompts),
+        parents * per_parent,
+        temperature,
+        max_new_tokens,
+        seed=99,
+    )
     scratch = asyncio.run(run_programs([extract_code(a) or "" for a in answers], task, timeout_s))
     scores = [r.score for r in improve + scratch if r.valid and r.score is not None]
     return {
-        "model": str(model_dir), "task": task_id, "parents": parents, "per_parent": per_parent,
+        "model": str(model_dir),
+        "task": task_id,
+        "parents": parents,
+        "per_parent": per_parent,
         "parents_valid": sum(r.valid for r in parent_runs),
-        "improve_n": len(improve), "improve_valid": sum(r.valid for r in improve) / len(improve),
-        "improved_beats_parent": beats[0], "improved_and_parent_valid": beats[1],
-        "scratch_n": len(scratch), "scratch_valid": sum(r.valid for r in scratch) / len(scratch),
+        "improve_n": len(improve),
+        "improve_valid": sum(r.valid for r in improve) / len(improve),
+        "improved_beats_parent": beats[0],
+        "improved_and_parent_valid": beats[1],
+        "scratch_n": len(scratch),
+        "scratch_valid": sum(r.valid for r in scratch) / len(scratch),
         "improve_errors": errors,
         "best_score": (min(scores) if lower else max(scores)) if scores else None,
         "lower_is_better": lower,

@@ -19,9 +19,11 @@ from mlerl.embedded._tasks import TaskView
 def _traceback(code: str, needle: str, exc: str) -> str:
     for number, line in enumerate(code.splitlines(), start=1):
         if needle in line:
-            return (f'Traceback (most recent call last):\n  File "main.py", line {number}, in '
-                    '<module>\n'
-                    f"    {line.strip()}\n{exc}")
+            return (
+                f'Traceback (most recent call last):\n  File "main.py", line {number}, in '
+                "<module>\n"
+                f"    {line.strip()}\n{exc}"
+            )
     return exc
 
 
@@ -37,7 +39,9 @@ def _find(chunks: list, needle: str) -> int | None:
     return next((i for i, (text, _) in enumerate(chunks) if needle in text), None)
 
 
-def with_mistake(program: Program, view: TaskView, mistake: str | None, rng: random.Random) -> Program:
+def with_mistake(
+    program: Program, view: TaskView, mistake: str | None, rng: random.Random
+) -> Program:
     """`program` with `mistake` (one of MISTAKES) injected; unchanged when `mistake` is None or
     does not apply to it."""
     if mistake is None:
@@ -60,9 +64,13 @@ def inject(program: Program, view: TaskView, mistake: str, rng: random.Random) -
             return None
         needle, error = f"{name}", f"NameError: name '{name}' is not defined"
         code = "\n".join(t for t, _ in chunks)
-        needle = next((ln for ln in code.splitlines() if re.search(rf"\b{re.escape(name)}\b", ln)), name)
+        needle = next(
+            (ln for ln in code.splitlines() if re.search(rf"\b{re.escape(name)}\b", ln)), name
+        )
     elif mistake == "wrong_path":
-        wrong = rng.choice(["train.csv", "../input/train.csv", "data/train.csv", "/input/train.csv"])
+        wrong = rng.choice(
+            ["train.csv", "../input/train.csv", "data/train.csv", "/input/train.csv"]
+        )
         i = _find(chunks, "pd.read_csv(")
         if i is None:  # a program that reads no CSV: this mistake does not apply
             return None
@@ -72,8 +80,11 @@ def inject(program: Program, view: TaskView, mistake: str, rng: random.Random) -
         chunks[i] = (needle + "\n" + rest, markers)
         error = f"FileNotFoundError: [Errno 2] No such file or directory: '{wrong}'"
     elif mistake == "wrong_column":
-        bad = [c for c in ("label", "target", "y", "class", "Target", "outcome")
-               if c not in (view.label_column, view.id_column, *view.target_columns)]
+        bad = [
+            c
+            for c in ("label", "target", "y", "class", "Target", "outcome")
+            if c not in (view.label_column, view.id_column, *view.target_columns)
+        ]
         wrong = rng.choice(bad)
         y_line = f"{n['y']} = {n['train']}["
         i = _find(chunks, y_line)

@@ -39,7 +39,9 @@ def encode_example(tok, ex: Example) -> tuple[list[int], list[int]]:
     """(input_ids, labels): the chat-formatted prompt masked with -100, then answer + <|im_end|>."""
     prompt = tok.apply_chat_template(ex.chat(), add_generation_prompt=True, tokenize=False)
     prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    answer_ids = tok(ex.answer, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids(IM_END)]
+    answer_ids = tok(ex.answer, add_special_tokens=False)["input_ids"] + [
+        tok.convert_tokens_to_ids(IM_END)
+    ]
     return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids
 
 
@@ -79,10 +81,16 @@ def new_model(tok, cfg: BootstrapConfig):
 
     torch.manual_seed(cfg.seed)
     config = Qwen2Config(
-        vocab_size=len(tok), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
-        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
-        intermediate_size=cfg.intermediate_size, max_position_embeddings=max(4096, cfg.max_len),
-        tie_word_embeddings=True, bos_token_id=None, eos_token_id=tok.eos_token_id,
+        vocab_size=len(tok),
+        hidden_size=cfg.hidden_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads,
+        intermediate_size=cfg.intermediate_size,
+        max_position_embeddings=max(4096, cfg.max_len),
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
     )
     return Qwen2ForCausalLM(config)
@@ -113,7 +121,10 @@ def sft(model, tok, examples: list[Example], cfg: BootstrapConfig, log=None) -> 
     start, step, tokens, curve = time.monotonic(), 0, 0, []
     while step < cfg.sft_steps and time.monotonic() - start < cfg.sft_seconds and kept:
         for idx in _batches(kept, cfg.batch_tokens, rng):
-            progress = max(step / max(1, cfg.sft_steps), (time.monotonic() - start) / max(1e-9, cfg.sft_seconds))
+            progress = max(
+                step / max(1, cfg.sft_steps),
+                (time.monotonic() - start) / max(1e-9, cfg.sft_seconds),
+            )
             if progress >= 1.0:
                 break
             warm = min(1.0, (step + 1) / max(1, cfg.warmup_steps))
@@ -133,19 +144,33 @@ def sft(model, tok, examples: list[Example], cfg: BootstrapConfig, log=None) -> 
                 log(f"sft step {step}: loss {curve[-1][2]} ({curve[-1][1]} s)")
     seconds = time.monotonic() - start
     model.eval()
-    return {"steps": step, "seconds": round(seconds, 2), "loss_curve": curve,
-            "examples_kept": len(kept), "examples_dropped": len(encoded) - len(kept),
-            "tokens_trained": tokens, "steps_per_s": round(step / max(seconds, 1e-9), 4),
-            "tokens_per_s": round(tokens / max(seconds, 1e-9), 1),
-            "mean_len": round(sum(len(e[0]) for e in kept) / max(1, len(kept)), 1)}
+    return {
+        "steps": step,
+        "seconds": round(seconds, 2),
+        "loss_curve": curve,
+        "examples_kept": len(kept),
+        "examples_dropped": len(encoded) - len(kept),
+        "tokens_trained": tokens,
+        "steps_per_s": round(step / max(seconds, 1e-9), 4),
+        "tokens_per_s": round(tokens / max(seconds, 1e-9), 1),
+        "mean_len": round(sum(len(e[0]) for e in kept) / max(1, len(kept)), 1),
+    }
 
 
 def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
     """The corpus with simulated improve outputs (pure and fast: it keys the cache)."""
     views = task_views(data_dir, list(cfg.task_ids) or None)
-    return generate_corpus(views, cfg.seed, cfg.drafts_per_task, cfg.improves_per_task,
-                           cfg.instruments_per_task, cfg.mistake_rate, cfg.prompts, cfg.styles,
-                           cfg.fix_share)
+    return generate_corpus(
+        views,
+        cfg.seed,
+        cfg.drafts_per_task,
+        cfg.improves_per_task,
+        cfg.instruments_per_task,
+        cfg.mistake_rate,
+        cfg.prompts,
+        cfg.styles,
+        cfg.fix_share,
+    )
 
 
 def _as_loaded(tok, model_config):
@@ -164,7 +189,9 @@ def _as_loaded(tok, model_config):
         return AutoTokenizer.from_pretrained(tmp)
 
 
-def save_model_dir(out: Path, model: Any, tok: Any, manifest_name: str, manifest: dict[str, Any]) -> None:
+def save_model_dir(
+    out: Path, model: Any, tok: Any, manifest_name: str, manifest: dict[str, Any]
+) -> None:
     """``model`` and ``tok`` as a Hugging Face directory at ``out``, with ``manifest`` as JSON
     under ``manifest_name``: written beside it, then renamed into place (a reader never sees
     half a directory; an existing one is replaced)."""
@@ -182,8 +209,13 @@ def save_model_dir(out: Path, model: Any, tok: Any, manifest_name: str, manifest
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *,
-                 data_dir: str | Path | None = None, log=print) -> Path:
+def build_policy(
+    cache_dir: str | Path,
+    config: BootstrapConfig | None = None,
+    *,
+    data_dir: str | Path | None = None,
+    log=print,
+) -> Path:
     """The bootstrapped policy's model directory, built (or reused) under `cache_dir`."""
     cfg = config or BootstrapConfig()
     cache = Path(cache_dir).expanduser()
@@ -198,26 +230,33 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
         if manifest.get("steps", 0) >= cfg.sft_steps:
             log(f"embedded policy: cache hit {out}")
             return out
-        log(f"embedded policy: {out} was stopped by sft_seconds after {manifest.get('steps')} of "
-            f"{cfg.sft_steps} steps; rebuilding")
+        log(
+            f"embedded policy: {out} was stopped by sft_seconds after {manifest.get('steps')} of "
+            f"{cfg.sft_steps} steps; rebuilding"
+        )
     # Phrase tokens come from the corpus as generated: a prompt's lines qualify because prompts
     # repeat verbatim during RL, which a program's terminal output does not.
     prompts = sorted({c for ex in examples for _, c in ex.messages})
     phrases = phrase_tokens([ex.answer for ex in examples], prompts, limit=cfg.phrase_tokens)
     if cfg.real_outputs:
         t_run = time.monotonic()
-        examples = with_real_outputs(examples, task_views(data, list(cfg.task_ids) or None),
-                                     terminal_outputs, cfg.prompts)
-        log(f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve "
+        examples = with_real_outputs(
+            examples, task_views(data, list(cfg.task_ids) or None), terminal_outputs, cfg.prompts
+        )
+        log(
+            f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve "
             "parents "
-            f"for their terminal output in {time.monotonic() - t_run:.0f} s")
+            f"for their terminal output in {time.monotonic() - t_run:.0f} s"
+        )
         prompts = sorted({c for ex in examples for _, c in ex.messages})
     answers = [ex.answer for ex in examples]
     tok = train_tokenizer(answers + prompts + stdlib_texts(), cfg.vocab_size, phrases)
     model = new_model(tok, cfg)
     tok = _as_loaded(tok, model.config)
-    log(f"embedded policy: {len(examples)} examples, {model.num_parameters() / 1e6:.2f} M params, "
-        f"training up to {cfg.sft_steps} steps / {cfg.sft_seconds:.0f} s")
+    log(
+        f"embedded policy: {len(examples)} examples, {model.num_parameters() / 1e6:.2f} M params, "
+        f"training up to {cfg.sft_steps} steps / {cfg.sft_seconds:.0f} s"
+    )
     import torch
 
     threads = torch.get_num_threads()
@@ -229,18 +268,28 @@ def build_policy(cache_dir: str | Path, config: BootstrapConfig | None = None, *
         torch.set_num_threads(threads)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    manifest = {"key": key, "corpus_hash": chash, "config": asdict(cfg),
-                "corpus": corpus_stats(examples), "params": model.num_parameters(),
-                "build_seconds": round(time.monotonic() - t0, 2), "created_at": time.time(),
-                **record}
+    manifest = {
+        "key": key,
+        "corpus_hash": chash,
+        "config": asdict(cfg),
+        "corpus": corpus_stats(examples),
+        "params": model.num_parameters(),
+        "build_seconds": round(time.monotonic() - t0, 2),
+        "created_at": time.time(),
+        **record,
+    }
     save_model_dir(out, model, tok, MANIFEST, manifest)
     if record["steps"] < cfg.sft_steps:
-        log(f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after "
+        log(
+            f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after "
             f"{record['steps']} of "
             f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but "
             "not "
-            f"reused: raise model.bootstrap.sft_seconds")
-    log(f"embedded policy: {record['steps']} steps in {record['seconds']} s "
+            f"reused: raise model.bootstrap.sft_seconds"
+        )
+    log(
+        f"embedded policy: {record['steps']} steps in {record['seconds']} s "
         f"({record['steps_per_s']} steps/s), final loss "
-        f"{record['loss_curve'][-1][2] if record['loss_curve'] else None}")
+        f"{record['loss_curve'][-1][2] if record['loss_curve'] else None}"
+    )
     return out

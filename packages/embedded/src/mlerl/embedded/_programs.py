@@ -28,11 +28,29 @@ from mlerl.embedded._tasks import TaskView
 
 MISTAKES = ("missing_import", "wrong_path", "wrong_column", "typo", "no_proba", "index")
 _NAMES = (
-    dict(train="train", test="test", X="X", y="y", Xt="X_test", model="model", sub="sub", pred="pred"),
-    dict(train="train_df", test="test_df", X="X_train", y="y_train", Xt="X_test", model="clf",
-         sub="submission", pred="preds"),
-    dict(train="df_train", test="df_test", X="features", y="labels", Xt="test_features",
-         model="estimator", sub="out", pred="p"),
+    dict(
+        train="train", test="test", X="X", y="y", Xt="X_test", model="model", sub="sub", pred="pred"
+    ),
+    dict(
+        train="train_df",
+        test="test_df",
+        X="X_train",
+        y="y_train",
+        Xt="X_test",
+        model="clf",
+        sub="submission",
+        pred="preds",
+    ),
+    dict(
+        train="df_train",
+        test="df_test",
+        X="features",
+        y="labels",
+        Xt="test_features",
+        model="estimator",
+        sub="out",
+        pred="p",
+    ),
     dict(train="tr", test="te", X="Xtr", y="ytr", Xt="Xte", model="m", sub="sub_df", pred="yhat"),
 )
 _SCORING = {"binary": "roc_auc", "proba": "neg_log_loss", "label": "accuracy", "regression": "r2"}
@@ -107,11 +125,22 @@ def _draw(view: TaskView, rng: random.Random, budget: int, seed: int) -> Choices
     if view.problem == "span":
         params = span_params(rng)
         model = make_span_model(rng.choice(SPAN_FAMILIES), rng, params)
-        return Choices(names=rng.randrange(len(_NAMES)), path_style=rng.randrange(4),
-                       constants=rng.random() < 0.6, features="words", fill="", model=model,
-                       validation="none", refit=False, train_score=rng.random() < 0.4,
-                       write_style=rng.randrange(3), clip=False, seed=seed, budget=budget,
-                       params=params)
+        return Choices(
+            names=rng.randrange(len(_NAMES)),
+            path_style=rng.randrange(4),
+            constants=rng.random() < 0.6,
+            features="words",
+            fill="",
+            model=model,
+            validation="none",
+            refit=False,
+            train_score=rng.random() < 0.4,
+            write_style=rng.randrange(3),
+            clip=False,
+            seed=seed,
+            budget=budget,
+            params=params,
+        )
     proba = view.problem in ("binary", "proba")
     family = rng.choice(families_for(view.problem, view.modality))
     model = make_model(family, view.problem, view.modality, rng, budget, seed, proba)
@@ -119,7 +148,10 @@ def _draw(view: TaskView, rng: random.Random, budget: int, seed: int) -> Choices
         model = replace(model, scaled=False)
     if view.modality == "text":
         features = rng.choice(["tfidf_word", "tfidf_word", "tfidf_char", "count"])
-        params = {"ngram": rng.choice([1, 2, 2, 3]), "max_features": rng.choice([5000, 20000, 50000])}
+        params = {
+            "ngram": rng.choice([1, 2, 2, 3]),
+            "max_features": rng.choice([5000, 20000, 50000]),
+        }
     elif view.modality == "image":
         features = rng.choice(["pixels", "pixels", "resize", "projections"])
         params = {"size": rng.choice([8, 12, 16])}
@@ -127,12 +159,19 @@ def _draw(view: TaskView, rng: random.Random, budget: int, seed: int) -> Choices
         features, params = rng.choice(["drop", "list", "list", "numeric", "rowstats"]), {}
     validation = "none" if multi_target(view) else rng.choice(["none", "holdout", "holdout", "cv"])
     return Choices(
-        names=rng.randrange(len(_NAMES)), path_style=rng.randrange(4),
-        constants=rng.random() < 0.6, features=features,
+        names=rng.randrange(len(_NAMES)),
+        path_style=rng.randrange(4),
+        constants=rng.random() < 0.6,
+        features=features,
         fill=rng.choice(["", "", "zero", "median"]) if view.modality == "tabular" else "",
-        model=model, validation=validation, refit=rng.random() < 0.6,
+        model=model,
+        validation=validation,
+        refit=rng.random() < 0.6,
         train_score=not multi_target(view) and rng.random() < 0.3,
-        write_style=rng.randrange(3), clip=rng.random() < 0.5, seed=seed, budget=budget,
+        write_style=rng.randrange(3),
+        clip=rng.random() < 0.5,
+        seed=seed,
+        budget=budget,
         params=params,
     )
 
@@ -150,8 +189,12 @@ class _Ctx:
         self.TARGETS = "TARGETS" if c.constants else f"[{cols}]"
 
     def path(self, name: str) -> str:
-        return {0: f'"input/{name}"', 1: f'"./input/{name}"',
-                2: f'os.path.join(DATA_DIR, "{name}")', 3: f'INPUT / "{name}"'}[self.c.path_style]
+        return {
+            0: f'"input/{name}"',
+            1: f'"./input/{name}"',
+            2: f'os.path.join(DATA_DIR, "{name}")',
+            3: f'INPUT / "{name}"',
+        }[self.c.path_style]
 
 
 def render(view: TaskView, c: Choices) -> list[tuple[str, tuple[str, ...]]]:
@@ -162,8 +205,10 @@ def render(view: TaskView, c: Choices) -> list[tuple[str, tuple[str, ...]]]:
     consts = _constants(x)
     if consts:
         body.append((consts, ()))
-    load = (f"{n['train']} = pd.read_csv({x.path('train.csv')})\n"
-            f"{n['test']} = pd.read_csv({x.path('test.csv')})")
+    load = (
+        f"{n['train']} = pd.read_csv({x.path('train.csv')})\n"
+        f"{n['test']} = pd.read_csv({x.path('test.csv')})"
+    )
     body.append((load, ("loaded data",)))
     if view.problem == "span":
         body.extend(span_chunks(x))
@@ -198,8 +243,9 @@ def _constants(x: _Ctx) -> str:
     return "\n".join(lines)
 
 
-def generate_program(view: TaskView, rng: random.Random, choices: Choices | None = None,
-                     styles: bool = True) -> Program:
+def generate_program(
+    view: TaskView, rng: random.Random, choices: Choices | None = None, styles: bool = True
+) -> Program:
     """A correct program for `view`; `styles` as in `sample_choices` (used only when `choices`
     is None). `_mistakes.with_mistake` turns one into a buggy one."""
     c = choices if choices is not None else sample_choices(view, rng, styles)

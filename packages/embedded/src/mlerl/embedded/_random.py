@@ -46,19 +46,47 @@ RANDOM_MANIFEST = "random_model.json"
 _FORMAT = 1  # bump when the tokenizer or the saved files change
 
 _QWEN25_COMMON = dict(
-    vocab_size=151936, max_position_embeddings=32768, rope_theta=1_000_000.0, rms_norm_eps=1e-6,
-    hidden_act="silu", tie_word_embeddings=True, use_sliding_window=False, attention_dropout=0.0,
+    vocab_size=151936,
+    max_position_embeddings=32768,
+    rope_theta=1_000_000.0,
+    rms_norm_eps=1e-6,
+    hidden_act="silu",
+    tie_word_embeddings=True,
+    use_sliding_window=False,
+    attention_dropout=0.0,
     initializer_range=0.02,
 )
 
 ARCHITECTURES: dict[str, dict] = {
-    "qwen2.5-0.5b": dict(_QWEN25_COMMON, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                         num_attention_heads=14, num_key_value_heads=2, max_window_layers=24),
-    "qwen2.5-3b": dict(_QWEN25_COMMON, hidden_size=2048, intermediate_size=11008, num_hidden_layers=36,
-                       num_attention_heads=16, num_key_value_heads=2, max_window_layers=36),
-    "tiny": dict(_QWEN25_COMMON, vocab_size=4096, max_position_embeddings=4096, hidden_size=128,
-                 intermediate_size=256, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                 max_window_layers=2),
+    "qwen2.5-0.5b": dict(
+        _QWEN25_COMMON,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        max_window_layers=24,
+    ),
+    "qwen2.5-3b": dict(
+        _QWEN25_COMMON,
+        hidden_size=2048,
+        intermediate_size=11008,
+        num_hidden_layers=36,
+        num_attention_heads=16,
+        num_key_value_heads=2,
+        max_window_layers=36,
+    ),
+    "tiny": dict(
+        _QWEN25_COMMON,
+        vocab_size=4096,
+        max_position_embeddings=4096,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_window_layers=2,
+    ),
 }
 """Qwen2Config keyword arguments per architecture name (see the module docstring's table)."""
 
@@ -79,11 +107,18 @@ def padded_tokenizer(vocab_size: int, bpe_size: int = 8192):  # -> PreTrainedTok
     vocab = raw["model"]["vocab"]
     filler = vocab_size - len(trained)
     if filler < 0:
-        raise ValueError(f"vocab_size {vocab_size} is smaller than the trained tokenizer ({len(trained)})")
+        raise ValueError(
+            f"vocab_size {vocab_size} is smaller than the trained tokenizer ({len(trained)})"
+        )
     for i in range(filler):
         vocab[f"<|unused_{i}|>"] = len(vocab)
-    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(raw)), eos_token=IM_END,
-                                  pad_token=EOS, bos_token=None, additional_special_tokens=[IM_START])
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(raw)),
+        eos_token=IM_END,
+        pad_token=EOS,
+        bos_token=None,
+        additional_special_tokens=[IM_START],
+    )
     tok.chat_template = trained.chat_template
     assert len(tok) == vocab_size, (len(tok), vocab_size)
     return tok
@@ -97,12 +132,17 @@ def architecture_config(arch: str, tokenizer=None):  # -> Qwen2Config
         raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
     ids = {}
     if tokenizer is not None:
-        ids = dict(bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        ids = dict(
+            bos_token_id=None,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
     return Qwen2Config(**ARCHITECTURES[arch], **ids)
 
 
-def build_random_model(arch: str, out_dir: str | Path, *, seed: int = 0, dtype: str = "bfloat16",
-                       log=print) -> Path:
+def build_random_model(
+    arch: str, out_dir: str | Path, *, seed: int = 0, dtype: str = "bfloat16", log=print
+) -> Path:
     """Write (or reuse) the random ``arch`` model directory ``out_dir``; return it."""
     import torch
     from transformers import GenerationConfig, Qwen2ForCausalLM
@@ -123,12 +163,20 @@ def build_random_model(arch: str, out_dir: str | Path, *, seed: int = 0, dtype: 
     config = architecture_config(arch, tok)
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM._from_config(config, dtype=getattr(torch, dtype))
-    model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    model.generation_config = GenerationConfig(
+        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
+    )
     params = model.num_parameters()
-    log(f"random model: {arch}, {params / 1e6:.1f} M parameters in {dtype}, "
-        f"initialised in {time.monotonic() - t0:.1f} s; saving to {out}")
-    manifest = {**wanted, "params": params, "build_seconds": round(time.monotonic() - t0, 2),
-                "created_at": time.time()}
+    log(
+        f"random model: {arch}, {params / 1e6:.1f} M parameters in {dtype}, "
+        f"initialised in {time.monotonic() - t0:.1f} s; saving to {out}"
+    )
+    manifest = {
+        **wanted,
+        "params": params,
+        "build_seconds": round(time.monotonic() - t0, 2),
+        "created_at": time.time(),
+    }
     from mlerl.embedded._model import save_model_dir
 
     save_model_dir(out, model, tok, RANDOM_MANIFEST, manifest)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 # name used in the body -> the import line it needs (checked in this order)
 _IMPORTS = (
-    ("os.", "import os"), ("np.", "import numpy as np"), ("Path(", "from pathlib import Path"),
+    ("os.", "import os"),
+    ("np.", "import numpy as np"),
+    ("Path(", "from pathlib import Path"),
     ("Image.", "from PIL import Image"),
     ("make_pipeline(", "from sklearn.pipeline import make_pipeline"),
     ("StandardScaler", "from sklearn.preprocessing import StandardScaler"),
@@ -56,34 +58,50 @@ def _tabular_features(x) -> list[str]:
         out += [f"{X} = {tr}.drop(columns={dropped})", f"{Xt} = {te}[{X}.columns]"]
     else:
         if c.features == "numeric":
-            out.append(f'feature_cols = {te}.drop(columns=[{x.ID}]).select_dtypes("number").columns')
+            out.append(
+                f'feature_cols = {te}.drop(columns=[{x.ID}]).select_dtypes("number").columns'
+            )
         else:
             out.append(f"feature_cols = [col for col in {te}.columns if col != {x.ID}]")
         out += [f"{X} = {tr}[feature_cols]", f"{Xt} = {te}[feature_cols]"]
     if c.features == "rowstats":
         out = [
-            "def add_row_stats(df):", "    df = df.copy()", "    values = df.values",
-            '    df["row_mean"] = values.mean(axis=1)', '    df["row_std"] = values.std(axis=1)',
-            "    return df", "", *out,
-            f"{X} = add_row_stats({X})", f"{Xt} = add_row_stats({Xt})",
+            "def add_row_stats(df):",
+            "    df = df.copy()",
+            "    values = df.values",
+            '    df["row_mean"] = values.mean(axis=1)',
+            '    df["row_std"] = values.std(axis=1)',
+            "    return df",
+            "",
+            *out,
+            f"{X} = add_row_stats({X})",
+            f"{Xt} = add_row_stats({Xt})",
         ]
     if c.fill == "zero":
         out += [f"{X} = {X}.fillna(0)", f"{Xt} = {Xt}.fillna(0)"]
     elif c.fill == "median":
-        out += [f"medians = {X}.median()", f"{X} = {X}.fillna(medians)", f"{Xt} = {Xt}.fillna(medians)"]
+        out += [
+            f"medians = {X}.median()",
+            f"{X} = {X}.fillna(medians)",
+            f"{Xt} = {Xt}.fillna(medians)",
+        ]
     return out
 
 
 def _text_features(x) -> list[str]:
     n, p = x.n, x.c.params
     if x.c.features == "tfidf_char":
-        vec = ('TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), '
-               f'max_features={p["max_features"]})')
+        vec = (
+            'TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), '
+            f"max_features={p['max_features']})"
+        )
     elif x.c.features == "count":
-        vec = f'CountVectorizer(ngram_range=(1, {p["ngram"]}), max_features={p["max_features"]})'
+        vec = f"CountVectorizer(ngram_range=(1, {p['ngram']}), max_features={p['max_features']})"
     else:
-        vec = (f'TfidfVectorizer(ngram_range=(1, {p["ngram"]}), max_features={p["max_features"]}, '
-               "sublinear_tf=True)")
+        vec = (
+            f"TfidfVectorizer(ngram_range=(1, {p['ngram']}), max_features={p['max_features']}, "
+            "sublinear_tf=True)"
+        )
     return [
         f"vectorizer = {vec}",
         f'{n["X"]} = vectorizer.fit_transform({n["train"]}[{x.TEXT}].fillna("").astype(str))',
@@ -93,26 +111,38 @@ def _text_features(x) -> list[str]:
 
 def _image_path(x) -> str:
     suffix = "" if x.view.image_column else ".png"
-    return {0: f'f"input/images/{{name}}{suffix}"', 1: f'f"./input/images/{{name}}{suffix}"',
-            2: f'os.path.join(DATA_DIR, "images", f"{{name}}{suffix}")',
-            3: f'INPUT / "images" / f"{{name}}{suffix}"'}[x.c.path_style]
+    return {
+        0: f'f"input/images/{{name}}{suffix}"',
+        1: f'f"./input/images/{{name}}{suffix}"',
+        2: f'os.path.join(DATA_DIR, "images", f"{{name}}{suffix}")',
+        3: f'INPUT / "images" / f"{{name}}{suffix}"',
+    }[x.c.path_style]
 
 
 def _image_features(x) -> list[str]:
     n, c = x.n, x.c
     size = c.params["size"]
-    body = ["def load_images(names):", "    rows = []", "    for name in names:",
-            f'        img = Image.open({_image_path(x)}).convert("L")']
+    body = [
+        "def load_images(names):",
+        "    rows = []",
+        "    for name in names:",
+        f'        img = Image.open({_image_path(x)}).convert("L")',
+    ]
     if c.features == "resize":
         body.append(f"        img = img.resize(({size}, {size}))")
     body.append("        arr = np.asarray(img, dtype=np.float32) / 255.0")
     if c.features == "projections":
-        body.append("        rows.append(np.concatenate([arr.ravel(), arr.mean(axis=0), arr.mean(axis=1)]))")
+        body.append(
+            "        rows.append(np.concatenate([arr.ravel(), arr.mean(axis=0), arr.mean(axis=1)]))"
+        )
     else:
         body.append("        rows.append(arr.ravel())")
     body += ["    return np.stack(rows)", ""]
     col = f'"{x.view.image_column}"' if x.view.image_column else x.ID
-    body += [f"{n['X']} = load_images({n['train']}[{col}])", f"{n['Xt']} = load_images({n['test']}[{col}])"]
+    body += [
+        f"{n['X']} = load_images({n['train']}[{col}])",
+        f"{n['Xt']} = load_images({n['test']}[{col}])",
+    ]
     return body
 
 
@@ -145,25 +175,37 @@ def fit_chunks(x) -> list[tuple[str, tuple[str, ...]]]:
     if c.validation == "holdout":
         strat = f", stratify={y}" if x.view.problem != "regression" else ""
         score, label = _metric(x, "y_va", "X_va")
-        text = (f"X_tr, X_va, y_tr, y_va = train_test_split({X}, {y}, test_size=0.2, "
-                f"random_state={c.seed}{strat})\n{model}.fit(X_tr, y_tr)\n"
-                f"val_score = {score}\nprint(f\"validation {label}: {{val_score:.4f}}\")")
+        text = (
+            f"X_tr, X_va, y_tr, y_va = train_test_split({X}, {y}, test_size=0.2, "
+            f"random_state={c.seed}{strat})\n{model}.fit(X_tr, y_tr)\n"
+            f'val_score = {score}\nprint(f"validation {label}: {{val_score:.4f}}")'
+        )
         chunks.append((text, ("testing loss:",) if c.refit else ("trained model", "testing loss:")))
         if c.refit:
             chunks.append(fit)
     elif c.validation == "cv":
         folds = 3 if c.budget == 0 else 5
-        scoring = {"binary": "roc_auc", "proba": "neg_log_loss", "label": "accuracy",
-                   "regression": "r2"}[x.view.problem]
-        text = (f'scores = cross_val_score({model}, {X}, {y}, cv={folds}, scoring="{scoring}")\n'
-                f'print(f"cv {scoring}: {{scores.mean():.4f}} +/- {{scores.std():.4f}}")')
+        scoring = {
+            "binary": "roc_auc",
+            "proba": "neg_log_loss",
+            "label": "accuracy",
+            "regression": "r2",
+        }[x.view.problem]
+        text = (
+            f'scores = cross_val_score({model}, {X}, {y}, cv={folds}, scoring="{scoring}")\n'
+            f'print(f"cv {scoring}: {{scores.mean():.4f}} +/- {{scores.std():.4f}}")'
+        )
         chunks += [(text, ("testing loss:",)), fit]
     else:
         chunks.append(fit)
     if c.train_score:
         score, label = _metric(x, y, X)
-        chunks.append((f"train_score = {score}\nprint(f\"train {label}: {{train_score:.4f}}\")",
-                       ("training loss:",)))
+        chunks.append(
+            (
+                f'train_score = {score}\nprint(f"train {label}: {{train_score:.4f}}")',
+                ("training loss:",),
+            )
+        )
     return chunks
 
 
@@ -175,8 +217,10 @@ def predict_chunk(x) -> str:
     if problem == "proba":
         out = f"{pred} = {model}.predict_proba({Xt})"
         if x.c.clip:
-            out += (f"\n{pred} = np.clip({pred}, 1e-6, 1 - 1e-6)\n"
-                    f"{pred} = {pred} / {pred}.sum(axis=1, keepdims=True)")
+            out += (
+                f"\n{pred} = np.clip({pred}, 1e-6, 1 - 1e-6)\n"
+                f"{pred} = {pred} / {pred}.sum(axis=1, keepdims=True)"
+            )
         return out
     out = f"{pred} = {model}.predict({Xt})"
     if "rmsle" in x.view.metric.lower():
@@ -188,9 +232,13 @@ def multi_chunk(x) -> str:
     n, v = x.n, x.view
     call = "predict_proba({Xt})[:, 1]" if v.problem == "binary" else "predict({Xt})"
     clip = "rmsle" in v.metric.lower()
-    lines = [f"{n['sub']} = pd.DataFrame({{{x.ID}: {n['test']}[{x.ID}]}})", f"for col in {x.TARGETS}:",
-             f"    {n['model']} = {model_expr(x)}", f"    {n['model']}.fit({n['X']}, {n['train']}[col])",
-             f"    {n['sub']}[col] = {n['model']}.{call.format(Xt=n['Xt'])}"]
+    lines = [
+        f"{n['sub']} = pd.DataFrame({{{x.ID}: {n['test']}[{x.ID}]}})",
+        f"for col in {x.TARGETS}:",
+        f"    {n['model']} = {model_expr(x)}",
+        f"    {n['model']}.fit({n['X']}, {n['train']}[col])",
+        f"    {n['sub']}[col] = {n['model']}.{call.format(Xt=n['Xt'])}",
+    ]
     if clip:
         lines.append(f"    {n['sub']}[col] = {n['sub']}[col].clip(lower=0)")
     return "\n".join(lines)
@@ -206,15 +254,27 @@ def write_chunk(x) -> str:
         pass
     elif v.problem == "proba":
         lines += {
-            0: [f"{sub} = pd.DataFrame({pred}, columns={x.TARGETS})", f"{sub}.insert(0, {x.ID}, {te}[{x.ID}].values)"],
-            1: [f"{sub} = pd.read_csv({x.path('sample_submission.csv')})", f"{sub}[{x.TARGETS}] = {pred}"],
-            2: [f"{sub} = pd.DataFrame({{{x.ID}: {te}[{x.ID}]}})", f"for i, col in enumerate({x.TARGETS}):",
-                f"    {sub}[col] = {pred}[:, i]"],
+            0: [
+                f"{sub} = pd.DataFrame({pred}, columns={x.TARGETS})",
+                f"{sub}.insert(0, {x.ID}, {te}[{x.ID}].values)",
+            ],
+            1: [
+                f"{sub} = pd.read_csv({x.path('sample_submission.csv')})",
+                f"{sub}[{x.TARGETS}] = {pred}",
+            ],
+            2: [
+                f"{sub} = pd.DataFrame({{{x.ID}: {te}[{x.ID}]}})",
+                f"for i, col in enumerate({x.TARGETS}):",
+                f"    {sub}[col] = {pred}[:, i]",
+            ],
         }[c.write_style]
     else:
         lines += {
             0: [f"{sub} = pd.DataFrame({{{x.ID}: {te}[{x.ID}], {col}: {pred}}})"],
-            1: [f"{sub} = pd.read_csv({x.path('sample_submission.csv')})", f"{sub}[{col}] = {pred}"],
+            1: [
+                f"{sub} = pd.read_csv({x.path('sample_submission.csv')})",
+                f"{sub}[{col}] = {pred}",
+            ],
             2: [f"{te}[{col}] = {pred}", f"{sub} = {te}[[{x.ID}, {col}]]"],
         }[c.write_style]
     dest = '"submission.csv"' if c.names % 2 == 0 else '"./submission.csv"'

@@ -19,11 +19,23 @@ if TYPE_CHECKING:
 
 # metric name (lower-cased, bench spelling variants) -> how the submission is produced
 _PROBLEM_BY_METRIC = {
-    "auc": "binary", "roc_auc": "binary", "roc-auc": "binary", "mean_column_auc": "binary",
-    "logloss": "proba", "log_loss": "proba", "multiclass_logloss": "proba",
-    "accuracy": "label", "qwk": "label", "quadratic_weighted_kappa": "label",
-    "pearson": "regression", "rmse": "regression", "rmsle": "regression", "mae": "regression",
-    "mean_column_rmsle": "regression", "r2": "regression", "word_jaccard": "span",
+    "auc": "binary",
+    "roc_auc": "binary",
+    "roc-auc": "binary",
+    "mean_column_auc": "binary",
+    "logloss": "proba",
+    "log_loss": "proba",
+    "multiclass_logloss": "proba",
+    "accuracy": "label",
+    "qwk": "label",
+    "quadratic_weighted_kappa": "label",
+    "pearson": "regression",
+    "rmse": "regression",
+    "rmsle": "regression",
+    "mae": "regression",
+    "mean_column_rmsle": "regression",
+    "r2": "regression",
+    "word_jaccard": "span",
 }
 
 
@@ -88,8 +100,14 @@ def _mean_lengths(path: Path, rows: int = 20) -> dict[str, float]:
 
 
 def view_from_public_dir(
-    task_id: str, metric: str, lower_is_better: bool, modality: str, public_dir: Path,
-    description: str | None = None, id_column: str | None = None, task: TaskSpec | None = None,
+    task_id: str,
+    metric: str,
+    lower_is_better: bool,
+    modality: str,
+    public_dir: Path,
+    description: str | None = None,
+    id_column: str | None = None,
+    task: TaskSpec | None = None,
 ) -> TaskView:
     """Infer a view from a prepared public dir (train.csv, test.csv, sample_submission.csv)."""
     train_cols = _header(public_dir / "train.csv")
@@ -108,15 +126,29 @@ def view_from_public_dir(
     if modality == "image":
         with (public_dir / "test.csv").open(newline="", encoding="utf-8") as fh:
             row = next(csv.DictReader(fh), {}) or {}
-        image_col = next((c for c, v in row.items() if str(v).lower().endswith((".png", ".jpg"))), None)
+        image_col = next(
+            (c for c, v in row.items() if str(v).lower().endswith((".png", ".jpg"))), None
+        )
     context_col = None
     if text_col and modality == "text":
         context_col = next((c for c in test_cols if c not in (id_col, text_col)), None)
     if description is None:
         path = public_dir / "description.md"
         description = path.read_text(encoding="utf-8") if path.is_file() else task_id
-    return TaskView(task_id, metric, lower_is_better, modality, id_col, targets, label,
-                    description, text_col, image_col, context_col, task)
+    return TaskView(
+        task_id,
+        metric,
+        lower_is_better,
+        modality,
+        id_col,
+        targets,
+        label,
+        description,
+        text_col,
+        image_col,
+        context_col,
+        task,
+    )
 
 
 def default_task_ids(data_dir: Path | None = None) -> list[str]:
@@ -139,10 +171,18 @@ def task_views(data_dir: Path, task_ids: list[str] | None = None) -> list[TaskVi
         public = Path(spec.public_dir)
         if not spec.is_prepared():
             prepare(task_id, data_dir)
-        views.append(view_from_public_dir(
-            task_id, str(spec.metric), bool(spec.lower_is_better), str(spec.modality), public,
-            description=spec.description, id_column=spec.id_column, task=spec,
-        ))
+        views.append(
+            view_from_public_dir(
+                task_id,
+                str(spec.metric),
+                bool(spec.lower_is_better),
+                str(spec.modality),
+                public,
+                description=spec.description,
+                id_column=spec.id_column,
+                task=spec,
+            )
+        )
     return views
 
 

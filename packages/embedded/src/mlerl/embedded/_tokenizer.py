@@ -43,8 +43,18 @@ CHAT_TEMPLATE = (
 
 # Stdlib modules whose source broadens the Python vocabulary beyond the corpus templates.
 _STDLIB_MODULES = (
-    "argparse.py", "csv.py", "dataclasses.py", "functools.py", "heapq.py", "json/encoder.py",
-    "random.py", "statistics.py", "string.py", "textwrap.py", "pathlib.py", "fractions.py",
+    "argparse.py",
+    "csv.py",
+    "dataclasses.py",
+    "functools.py",
+    "heapq.py",
+    "json/encoder.py",
+    "random.py",
+    "statistics.py",
+    "string.py",
+    "textwrap.py",
+    "pathlib.py",
+    "fractions.py",
 )
 
 
@@ -81,8 +91,9 @@ def _pieces(text: str) -> list[str]:
     return out
 
 
-def phrase_tokens(frequent: Iterable[str], once: Iterable[str] = (), limit: int = 4096,
-                  min_chars: int = 6) -> list[str]:
+def phrase_tokens(
+    frequent: Iterable[str], once: Iterable[str] = (), limit: int = 4096, min_chars: int = 6
+) -> list[str]:
     """The phrases to add as single tokens, most frequent first, at most `limit`.
 
     A piece of the `frequent` texts (answers) qualifies when it occurs in at least two of them;
@@ -97,8 +108,9 @@ def phrase_tokens(frequent: Iterable[str], once: Iterable[str] = (), limit: int 
     return [p for p, n in ranked if n >= 2 and len(p.strip()) >= min_chars][:limit]
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 8192,
-                    phrases: Iterable[str] = ()) -> PreTrainedTokenizerFast:
+def train_tokenizer(
+    texts: Iterable[str], vocab_size: int = 8192, phrases: Iterable[str] = ()
+) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on `texts` and wrap it with ChatML special tokens and template;
     `phrases` (see `phrase_tokens`) become single tokens on top of the BPE vocabulary."""
     if vocab_size < 512:

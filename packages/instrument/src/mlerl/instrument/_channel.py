@@ -140,7 +140,9 @@ def prepare_run(
     edits: list[tuple[int, int, bytes, str | None]] = []
     for node in markers:
         marker = marker_of(node)
-        assert marker is not None and node.end_lineno is not None and node.end_col_offset is not None
+        assert (
+            marker is not None and node.end_lineno is not None and node.end_col_offset is not None
+        )
         start = src.offset(node.lineno, node.col_offset)
         end = src.offset(node.end_lineno, node.end_col_offset)
         if untrusted is None and id(node) in alone:
@@ -165,7 +167,9 @@ def prepare_run(
 
 
 def _keys(text: str, nonce: str) -> tuple[int, int, str, str] | None:
-    m = re.search(r"(?:^|\n)" + re.escape(nonce) + r":key ([0-9a-f]{32}) ([0-9a-f]{32})(?:\n|$)", text)
+    m = re.search(
+        r"(?:^|\n)" + re.escape(nonce) + r":key ([0-9a-f]{32}) ([0-9a-f]{32})(?:\n|$)", text
+    )
     if m is None or text[: m.start()].strip():
         return None
     return m.start(), m.end(), m.group(1), m.group(2)

@@ -1,15 +1,15 @@
 """``mlerl-instrument``: instrument a program, or score a run's stdout.
 
-    mlerl-instrument FILE.py [--mode ast|lm|paper] [--plain]
-        ast   (default) deterministic markers, secure nonce channel; the nonce goes to stderr
-        paper deterministic markers as plain prints (the paper's regex channel)
-        lm    an OpenAI-compatible server (--openai-base-url URL --model NAME) instruments,
-              falling back to ast; path and reason go to stderr; secure channel
-        --plain prints the instrumented program without the channel (marker prints only)
-    mlerl-instrument credit --stdout LOG [--nonce N] [--status S --valid --score X
-                            --lower-is-better]
-        JSON: markers found, their count, the partial credit (-10 + 0.1 n) and, with --status,
-        the paper reward.
+mlerl-instrument FILE.py [--mode ast|lm|paper] [--plain]
+    ast   (default) deterministic markers, secure nonce channel; the nonce goes to stderr
+    paper deterministic markers as plain prints (the paper's regex channel)
+    lm    an OpenAI-compatible server (--openai-base-url URL --model NAME) instruments,
+          falling back to ast; path and reason go to stderr; secure channel
+    --plain prints the instrumented program without the channel (marker prints only)
+mlerl-instrument credit --stdout LOG [--nonce N] [--status S --valid --score X
+                        --lower-is-better]
+    JSON: markers found, their count, the partial credit (-10 + 0.1 n) and, with --status,
+    the paper reward.
 """
 
 from __future__ import annotations
@@ -52,11 +52,17 @@ class _OpenAIChat:
         with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
             choice = json.load(resp)["choices"][0]
         text = choice["message"]["content"] or ""
-        return Completion(prompt_ids=[], token_ids=[], logprobs=[], text=text,
-                          finish_reason=choice.get("finish_reason") or "stop")
+        return Completion(
+            prompt_ids=[],
+            token_ids=[],
+            logprobs=[],
+            text=text,
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
 
-    async def generate(self, conversations: Sequence[Sequence[ChatMessage]],
-                       params: SamplingParams) -> list[Completion]:
+    async def generate(
+        self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams
+    ) -> list[Completion]:
         return [await asyncio.to_thread(self._one, c, params) for c in conversations]
 
     async def update_weights(self, update: WeightUpdate) -> None:
@@ -74,12 +80,17 @@ def _instrument(args: argparse.Namespace) -> int:
         return 1
     if args.mode == "lm":
         if not (args.openai_base_url and args.model):
-            print("mlerl-instrument: --mode lm needs an engine: pass --openai-base-url URL "
-                  "--model NAME (or use LMInstrumenter from Python)", file=sys.stderr)
+            print(
+                "mlerl-instrument: --mode lm needs an engine: pass --openai-base-url URL "
+                "--model NAME (or use LMInstrumenter from Python)",
+                file=sys.stderr,
+            )
             return 2
         engine = _OpenAIChat(args.openai_base_url, args.model)
         result = asyncio.run(LMInstrumenter(engine).instrument(code))
-        print(f"path: {result.path} reason: {result.reason or '-'} {result.detail}", file=sys.stderr)
+        print(
+            f"path: {result.path} reason: {result.reason or '-'} {result.detail}", file=sys.stderr
+        )
         instrumented = result.code
     else:
         try:
@@ -114,8 +125,9 @@ def _credit(args: argparse.Namespace) -> int:
     }
     if args.status:
         try:
-            result = compute_reward(markers, ExecStatus(args.status), args.score, args.valid,
-                                    args.lower_is_better, cfg)
+            result = compute_reward(
+                markers, ExecStatus(args.status), args.score, args.valid, args.lower_is_better, cfg
+            )
         except ValueError as exc:
             print(f"mlerl-instrument credit: {exc}", file=sys.stderr)
             return 2
@@ -136,8 +148,11 @@ def _parser_credit() -> argparse.ArgumentParser:
 
 
 def _parser_instrument() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mlerl-instrument", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="mlerl-instrument",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("file")
     p.add_argument("--mode", choices=["ast", "lm", "paper"], default="ast")
     p.add_argument("--plain", action="store_true", help="print marker prints, no channel")

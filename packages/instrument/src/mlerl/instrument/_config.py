@@ -38,4 +38,6 @@ class InstrumentConfig:
             try:
                 setattr(self, name, kind(value))
             except ValueError:
-                raise ConfigError(name, f"must be one of {[k.value for k in kind]}, got {value!r}") from None
+                raise ConfigError(
+                    name, f"must be one of {[k.value for k in kind]}, got {value!r}"
+                ) from None

@@ -26,11 +26,42 @@ from dataclasses import dataclass, field
 from mlerl.instrument._trust import bindings, imports, qualified
 
 ML_LIBS = frozenset(
-    ["sklearn", "lightgbm", "xgboost", "catboost", "torch", "torchvision", "tensorflow", "keras", "tf_keras", "transformers", "statsmodels", "timm", "sentence_transformers", "imblearn", "scipy", "pytorch_lightning", "lightning"]
+    [
+        "sklearn",
+        "lightgbm",
+        "xgboost",
+        "catboost",
+        "torch",
+        "torchvision",
+        "tensorflow",
+        "keras",
+        "tf_keras",
+        "transformers",
+        "statsmodels",
+        "timm",
+        "sentence_transformers",
+        "imblearn",
+        "scipy",
+        "pytorch_lightning",
+        "lightning",
+    ]
 )
 """Libraries whose estimators, losses and metrics earn markers (resolved through imports)."""
-_CHAIN = frozenset({"fit", "partial_fit", "to", "cuda", "cpu", "eval", "double", "float", "half",
-                    "set_params", "best_estimator_"})
+_CHAIN = frozenset(
+    {
+        "fit",
+        "partial_fit",
+        "to",
+        "cuda",
+        "cpu",
+        "eval",
+        "double",
+        "float",
+        "half",
+        "set_params",
+        "best_estimator_",
+    }
+)
 _BOOST_ROOTS = frozenset({"lightgbm", "xgboost", "catboost"})
 _MODEL_CLASS = re.compile(
     r"(Classifier|Regressor|Regression|SVC|SVR|NB|Net|Model|Pipeline|Booster|Ridge|Lasso|"
@@ -114,13 +145,15 @@ def make_context(tree: ast.AST) -> Context:
     for _ in range(3):  # derived-from-derived classes
         for c in classes:
             lib_base = any(
-                (q := _qual(b, ctx)) is not None and q.split(".")[0] in ML_LIBS
+                (q := _qual(b, ctx)) is not None
+                and q.split(".")[0] in ML_LIBS
                 and bool(re.search(r"(Module|Model|Estimator|Classifier|Regressor)$", q))
                 for b in c.bases
             )
-            if c.name in once and (lib_base or any(
-                isinstance(b, ast.Name) and b.id in ctx.model_classes for b in c.bases
-            )):
+            if c.name in once and (
+                lib_base
+                or any(isinstance(b, ast.Name) and b.id in ctx.model_classes for b in c.bases)
+            ):
                 ctx.model_classes.add(c.name)
     values: dict[int, ast.expr] = {}
     for n in ast.walk(tree):
@@ -154,5 +187,7 @@ def walk_scope(node: ast.AST) -> Iterator[ast.AST]:
         n = stack.pop()
         yield n
         for child in ast.iter_child_nodes(n):
-            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            if not isinstance(
+                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+            ):
                 stack.append(child)

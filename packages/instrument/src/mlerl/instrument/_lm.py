@@ -60,8 +60,17 @@ Now please insert print statements for this python script: {code}"""
 PROMPT_VERSION = "c3-v1"
 """Part of the cache key: change it when the prompt changes."""
 
-REASONS = ("unparsable_input", "engine_error", "engine_timeout", "truncated", "no_code_block",
-           "syntax_error", "modified_program", "misplaced_marker", "no_markers")
+REASONS = (
+    "unparsable_input",
+    "engine_error",
+    "engine_timeout",
+    "truncated",
+    "no_code_block",
+    "syntax_error",
+    "modified_program",
+    "misplaced_marker",
+    "no_markers",
+)
 """Every fallback reason :class:`Instrumented` can carry."""
 
 _FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)
@@ -183,10 +192,16 @@ def judge(code: str, completion: Completion) -> Instrumented:
 def drop_unjustified(code: str, instrumented: str) -> str:
     """``instrumented`` (``code`` with marker statements, one per line) without the markers
     :func:`judge` would refuse as misplaced: what an answer for ``code`` may claim."""
-    bad = {line for line, _ in misplaced_markers(parse(instrumented, "instrumented"),
-                                                  verification_context(parse(code, "original program")))}
-    return "".join(text for n, text in enumerate(instrumented.splitlines(keepends=True), 1)
-                   if n not in bad)
+    bad = {
+        line
+        for line, _ in misplaced_markers(
+            parse(instrumented, "instrumented"),
+            verification_context(parse(code, "original program")),
+        )
+    }
+    return "".join(
+        text for n, text in enumerate(instrumented.splitlines(keepends=True), 1) if n not in bad
+    )
 
 
 def _fallback(code: str, reason: str, detail: str) -> Instrumented:
@@ -252,7 +267,10 @@ class LMInstrumenter:
             if len(completions) != len(codes):
                 raise RuntimeError(f"engine returned {len(completions)} of {len(codes)} answers")
         except TimeoutError:
-            return [_fallback(c, "engine_timeout", f"no answer in {self.config.timeout_s} s") for c in codes]
+            return [
+                _fallback(c, "engine_timeout", f"no answer in {self.config.timeout_s} s")
+                for c in codes
+            ]
         except Exception as exc:  # noqa: BLE001 - any engine failure falls back, CancelledError passes
             return [_fallback(c, "engine_error", f"{type(exc).__name__}: {exc}") for c in codes]
         out = []

@@ -42,7 +42,7 @@ VALUE_EVENT = "mlerl.value"
 # The prelude. Placeholders: @MK@ (random name of this function), @NONCE@, @TABLE@ (one line:
 # {line: marker}), @LIMIT@. The hooks use only objects captured here, before any program code
 # runs, so the program cannot make them run its code (by patching a builtin, a str subclass...).
-_PRELUDE = '''\
+_PRELUDE = """\
 def @MK@():
     import os, sys, _thread
     getframe, write, ident, getcwd = sys._getframe, os.write, _thread.get_ident, os.getcwd
@@ -229,7 +229,7 @@ def @MK@():
     del key, vkey
 @MK@()
 del @MK@
-'''
+"""
 
 
 def render_prelude(name: str, nonce: str, table: str) -> str:
@@ -237,6 +237,8 @@ def render_prelude(name: str, nonce: str, table: str) -> str:
     ``table`` is a placeholder the caller replaces with the ``{line: marker}`` table once the
     program's final line numbers are known."""
     return (
-        _PRELUDE.replace("@MK@", name).replace("@NONCE@", nonce).replace("@LIMIT@", str(EMIT_LIMIT))
+        _PRELUDE.replace("@MK@", name)
+        .replace("@NONCE@", nonce)
+        .replace("@LIMIT@", str(EMIT_LIMIT))
         .replace("@TABLE@", table)
     )

@@ -93,17 +93,29 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         self.kind = RewardKind(self.kind)
-        for name in ("failure", "per_marker", "mlagent_error", "mlagent_invalid",
-                     "mlagent_scale", "mlagent_init", "mlagent_best"):
+        for name in (
+            "failure",
+            "per_marker",
+            "mlagent_error",
+            "mlagent_invalid",
+            "mlagent_scale",
+            "mlagent_init",
+            "mlagent_best",
+        ):
             check(math.isfinite(getattr(self, name)), name, "must be finite")
         check(self.per_marker >= 0, "per_marker", "must be >= 0")
         check(self.mlagent_scale > 0, "mlagent_scale", "must be > 0")
-        check(self.mlagent_best != self.mlagent_init, "mlagent_best", "must differ from mlagent_init")
+        check(
+            self.mlagent_best != self.mlagent_init, "mlagent_best", "must differ from mlagent_init"
+        )
         if self.kind is RewardKind.NORMALIZED:
             best_failure = self.failure + self.per_marker * len(MARKERS)
-            check(best_failure < -1.0, "failure",
-                  f"failure + per_marker * {len(MARKERS)} = {best_failure:g} must stay below -1, the "
-                  "lowest normalised reward of a valid submission")
+            check(
+                best_failure < -1.0,
+                "failure",
+                f"failure + per_marker * {len(MARKERS)} = {best_failure:g} must stay below -1, the "
+                "lowest normalised reward of a valid submission",
+            )
 
 
 @dataclass(frozen=True)
@@ -161,9 +173,12 @@ def compute_reward(
     graded_score = score if ok else None
     graded = graded_score is not None
     case = (
-        "graded" if graded
-        else "no_program" if status is ExecStatus.NOT_RUN
-        else "invalid_submission" if status is ExecStatus.OK
+        "graded"
+        if graded
+        else "no_program"
+        if status is ExecStatus.NOT_RUN
+        else "invalid_submission"
+        if status is ExecStatus.OK
         else "failed"
     )
     signed = 0.0 if graded_score is None else (-graded_score if lower_is_better else graded_score)
@@ -181,7 +196,9 @@ def compute_reward(
             parts["normalised"] = value
         return RewardResult(value + bonus, case, parts)
     bonus = cfg.per_marker * n
-    return RewardResult(cfg.failure + bonus, case, {"base": cfg.failure, "markers": bonus, "n_markers": n})
+    return RewardResult(
+        cfg.failure + bonus, case, {"base": cfg.failure, "markers": bonus, "n_markers": n}
+    )
 
 
 def normalised_score(score: float, lower_is_better: bool, baseline: float, best: float) -> float:

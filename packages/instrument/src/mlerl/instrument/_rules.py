@@ -53,10 +53,57 @@ from mlerl.instrument._context import (
 )
 
 _LOADS = frozenset(
-    ["read_csv", "read_json", "read_parquet", "read_excel", "read_table", "read_feather", "read_pickle", "read_hdf", "read_sql", "loadtxt", "genfromtxt", "fromfile", "imread", "load_dataset", "load_img", "read_image", "load_files", "load_iris", "load_digits", "load_svmlight_file"]
+    [
+        "read_csv",
+        "read_json",
+        "read_parquet",
+        "read_excel",
+        "read_table",
+        "read_feather",
+        "read_pickle",
+        "read_hdf",
+        "read_sql",
+        "loadtxt",
+        "genfromtxt",
+        "fromfile",
+        "imread",
+        "load_dataset",
+        "load_img",
+        "read_image",
+        "load_files",
+        "load_iris",
+        "load_digits",
+        "load_svmlight_file",
+    ]
 )
 _METRICS = frozenset(
-    ["accuracy_score", "log_loss", "roc_auc_score", "mean_squared_error", "mean_absolute_error", "root_mean_squared_error", "f1_score", "r2_score", "precision_score", "recall_score", "balanced_accuracy_score", "matthews_corrcoef", "cohen_kappa_score", "mean_squared_log_error", "median_absolute_error", "average_precision_score", "cross_val_score", "cross_validate", "hamming_loss", "zero_one_loss", "hinge_loss", "brier_score_loss", "pearsonr", "spearmanr", "kendalltau"]  # scipy's correlations (numpy's: _is_metric)
+    [
+        "accuracy_score",
+        "log_loss",
+        "roc_auc_score",
+        "mean_squared_error",
+        "mean_absolute_error",
+        "root_mean_squared_error",
+        "f1_score",
+        "r2_score",
+        "precision_score",
+        "recall_score",
+        "balanced_accuracy_score",
+        "matthews_corrcoef",
+        "cohen_kappa_score",
+        "mean_squared_log_error",
+        "median_absolute_error",
+        "average_precision_score",
+        "cross_val_score",
+        "cross_validate",
+        "hamming_loss",
+        "zero_one_loss",
+        "hinge_loss",
+        "brier_score_loss",
+        "pearsonr",
+        "spearmanr",
+        "kendalltau",
+    ]  # scipy's correlations (numpy's: _is_metric)
 )
 _PREDICTS = frozenset({"predict", "predict_proba", "predict_log_proba", "decision_function"})
 _FITS = frozenset({"fit", "partial_fit", "train_on_batch", "fit_generator"})
@@ -64,7 +111,28 @@ _WRITES = frozenset({"to_csv", "savetxt", "writerows"})
 _HELDOUT = frozenset({"val", "dev", "holdout", "oof", "eval", "validation", "cv"})
 
 DATA_LIBS = frozenset(
-    ["pandas", "numpy", "json", "pickle", "joblib", "PIL", "cv2", "datasets", "h5py", "scipy", "torchvision", "tensorflow", "keras", "sklearn", "imageio", "skimage", "polars", "pyarrow", "librosa", "soundfile"]
+    [
+        "pandas",
+        "numpy",
+        "json",
+        "pickle",
+        "joblib",
+        "PIL",
+        "cv2",
+        "datasets",
+        "h5py",
+        "scipy",
+        "torchvision",
+        "tensorflow",
+        "keras",
+        "sklearn",
+        "imageio",
+        "skimage",
+        "polars",
+        "pyarrow",
+        "librosa",
+        "soundfile",
+    ]
 )
 _LOAD_ROOTS = frozenset({"numpy", "json", "pickle", "joblib", "PIL", "h5py"})
 _LOSSY = re.compile(r"loss|criterion|entropy")
@@ -104,7 +172,9 @@ def _split(words: list[str]) -> tuple[bool, bool, bool]:
     """(mentions training data, mentions validation data, mentions test data)."""
     toks = [t for w in words for t in re.split(r"[^a-z0-9]+", w) if t]
     train = any("train" in t or t in ("tr", "fit") for t in toks)
-    val = any(t in _HELDOUT or (t.endswith("val") and len(t) <= 5) or t.startswith("valid") for t in toks)
+    val = any(
+        t in _HELDOUT or (t.endswith("val") and len(t) <= 5) or t.startswith("valid") for t in toks
+    )
     test = any("test" in t or t in ("te", "tst") for t in toks)
     return train, val, test
 
@@ -132,7 +202,9 @@ def _is_fit(call: ast.Call, ctx: Context) -> bool:
     f = call.func
     if isinstance(f, ast.Attribute) and f.attr == "train" and "train" not in ctx.fake_methods:
         root = _root(f.value)
-        return isinstance(root, ast.Name) and root.id in ctx.lib_vars and "trainer" in root.id.lower()
+        return (
+            isinstance(root, ast.Name) and root.id in ctx.lib_vars and "trainer" in root.id.lower()
+        )
     return _trusted_method(call, _FITS, ctx)
 
 
@@ -220,7 +292,11 @@ def value_name(stmt: ast.stmt) -> str | None:
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         t = stmt.targets[0]
         return t.id if isinstance(t, ast.Name) else None
-    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
+    if (
+        isinstance(stmt, ast.AnnAssign)
+        and stmt.value is not None
+        and isinstance(stmt.target, ast.Name)
+    ):
         return stmt.target.id
     return None
 

@@ -22,22 +22,132 @@ from __future__ import annotations
 import ast
 
 INTROSPECTION_MODULES = frozenset(
-    ["gc", "inspect", "ctypes", "_ctypes", "cffi", "importlib", "builtins", "__builtin__", "dis", "marshal", "code", "codeop", "runpy", "pdb", "bdb", "trace", "_testcapi", "_xxsubinterpreters"]
+    [
+        "gc",
+        "inspect",
+        "ctypes",
+        "_ctypes",
+        "cffi",
+        "importlib",
+        "builtins",
+        "__builtin__",
+        "dis",
+        "marshal",
+        "code",
+        "codeop",
+        "runpy",
+        "pdb",
+        "bdb",
+        "trace",
+        "_testcapi",
+        "_xxsubinterpreters",
+    ]
 )
 DANGER_ATTRS = frozenset(
-    ["f_back", "f_code", "f_globals", "f_locals", "f_builtins", "f_lineno", "f_lasti", "f_trace", "tb_frame", "tb_next", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "__code__", "__closure__", "__globals__", "__builtins__", "__dict__", "__subclasses__", "__import__", "__loader__", "__spec__", "__defaults__", "__kwdefaults__", "__reduce__", "__reduce_ex__", "__setstate__", "co_consts", "co_code", "co_names", "cell_contents", "_getframe", "_current_frames", "_current_exceptions", "settrace", "setprofile", "gettrace", "addaudithook", "FunctionType", "CodeType", "FrameType", "CellType"]
+    [
+        "f_back",
+        "f_code",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_lineno",
+        "f_lasti",
+        "f_trace",
+        "tb_frame",
+        "tb_next",
+        "gi_frame",
+        "gi_code",
+        "cr_frame",
+        "cr_code",
+        "ag_frame",
+        "ag_code",
+        "__code__",
+        "__closure__",
+        "__globals__",
+        "__builtins__",
+        "__dict__",
+        "__subclasses__",
+        "__import__",
+        "__loader__",
+        "__spec__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__setstate__",
+        "co_consts",
+        "co_code",
+        "co_names",
+        "cell_contents",
+        "_getframe",
+        "_current_frames",
+        "_current_exceptions",
+        "settrace",
+        "setprofile",
+        "gettrace",
+        "addaudithook",
+        "FunctionType",
+        "CodeType",
+        "FrameType",
+        "CellType",
+    ]
 )
 SYS_ATTRS = frozenset(["modules", "meta_path", "path_hooks", "path_importer_cache"])
 """Dangerous only on ``sys`` (``model.modules()`` is an ordinary torch method)."""
 DANGER_NAMES = frozenset(
-    ["globals", "locals", "vars", "exec", "eval", "compile", "__import__", "breakpoint", "__builtins__", "__loader__", "__spec__"]
+    [
+        "globals",
+        "locals",
+        "vars",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "breakpoint",
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+    ]
 )
 STAGE_METHODS = frozenset(
-    ["fit", "partial_fit", "predict", "predict_proba", "predict_log_proba", "decision_function", "score", "evaluate", "train", "train_on_batch", "fit_generator", "backward", "read_csv", "read_parquet", "read_json", "load", "step"]
+    [
+        "fit",
+        "partial_fit",
+        "predict",
+        "predict_proba",
+        "predict_log_proba",
+        "decision_function",
+        "score",
+        "evaluate",
+        "train",
+        "train_on_batch",
+        "fit_generator",
+        "backward",
+        "read_csv",
+        "read_parquet",
+        "read_json",
+        "load",
+        "step",
+    ]
 )
 """Attributes whose replacement (``model.fit = lambda *a: None``) would fake a stage."""
 _CONFIG_PARTS = frozenset(
-    ["options", "backends", "config", "rcParams", "flags", "environ", "defaults", "display", "mode", "cudnn", "cuda", "matmul", "stdout", "stderr"]
+    [
+        "options",
+        "backends",
+        "config",
+        "rcParams",
+        "flags",
+        "environ",
+        "defaults",
+        "display",
+        "mode",
+        "cudnn",
+        "cuda",
+        "matmul",
+        "stdout",
+        "stderr",
+    ]
 )
 _DANGER_MODULE_STRINGS = frozenset({"gc", "inspect", "ctypes", "_ctypes", "importlib", "builtins"})
 """Module names flagged as string constants (``"code"``/``"trace"`` are common column names)."""
@@ -74,7 +184,9 @@ def bindings(tree: ast.AST) -> dict[str, list[ast.AST]]:
             add(n.arg, n)
         elif isinstance(n, ast.alias):
             add((n.asname or n.name).split(".")[0], n)
-        elif (isinstance(n, ast.ExceptHandler) and n.name) or (isinstance(n, ast.MatchAs | ast.MatchStar) and n.name):
+        elif (isinstance(n, ast.ExceptHandler) and n.name) or (
+            isinstance(n, ast.MatchAs | ast.MatchStar) and n.name
+        ):
             add(n.name, n)
         elif isinstance(n, ast.Global | ast.Nonlocal):
             for name in n.names:
@@ -159,8 +271,11 @@ def untrusted_reason(tree: ast.AST) -> str | None:
                 return f"names {n.value!r}"
             if "/proc/" in n.value or "/dev/fd" in n.value:
                 return f"names {n.value!r}"
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-              and n.func.id in _DYNAMIC_ATTR_CALLS):
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in _DYNAMIC_ATTR_CALLS
+        ):
             attr = n.args[1] if len(n.args) > 1 else None
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
                 return f"dynamic {n.func.id}"

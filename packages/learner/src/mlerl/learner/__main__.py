@@ -21,7 +21,9 @@ from mlerl.protocol import ConfigError, MetricsConfig, die_with_parent, load_run
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mlerl.learner", description=__doc__)
-    parser.add_argument("--config", required=True, type=Path, help="RUN_DIR/config.yaml, the resolved run config")
+    parser.add_argument(
+        "--config", required=True, type=Path, help="RUN_DIR/config.yaml, the resolved run config"
+    )
     parser.add_argument("--section", default="learner", help="the config section to read")
     args = parser.parse_args(argv)
     if "TORCHELASTIC_RUN_ID" in os.environ:  # a torchrun rank: end with torchrun, however it ends
@@ -38,8 +40,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
     try:
-        return run(config, transport, model_path=contract.model.path, run_dir=run_dir, seed=contract.seed,
-                   metrics=metrics, reward_bounds=bounds)
+        return run(
+            config,
+            transport,
+            model_path=contract.model.path,
+            run_dir=run_dir,
+            seed=contract.seed,
+            metrics=metrics,
+            reward_bounds=bounds,
+        )
     except RankFailed as failed:
         die(failed)  # logs, records a lasting reason for the supervisor, exits without a collective
         raise  # unreachable: die() ends the process

@@ -33,7 +33,9 @@ def terminal_rewards(rewards: Tensor, mask: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def gae(token_rewards: Tensor, values: Tensor, mask: Tensor, gamma: float = 1.0, lam: float = 1.0) -> tuple[Tensor, Tensor]:
+def gae(
+    token_rewards: Tensor, values: Tensor, mask: Tensor, gamma: float = 1.0, lam: float = 1.0
+) -> tuple[Tensor, Tensor]:
     """Generalised advantage estimation over right-padded response tokens.
 
     delta_t = r_t + gamma V_{t+1} m_{t+1} - V_t;  A_t = delta_t + gamma lam m_{t+1} A_{t+1};
@@ -94,7 +96,12 @@ def group_advantages(
 
 
 @torch.no_grad()
-def whiten(advantages: Tensor, mask: Tensor, eps: float = 1e-8, all_reduce: Callable[[Tensor], Tensor] | None = None) -> Tensor:
+def whiten(
+    advantages: Tensor,
+    mask: Tensor,
+    eps: float = 1e-8,
+    all_reduce: Callable[[Tensor], Tensor] | None = None,
+) -> Tensor:
     """(A - mean) / std over masked tokens (population variance); padding stays 0.
 
     ``all_reduce`` (a sum over ranks, e.g. torch.distributed's) makes the mean and variance

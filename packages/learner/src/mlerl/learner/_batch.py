@@ -47,12 +47,16 @@ class TokenBatch:
         )
 
 
-def collate(samples: list[Sample], pad_id: int = 0, device: str | torch.device = "cpu") -> TokenBatch:
+def collate(
+    samples: list[Sample], pad_id: int = 0, device: str | torch.device = "cpu"
+) -> TokenBatch:
     """Pad samples into a :class:`TokenBatch`. Samples need at least one response token."""
     for s in samples:
         if not s.response_ids or not s.prompt_ids:
-            raise ValueError(f"sample {s.sample_id}: needs non-empty prompt_ids and response_ids to be trained "
-                             "on")
+            raise ValueError(
+                f"sample {s.sample_id}: needs non-empty prompt_ids and response_ids to be trained "
+                "on"
+            )
     L = max(len(s.prompt_ids) + len(s.response_ids) for s in samples)
     B = len(samples)
     input_ids = torch.full((B, L), pad_id, dtype=torch.long)
@@ -61,7 +65,9 @@ def collate(samples: list[Sample], pad_id: int = 0, device: str | torch.device =
     behaviour = torch.zeros((B, L - 1), dtype=torch.float32)
     for i, s in enumerate(samples):
         p, r = len(s.prompt_ids), len(s.response_ids)
-        input_ids[i, : p + r] = torch.tensor(list(s.prompt_ids) + list(s.response_ids), dtype=torch.long)
+        input_ids[i, : p + r] = torch.tensor(
+            list(s.prompt_ids) + list(s.response_ids), dtype=torch.long
+        )
         attention_mask[i, : p + r] = 1
         # response token j sits at input position p + j, predicted at position p + j - 1
         mask[i, p - 1 : p - 1 + r] = 1.0
@@ -89,13 +95,24 @@ def _varlen_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling
     for name in ("cu_seq_lens_k", "max_length_q", "max_length_k"):
         kwargs.pop(name, None)
     if cu is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
     if query.shape[0] != 1 or attention_mask is not None:
         raise ValueError("packed attention: expects one packed row and no attention mask")
     bounds = cu.tolist()
     outs = [
-        sdpa_attention_forward(module, query[:, :, a:b], key[:, :, a:b], value[:, :, a:b], None,
-                               dropout=dropout, scaling=scaling, is_causal=True, **kwargs)[0]
+        sdpa_attention_forward(
+            module,
+            query[:, :, a:b],
+            key[:, :, a:b],
+            value[:, :, a:b],
+            None,
+            dropout=dropout,
+            scaling=scaling,
+            is_causal=True,
+            **kwargs,
+        )[0]
         for a, b in itertools.pairwise(bounds)
     ]
     return torch.cat(outs, dim=1), None  # (1, N, heads, head_dim), like sdpa_attention_forward
@@ -142,8 +159,14 @@ def pack(batch: TokenBatch) -> Packed:
     pos = torch.arange(batch.input_ids.shape[1], device=device).expand_as(batch.input_ids)
     rows, cols = batch.mask.nonzero(as_tuple=True)
     return Packed(
-        input_ids=batch.input_ids[keep][None], position_ids=pos[keep][None], cu_seqlens=cu,
-        max_len=int(lengths.max()), src=starts[rows] + cols, targets=batch.input_ids[rows, cols + 1], rows=rows, cols=cols,
+        input_ids=batch.input_ids[keep][None],
+        position_ids=pos[keep][None],
+        cu_seqlens=cu,
+        max_len=int(lengths.max()),
+        src=starts[rows] + cols,
+        targets=batch.input_ids[rows, cols + 1],
+        rows=rows,
+        cols=cols,
     )
 
 
@@ -167,7 +190,9 @@ class _HeadLogprobs(torch.autograd.Function):
             for a in range(0, n, chunk):
                 z = _logits(hidden[a : a + chunk].to(cdt), w, b, temperature)
                 lse[a : a + chunk] = torch.logsumexp(z, -1)
-                lp[a : a + chunk] = z.gather(-1, targets[a : a + chunk, None]).squeeze(-1) - lse[a : a + chunk]
+                lp[a : a + chunk] = (
+                    z.gather(-1, targets[a : a + chunk, None]).squeeze(-1) - lse[a : a + chunk]
+                )
                 if ent is not None:  # H = -sum_j p_j log p_j, in place on the chunk's logits
                     logp = z.sub_(lse[a : a + chunk, None])
                     ent[a : a + chunk] = -torch.linalg.vecdot(logp.exp(), logp)
@@ -181,15 +206,23 @@ class _HeadLogprobs(torch.autograd.Function):
         cdt, temperature, chunk = ctx.cdt, ctx.temperature, ctx.chunk
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
         grad_h = torch.empty_like(hidden) if need_h else None
-        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_w else None
-        grad_b = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if need_b else None
+        grad_w = (
+            torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_w else None
+        )
+        grad_b = (
+            torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if need_b else None
+        )
         with torch.autocast(hidden.device.type, enabled=False):
             w, b = weight.to(cdt), None if bias is None else bias.to(cdt)
             # d/dz of (g_lp log p_y + g_H H) = g_lp (onehot_y - p) - g_H p (log p + H)
             # = p * (c - g_H log p) + g_lp onehot_y,  c = -g_lp - g_H H; all over T (z = logits /
             # T)
             g_lp = g_lp / temperature
-            g_h = g_ent / temperature if ent is not None and g_ent is not None and g_ent.numel() else None
+            g_h = (
+                g_ent / temperature
+                if ent is not None and g_ent is not None and g_ent.numel()
+                else None
+            )
             for a in range(0, hidden.shape[0], chunk):
                 h = hidden[a : a + chunk].to(cdt)
                 logp = _logits(h, w, b, temperature).sub_(lse[a : a + chunk, None])  # in place
@@ -214,24 +247,38 @@ class _HeadLogprobs(torch.autograd.Function):
 
 
 def _logits(h: Tensor, w: Tensor, b: Tensor | None, temperature: float) -> Tensor:
-    z = torch.nn.functional.linear(h, w, b).float()  # a fresh tensor (fp32 already: no copy, still fresh)
+    z = torch.nn.functional.linear(
+        h, w, b
+    ).float()  # a fresh tensor (fp32 already: no copy, still fresh)
     return z.div_(temperature) if temperature != 1.0 else z
 
 
 def head_logprobs(
-    hidden: Tensor, head: torch.nn.Linear, targets: Tensor, *, temperature: float = 1.0,
-    with_entropy: bool = False, chunk: int | None = None,
+    hidden: Tensor,
+    head: torch.nn.Linear,
+    targets: Tensor,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk: int | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """(T, hidden) states -> log p(targets) (T,) and entropy (T,) or None, fp32, never holding
     more than ``chunk`` tokens' logits (default: :data:`HEAD_CHUNK_ELEMENTS` floats)."""
     chunk = chunk or max(1, HEAD_CHUNK_ELEMENTS // head.weight.shape[0])
-    lp, ent = _HeadLogprobs.apply(hidden, head.weight, head.bias, targets, float(temperature), chunk, with_entropy)
+    lp, ent = _HeadLogprobs.apply(
+        hidden, head.weight, head.bias, targets, float(temperature), chunk, with_entropy
+    )
     return lp, (ent if with_entropy else None)
 
 
 def token_logprobs(
-    model: CausalLM, batch: TokenBatch, with_entropy: bool = False,
-    temperature: float | None = None, *, chunk: int | None = None, packed: Packed | None = None,
+    model: CausalLM,
+    batch: TokenBatch,
+    with_entropy: bool = False,
+    temperature: float | None = None,
+    *,
+    chunk: int | None = None,
+    packed: Packed | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """log p(token_{t+1} | prefix) on the response positions of ``batch``, (B, L-1) fp32 with 0
     elsewhere; entropy too if asked.
@@ -257,17 +304,32 @@ def token_logprobs(
             return _by_temperature(model, batch, with_entropy, chunk)
     pk = packed if packed is not None else pack(batch)
     grid = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
-    can_pack = getattr(getattr(model, "config", None), "_attn_implementation", None) in PACKING_ATTENTION
+    can_pack = (
+        getattr(getattr(model, "config", None), "_attn_implementation", None) in PACKING_ATTENTION
+    )
     if can_pack:
-        inputs = dict(input_ids=pk.input_ids, position_ids=pk.position_ids, use_cache=False,
-                      attention_mask={"full_attention": None, "sliding_attention": None},
-                      cu_seq_lens_q=pk.cu_seqlens, cu_seq_lens_k=pk.cu_seqlens, max_length_q=pk.max_len, max_length_k=pk.max_len)
+        inputs = dict(
+            input_ids=pk.input_ids,
+            position_ids=pk.position_ids,
+            use_cache=False,
+            attention_mask={"full_attention": None, "sliding_attention": None},
+            cu_seq_lens_q=pk.cu_seqlens,
+            cu_seq_lens_k=pk.cu_seqlens,
+            max_length_q=pk.max_len,
+            max_length_k=pk.max_len,
+        )
         flat = pk.src
     else:
-        inputs = dict(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+        inputs = dict(
+            input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False
+        )
         flat = pk.rows * batch.input_ids.shape[1] + pk.cols
     distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-    if distributed or not hasattr(model, "get_output_embeddings") or model.get_output_embeddings() is None:
+    if (
+        distributed
+        or not hasattr(model, "get_output_embeddings")
+        or model.get_output_embeddings() is None
+    ):
         if can_pack:  # one row: the head runs on the response-predicting positions only
             logits = model(**inputs, logits_to_keep=flat).logits.float()[0]  # (T, V)
         else:
@@ -283,14 +345,22 @@ def token_logprobs(
         base = getattr(model, model.base_model_prefix)
         hidden = base(**inputs).last_hidden_state
         hidden = hidden.reshape(-1, hidden.shape[-1])[flat]
-        lp, ent = head_logprobs(hidden, model.get_output_embeddings(), pk.targets, temperature=temperature,
-                                with_entropy=with_entropy, chunk=chunk)
+        lp, ent = head_logprobs(
+            hidden,
+            model.get_output_embeddings(),
+            pk.targets,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            chunk=chunk,
+        )
     logprobs = grid.index_put((pk.rows, pk.cols), lp)
     entropy = grid.index_put((pk.rows, pk.cols), ent) if ent is not None else None
     return logprobs, entropy
 
 
-def token_values(critic: torch.nn.Module, batch: TokenBatch, *, packed: Packed | None = None) -> Tensor:
+def token_values(
+    critic: torch.nn.Module, batch: TokenBatch, *, packed: Packed | None = None
+) -> Tensor:
     """V(prefix) on the response positions of ``batch`` (B, L-1) fp32, 0 elsewhere, from a
     ``ValueModel`` (decoder + ``v_head``). Packed like :func:`token_logprobs` when the decoder's
     attention takes packed rows and no process group wraps the module; otherwise the padded
@@ -301,17 +371,24 @@ def token_values(critic: torch.nn.Module, batch: TokenBatch, *, packed: Packed |
     if backbone is None or head is None or impl not in PACKING_ATTENTION or distributed:
         return critic(batch.input_ids, batch.attention_mask)[:, :-1] * batch.mask
     pk = packed if packed is not None else pack(batch)
-    hidden = backbone(input_ids=pk.input_ids, position_ids=pk.position_ids, use_cache=False,
-                      attention_mask={"full_attention": None, "sliding_attention": None},
-                      cu_seq_lens_q=pk.cu_seqlens, cu_seq_lens_k=pk.cu_seqlens,
-                      max_length_q=pk.max_len, max_length_k=pk.max_len).last_hidden_state[0, pk.src]
+    hidden = backbone(
+        input_ids=pk.input_ids,
+        position_ids=pk.position_ids,
+        use_cache=False,
+        attention_mask={"full_attention": None, "sliding_attention": None},
+        cu_seq_lens_q=pk.cu_seqlens,
+        cu_seq_lens_k=pk.cu_seqlens,
+        max_length_q=pk.max_len,
+        max_length_k=pk.max_len,
+    ).last_hidden_state[0, pk.src]
     values = head(hidden.to(head.weight.dtype)).squeeze(-1).float()
     grid = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
     return grid.index_put((pk.rows, pk.cols), values)
 
 
-def _by_temperature(model: CausalLM, batch: TokenBatch, with_entropy: bool,
-                    chunk: int | None) -> tuple[Tensor, Tensor | None]:
+def _by_temperature(
+    model: CausalLM, batch: TokenBatch, with_entropy: bool, chunk: int | None
+) -> tuple[Tensor, Tensor | None]:
     """:func:`token_logprobs` of a batch mixing temperatures: one pass per temperature."""
     assert batch.temperature is not None
     logprobs = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
@@ -321,7 +398,11 @@ def _by_temperature(model: CausalLM, batch: TokenBatch, with_entropy: bool,
         sub = batch.rows(idx)
         lp, ent = token_logprobs(model, sub, with_entropy, float(t), chunk=chunk)
         width = sub.mask.shape[1]
-        logprobs = logprobs.index_put((idx[:, None], torch.arange(width, device=idx.device)[None, :]), lp)
+        logprobs = logprobs.index_put(
+            (idx[:, None], torch.arange(width, device=idx.device)[None, :]), lp
+        )
         if entropy is not None and ent is not None:
-            entropy = entropy.index_put((idx[:, None], torch.arange(width, device=idx.device)[None, :]), ent)
+            entropy = entropy.index_put(
+                (idx[:, None], torch.arange(width, device=idx.device)[None, :]), ent
+            )
     return logprobs, entropy

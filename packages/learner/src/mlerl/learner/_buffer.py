@@ -78,13 +78,17 @@ def read_journal(path: Path) -> tuple[list[Sample], int, bool]:
         if zlib.crc32(payload) != crc:
             if end == len(data):
                 return samples, off, True
-            raise JournalError(f"{path}: bad checksum at byte {off} with {len(data) - end} bytes after it")
+            raise JournalError(
+                f"{path}: bad checksum at byte {off} with {len(data) - end} bytes after it"
+            )
         try:
             msg = decode(payload)
         except ProtocolError as exc:
             raise JournalError(f"{path}: undecodable record at byte {off}: {exc}") from exc
         if not isinstance(msg, Sample):
-            raise JournalError(f"{path}: record at byte {off} is a {type(msg).__name__}, not a Sample")
+            raise JournalError(
+                f"{path}: record at byte {off} is a {type(msg).__name__}, not a Sample"
+            )
         samples.append(msg)
         off = end
     return samples, off, False
@@ -107,7 +111,14 @@ class ExperienceBuffer:
         self.policy = policy
         self.check = check
         """None, or ``check(sample) -> reason | None``; replay applies it too."""
-        self.counters = {"added": 0, "duplicates": 0, "infra_error": 0, "torn": 0, "consumed": 0, "refused": 0}
+        self.counters = {
+            "added": 0,
+            "duplicates": 0,
+            "infra_error": 0,
+            "torn": 0,
+            "consumed": 0,
+            "refused": 0,
+        }
         self.refused_by_field: dict[str, int] = {}
         self._stored: set[Key] = set()
         self._consumed: set[Key] = set()
@@ -147,7 +158,9 @@ class ExperienceBuffer:
                 record = json.loads(line)
                 key = (str(record["actor_id"]), int(record["seq"]))
             except (ValueError, KeyError, TypeError):
-                raise JournalError(f"{self.refused_path}: unreadable record at byte {good}") from None
+                raise JournalError(
+                    f"{self.refused_path}: unreadable record at byte {good}"
+                ) from None
             keys.add(key)
             self._count_refusal(str(record.get("reason", "")))
             good += len(line)
@@ -170,8 +183,14 @@ class ExperienceBuffer:
 
     def _record_refusal(self, sample: Sample, reason: str) -> None:
         key = (sample.actor_id, sample.seq)
-        record = {"actor_id": sample.actor_id, "seq": sample.seq, "sample_id": sample.sample_id,
-                  "task_id": sample.task_id, "reason": reason, "t": round(time.time(), 3)}
+        record = {
+            "actor_id": sample.actor_id,
+            "seq": sample.seq,
+            "sample_id": sample.sample_id,
+            "task_id": sample.task_id,
+            "reason": reason,
+            "t": round(time.time(), 3),
+        }
         self._refused_file.write(json.dumps(record) + "\n")
         self._refused_dirty = True
         self._refused.add(key)
@@ -194,7 +213,9 @@ class ExperienceBuffer:
         if reason is not None:  # journaled before (older build or other limits): skip it
             self._index += 1
             if key not in self._refused:
-                log.warning("journal: skipping sample %s refused on replay: %s", sample.sample_id, reason)
+                log.warning(
+                    "journal: skipping sample %s refused on replay: %s", sample.sample_id, reason
+                )
                 self._record_refusal(sample, reason)
             return
         self._stored.add(key)

@@ -51,13 +51,28 @@ def learner_state(learner: Learner) -> dict[str, Any]:
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     state: dict[str, Any] = {"version": learner.version, "running_dt": learner.running_dt}
-    state["policy"], state["policy_opt"] = get_state_dict(learner.policy, learner.policy_opt, options=_options())
+    state["policy"], state["policy_opt"] = get_state_dict(
+        learner.policy, learner.policy_opt, options=_options()
+    )
     if learner.critic is not None and learner.critic_opt is not None:
-        state["critic"], state["critic_opt"] = get_state_dict(learner.critic, learner.critic_opt, options=_options())
-    name, keys, pos, has_gauss, cached = cast(tuple[str, np.ndarray, int, int, float],
-                                              np.random.get_state())  # plain values: weights_only loads them
-    numpy_state = [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)]
-    state["rng"] = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": numpy_state}
+        state["critic"], state["critic_opt"] = get_state_dict(
+            learner.critic, learner.critic_opt, options=_options()
+        )
+    name, keys, pos, has_gauss, cached = cast(
+        tuple[str, np.ndarray, int, int, float], np.random.get_state()
+    )  # plain values: weights_only loads them
+    numpy_state = [
+        name,
+        torch.from_numpy(keys.astype(np.int64)),
+        int(pos),
+        int(has_gauss),
+        float(cached),
+    ]
+    state["rng"] = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": numpy_state,
+    }
     return state
 
 
@@ -65,9 +80,21 @@ def load_learner_state(learner: Learner, state: dict[str, Any]) -> None:
     from torch.distributed.checkpoint.state_dict import set_state_dict
 
     opts = _options(broadcast_from_rank0=is_distributed())
-    set_state_dict(learner.policy, learner.policy_opt, model_state_dict=state["policy"], optim_state_dict=state["policy_opt"], options=opts)
+    set_state_dict(
+        learner.policy,
+        learner.policy_opt,
+        model_state_dict=state["policy"],
+        optim_state_dict=state["policy_opt"],
+        options=opts,
+    )
     if learner.critic is not None and learner.critic_opt is not None:
-        set_state_dict(learner.critic, learner.critic_opt, model_state_dict=state["critic"], optim_state_dict=state["critic_opt"], options=opts)
+        set_state_dict(
+            learner.critic,
+            learner.critic_opt,
+            model_state_dict=state["critic"],
+            optim_state_dict=state["critic_opt"],
+            options=opts,
+        )
     learner.version, learner.running_dt = int(state["version"]), state["running_dt"]
     torch.set_rng_state(state["rng"]["torch"])
     random.setstate(state["rng"]["python"])
@@ -104,7 +131,9 @@ def _write_commit(tmp: Path, sha256: str) -> None:
         os.fsync(f.fileno())
 
 
-def save_checkpoint(root: str | Path, learner: Learner, extra: dict[str, Any], keep: int = 2) -> Path | None:
+def save_checkpoint(
+    root: str | Path, learner: Learner, extra: dict[str, Any], keep: int = 2
+) -> Path | None:
     """Write a checkpoint of ``learner`` plus ``extra`` (e.g. the buffer's state_dict).
 
     Returns the committed directory on rank 0 (None elsewhere). Keeps the newest ``keep``.
@@ -180,7 +209,9 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         state = torch.load(path / "state.pt", map_location="cpu", weights_only=True)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise CheckpointError(f"{path}: state.pt is not a loadable checkpoint: {type(exc).__name__}: {first}") from exc
+        raise CheckpointError(
+            f"{path}: state.pt is not a loadable checkpoint: {type(exc).__name__}: {first}"
+        ) from exc
     missing = [k for k in _REQUIRED if not isinstance(state, dict) or k not in state]
     if missing:
         raise CheckpointError(f"{path}: state.pt lacks {', '.join(missing)}")
@@ -193,7 +224,9 @@ def load_checkpoint(path: str | Path, learner: Learner) -> dict[str, Any]:
     try:
         load_learner_state(learner, state)
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:
-        raise CheckpointError(f"{path}: state does not fit this learner: {type(exc).__name__}: {exc}") from exc
+        raise CheckpointError(
+            f"{path}: state does not fit this learner: {type(exc).__name__}: {exc}"
+        ) from exc
     return state["extra"]
 
 
@@ -209,5 +242,7 @@ def restore_checkpoint(root: str | Path, learner: Learner) -> tuple[Path | None,
         except CheckpointError as exc:
             log.warning("skipping checkpoint %s: %s; trying an older one", path.name, exc)
     if found:
-        raise CheckpointError(f"{root}: none of the {len(found)} checkpoints loads; move them away to start over")
+        raise CheckpointError(
+            f"{root}: none of the {len(found)} checkpoints loads; move them away to start over"
+        )
     return None, {}

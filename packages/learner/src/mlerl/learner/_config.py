@@ -212,22 +212,33 @@ class LearnerConfig:
 
     def __post_init__(self) -> None:
         kl_estimator = getattr(self.kl_estimator, "value", self.kl_estimator)
-        check(kl_estimator != "k1", "kl_estimator",
-              "'k1' was removed: as a loss term its expected gradient is 0; use 'k3' "
-              "(docs/learner.md)")
+        check(
+            kl_estimator != "k1",
+            "kl_estimator",
+            "'k1' was removed: as a loss term its expected gradient is 0; use 'k3' "
+            "(docs/learner.md)",
+        )
         for name, enum_type in _ENUM_FIELDS.items():
             value = getattr(self, name)
             try:
                 setattr(self, name, enum_type(value))
             except ValueError:
                 choices = ", ".join(e.value for e in enum_type)
-                raise ConfigError(name, f"unknown value {value!r}; choose one of {choices}") from None
+                raise ConfigError(
+                    name, f"unknown value {value!r}; choose one of {choices}"
+                ) from None
         check(self.batch_size >= 1, "batch_size", "must be >= 1")
         check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
-        check(math.isfinite(self.collective_timeout_s) and self.collective_timeout_s >= 4,
-              "collective_timeout_s", "must be finite and >= 4")
-        check(self.max_pending_samples == 0 or self.max_pending_samples >= self.batch_size,
-              "max_pending_samples", "must be 0 (4 * B) or >= batch_size")
+        check(
+            math.isfinite(self.collective_timeout_s) and self.collective_timeout_s >= 4,
+            "collective_timeout_s",
+            "must be finite and >= 4",
+        )
+        check(
+            self.max_pending_samples == 0 or self.max_pending_samples >= self.batch_size,
+            "max_pending_samples",
+            "must be 0 (4 * B) or >= batch_size",
+        )
         check(self.max_pending_bytes > 0, "max_pending_bytes", "must be > 0")
         check(self.ppo_epochs >= 1, "ppo_epochs", "must be >= 1")
         check(self.minibatches >= 1, "minibatches", "must be >= 1")
@@ -248,7 +259,8 @@ class LearnerConfig:
         check(self.value_coef > 0, "value_coef", "must be > 0")
         check(
             not (self.advantage is AdvantageEstimator.gae and self.critic is CriticKind.none),
-            "critic", "advantage 'gae' needs a critic; use 'grpo' or 'rloo' without one",
+            "critic",
+            "advantage 'gae' needs a critic; use 'grpo' or 'rloo' without one",
         )
         check(self.duration_floor_s >= 0, "duration_floor_s", "must be >= 0")
         check(self.duration_clip >= 1, "duration_clip", "must be >= 1")
@@ -257,11 +269,20 @@ class LearnerConfig:
         check(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
         check(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
         check(self.max_updates >= 0, "max_updates", "must be >= 0")
-        check(math.isfinite(self.max_duration_s) and self.max_duration_s > 0, "max_duration_s", "must be finite and > 0")
+        check(
+            math.isfinite(self.max_duration_s) and self.max_duration_s > 0,
+            "max_duration_s",
+            "must be finite and > 0",
+        )
 
 
 _ENUM_FIELDS: dict[str, type[enum.Enum]] = {
-    "batch_policy": BatchPolicy, "ratio_base": RatioBase, "kl_estimator": KLEstimator,
-    "advantage": AdvantageEstimator, "critic": CriticKind, "loss_agg": LossAgg,
-    "duration_weighting": DurationWeighting, "improve_group": ImproveGroup,
+    "batch_policy": BatchPolicy,
+    "ratio_base": RatioBase,
+    "kl_estimator": KLEstimator,
+    "advantage": AdvantageEstimator,
+    "critic": CriticKind,
+    "loss_agg": LossAgg,
+    "duration_weighting": DurationWeighting,
+    "improve_group": ImproveGroup,
 }

@@ -75,7 +75,9 @@ def per_sample_stats(
         "adv": _masked_row_mean(advantages, mask).tolist(),
         "adv_abs": _masked_row_mean(advantages.abs(), mask).tolist(),
         "pg_mass": pg_mass(advantages, mask, weights, seq_mean).tolist(),
-        "kl": nan, "value_err": nan, "value_abs_err": nan,
+        "kl": nan,
+        "value_err": nan,
+        "value_abs_err": nan,
     }
     if ref_logprobs is not None:
         log_r = (ref_logprobs - behaviour_logprobs).to(torch.float64)
@@ -102,7 +104,11 @@ def _std(xs: Sequence[float]) -> float:
 
 def _group(rows: list[dict[str, Any]], total_mass: float) -> dict[str, float]:
     n = len(rows)
-    scores = [r["score"] for r in rows if r["valid"] and r["score"] is not None and not math.isnan(r["score"])]
+    scores = [
+        r["score"]
+        for r in rows
+        if r["valid"] and r["score"] is not None and not math.isnan(r["score"])
+    ]
     given = [r.get("private_score") for r in rows if r["valid"]]
     private: list[float] = [p for p in given if p is not None and not math.isnan(p)]
     out = {
@@ -122,7 +128,9 @@ def _group(rows: list[dict[str, Any]], total_mass: float) -> dict[str, float]:
         "adv_mean": _mean([r.get("adv", math.nan) for r in rows]),
         "adv_std": _std([r.get("adv", math.nan) for r in rows]),
         "zero_adv_share": _mean([float(r["adv_abs"] < ZERO_ADV) for r in rows if "adv_abs" in r]),
-        "pg_share": sum(r.get("pg_mass", 0.0) for r in rows) / total_mass if total_mass > 0 else math.nan,
+        "pg_share": sum(r.get("pg_mass", 0.0) for r in rows) / total_mass
+        if total_mass > 0
+        else math.nan,
     }
     for status in _STATUSES:
         out[f"status/{status}"] = sum(r["status"] == status for r in rows) / n

@@ -97,7 +97,9 @@ def update_running_mean(
     return decay * previous + (1.0 - decay) * batch_mean
 
 
-def weight_stats(weights: Tensor, durations: Tensor, advantages: Tensor | None = None) -> dict[str, float]:
+def weight_stats(
+    weights: Tensor, durations: Tensor, advantages: Tensor | None = None
+) -> dict[str, float]:
     """Diagnostics of a batch's weights.
 
     - ``ess_frac``: Kish effective sample size (sum w)^2 / sum w^2, divided by B (1 = uniform).

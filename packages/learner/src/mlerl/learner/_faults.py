@@ -24,8 +24,9 @@ from pathlib import Path
 FATAL_FILE = "logs/learner.fatal"
 """Relative to the run dir: the one-line reason a restart cannot help (read by ``mlerl train``)."""
 
-_LASTING_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
-                             errno.EADDRINUSE, errno.EADDRNOTAVAIL})
+_LASTING_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EADDRINUSE, errno.EADDRNOTAVAIL}
+)
 
 
 def leaves(exc: BaseException) -> list[BaseException]:
@@ -53,8 +54,9 @@ def _distributed(exc: BaseException) -> bool:
     except (ImportError, AttributeError):
         pass
     text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and any(w in text for w in ("gloo", "nccl", "connection closed",
-                                                                      "connection reset", "timed out"))
+    return isinstance(exc, RuntimeError) and any(
+        w in text for w in ("gloo", "nccl", "connection closed", "connection reset", "timed out")
+    )
 
 
 def lasting(exc: BaseException, *, starting: bool) -> bool:
@@ -99,9 +101,9 @@ def die(failed: RankFailed) -> None:
     rank, run_dir = failed.rank, failed.run_dir
     starting = failed.starting and not isinstance(exc, KeyboardInterrupt)
     line = reason(exc)
-    logging.getLogger("mlerl.learner").error("rank %d failed%s: %s", rank,
-                                             " during start-up" if starting else "", line,
-                                             exc_info=exc)
+    logging.getLogger("mlerl.learner").error(
+        "rank %d failed%s: %s", rank, " during start-up" if starting else "", line, exc_info=exc
+    )
     if lasting(exc, starting=starting):
         try:
             path = run_dir / FATAL_FILE
@@ -112,5 +114,7 @@ def die(failed: RankFailed) -> None:
             pass  # a full disk may refuse this too: the log line below still says it
     print(f"mlerl.learner: rank {rank}: {line}", file=sys.stderr, flush=True)
     logging.shutdown()
-    config_like = any(isinstance(e, (ConfigError, CurveError, CheckpointError)) for e in leaves(exc))
+    config_like = any(
+        isinstance(e, (ConfigError, CurveError, CheckpointError)) for e in leaves(exc)
+    )
     os._exit(2 if config_like else 1)

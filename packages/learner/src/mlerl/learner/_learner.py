@@ -89,21 +89,36 @@ class Learner:
     """Policy (+ frozen reference, + critic) and their optimizers; ``update`` does one PPO
     update."""
 
-    def __init__(self, config: LearnerConfig, policy: CausalLM, *, seed: int = 0, pad_token_id: int = 0,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self,
+        config: LearnerConfig,
+        policy: CausalLM,
+        *,
+        seed: int = 0,
+        pad_token_id: int = 0,
+        device: str = "cpu",
+    ) -> None:
         self.config = config
         self.seed = seed
         """Seeds minibatch shuffling (together with the version, epoch and rank)."""
         self.device = torch.device(device)
         self.pad_token_id = pad_token_id
-        self.rank, self.world = (torch.distributed.get_rank(), torch.distributed.get_world_size()) if is_distributed() else (0, 1)
+        self.rank, self.world = (
+            (torch.distributed.get_rank(), torch.distributed.get_world_size())
+            if is_distributed()
+            else (0, 1)
+        )
         if self.world > 1 and not config.fsdp:
             raise ValueError("fsdp: must be true when running with more than one process")
-        use_varlen_attention(policy)  # packed micro-batches: no padding computed (reference and critic copy it)
+        use_varlen_attention(
+            policy
+        )  # packed micro-batches: no padding computed (reference and critic copy it)
         self.ref = make_reference(policy) if config.kl_coef > 0 else None
         # grpo / rloo take their baseline from the group: a critic would be built, trained and
         # never read
-        self.critic = make_critic(config, policy) if config.advantage is AdvantageEstimator.gae else None
+        self.critic = (
+            make_critic(config, policy) if config.advantage is AdvantageEstimator.gae else None
+        )
         policy.train()
         if config.gradient_checkpointing:
             enable_checkpointing(policy)
@@ -111,16 +126,25 @@ class Learner:
                 enable_checkpointing(self.critic)
         self.policy = shard(policy.to(self.device), config.bf16)
         self.ref = shard(self.ref.to(self.device), config.bf16) if self.ref is not None else None
-        self.critic = shard(self.critic.to(self.device), config.bf16) if self.critic is not None else None
+        self.critic = (
+            shard(self.critic.to(self.device), config.bf16) if self.critic is not None else None
+        )
+
         def adamw(params: Any, lr: float) -> torch.optim.AdamW:
             return torch.optim.AdamW(params, lr=lr, weight_decay=config.weight_decay)
 
         self.policy_opt = adamw(self.policy.parameters(), config.lr)
-        self.critic_opt = adamw(self.critic.parameters(), config.critic_lr) if self.critic is not None else None
+        self.critic_opt = (
+            adamw(self.critic.parameters(), config.critic_lr) if self.critic is not None else None
+        )
         self.version = 0
         self.running_dt: float | None = None
         use_autocast = config.bf16 and not is_distributed()
-        self._autocast = (lambda: torch.autocast(self.device.type, dtype=torch.bfloat16)) if use_autocast else nullcontext
+        self._autocast = (
+            (lambda: torch.autocast(self.device.type, dtype=torch.bfloat16))
+            if use_autocast
+            else nullcontext
+        )
 
     # ------------------------------------------------------------------ update
     def update(self, samples: list[Sample]) -> dict[str, float]:
@@ -128,34 +152,68 @@ class Learner:
         kept = [s for s in samples if s.exec_status is not ExecStatus.INFRA_ERROR]
         n = len(kept)
         if n == 0 or n % (cfg.minibatches * self.world) != 0:
-            raise ValueError(f"update: {n} trainable samples do not split into "
-                             f"{cfg.minibatches} minibatches x {self.world} ranks")
+            raise ValueError(
+                f"update: {n} trainable samples do not split into "
+                f"{cfg.minibatches} minibatches x {self.world} ranks"
+            )
         rewards = torch.tensor([s.reward for s in kept], dtype=torch.float32)
-        durations = torch.tensor([s.dt_s for s in kept], dtype=torch.float32)  # generation + execution
+        durations = torch.tensor(
+            [s.dt_s for s in kept], dtype=torch.float32
+        )  # generation + execution
         weights = duration_weights(
-            durations, cfg.duration_weighting, floor=cfg.duration_floor_s, clip=cfg.duration_clip,
+            durations,
+            cfg.duration_weighting,
+            floor=cfg.duration_floor_s,
+            clip=cfg.duration_clip,
             running_mean=self.running_dt,
         )
-        self.running_dt = update_running_mean(self.running_dt, durations, cfg.duration_ema, cfg.duration_floor_s)
+        self.running_dt = update_running_mean(
+            self.running_dt, durations, cfg.duration_ema, cfg.duration_floor_s
+        )
         seq_adv = None
         if cfg.advantage is not AdvantageEstimator.gae:
             groups = [advantage_group(s, cfg.improve_group) for s in kept]
-            seq_adv = group_advantages(rewards, groups, cfg.advantage, std_normalise=cfg.grpo_std,
-                                       std_floor=cfg.grpo_std_floor)
+            seq_adv = group_advantages(
+                rewards,
+                groups,
+                cfg.advantage,
+                std_normalise=cfg.grpo_std,
+                std_floor=cfg.grpo_std_floor,
+            )
         local = list(range(self.rank, n, self.world))
-        prep = self._prepare([kept[i] for i in local], rewards[local], weights[local], None if seq_adv is None else seq_adv[local])
+        prep = self._prepare(
+            [kept[i] for i in local],
+            rewards[local],
+            weights[local],
+            None if seq_adv is None else seq_adv[local],
+        )
 
         sums: dict[str, float] = {}
         for epoch in range(cfg.ppo_epochs):
-            g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.version * 1_009 + epoch * 101 + self.rank)
+            g = torch.Generator().manual_seed(
+                self.seed * 1_000_003 + self.version * 1_009 + epoch * 101 + self.rank
+            )
             for rows in torch.randperm(len(local), generator=g).chunk(cfg.minibatches):
                 for k, v in self._step(prep, rows, n // cfg.minibatches).items():
                     sums[k] = sums.get(k, 0.0) + v
         steps = cfg.ppo_epochs * cfg.minibatches
         metrics = {k: v / steps for k, v in sums.items()}
         self.version += 1
-        metrics.update(self._batch_metrics(kept, weights, seq_adv if seq_adv is not None else rewards - rewards.mean(), durations))
-        metrics.update({"batch/infra_error_excluded": float(len(samples) - n), "version": float(self.version), "time/update_s": time.time() - t0})
+        metrics.update(
+            self._batch_metrics(
+                kept,
+                weights,
+                seq_adv if seq_adv is not None else rewards - rewards.mean(),
+                durations,
+            )
+        )
+        metrics.update(
+            {
+                "batch/infra_error_excluded": float(len(samples) - n),
+                "version": float(self.version),
+                "time/update_s": time.time() - t0,
+            }
+        )
         metrics.update(self._split_metrics([kept[i] for i in local], prep))
         return metrics
 
@@ -164,12 +222,29 @@ class Learner:
         batch: every rank's rows are gathered, so each rank logs the same global values."""
         tb = prep.tokens
         stats = per_sample_stats(
-            tb.mask, tb.behaviour_logprobs, prep.advantages, prep.weights, seq_mean=self.config.loss_agg is LossAgg.seq_mean,
-            ref_logprobs=prep.ref_logprobs, values=prep.old_values, returns=prep.returns,
+            tb.mask,
+            tb.behaviour_logprobs,
+            prep.advantages,
+            prep.weights,
+            seq_mean=self.config.loss_agg is LossAgg.seq_mean,
+            ref_logprobs=prep.ref_logprobs,
+            values=prep.old_values,
+            returns=prep.returns,
         )
-        rows = [{"kind": s.prompt_kind.value, "task": s.task_id, "valid": s.valid_submission, "reward": s.reward,
-                 "score": s.score, "private_score": s.private_score, "status": s.exec_status.value, "exec_s": s.duration_s,
-                 **{k: v[i] for k, v in stats.items()}} for i, s in enumerate(samples)]
+        rows = [
+            {
+                "kind": s.prompt_kind.value,
+                "task": s.task_id,
+                "valid": s.valid_submission,
+                "reward": s.reward,
+                "score": s.score,
+                "private_score": s.private_score,
+                "status": s.exec_status.value,
+                "exec_s": s.duration_s,
+                **{k: v[i] for k, v in stats.items()},
+            }
+            for i, s in enumerate(samples)
+        ]
         return split_metrics(gather_rows(rows))
 
     @torch.no_grad()
@@ -182,7 +257,9 @@ class Learner:
                 out[rows, : sub.mask.shape[1]] = fn(sub).float() * sub.mask
         return out
 
-    def _prepare(self, samples: list[Sample], rewards: Tensor, weights: Tensor, seq_adv: Tensor | None) -> _Prepared:
+    def _prepare(
+        self, samples: list[Sample], rewards: Tensor, weights: Tensor, seq_adv: Tensor | None
+    ) -> _Prepared:
         cfg = self.config
         tb = collate(samples, self.pad_token_id, self.device)
         mask = tb.mask
@@ -192,16 +269,30 @@ class Learner:
             is_weights = torch.exp(old - tb.behaviour_logprobs).clamp(max=cfg.is_cap) * mask
         else:
             old = tb.behaviour_logprobs
-        ref = self._per_token(lambda b: token_logprobs(self.ref, b)[0], tb) if self.ref is not None else None
-        values = self._per_token(lambda b: token_values(self.critic, b), tb) if self.critic is not None else None
+        ref = (
+            self._per_token(lambda b: token_logprobs(self.ref, b)[0], tb)
+            if self.ref is not None
+            else None
+        )
+        values = (
+            self._per_token(lambda b: token_values(self.critic, b), tb)
+            if self.critic is not None
+            else None
+        )
         if seq_adv is None:
             assert values is not None  # GAE is the estimator that has a critic
-            advantages, returns = gae(terminal_rewards(rewards, mask), values, mask, cfg.gamma, cfg.lam)
+            advantages, returns = gae(
+                terminal_rewards(rewards, mask), values, mask, cfg.gamma, cfg.lam
+            )
         else:
             advantages, returns = seq_adv.float()[:, None].to(self.device) * mask, None
         if cfg.normalize_advantages:
-            advantages = whiten(advantages, mask, all_reduce=_all_reduce_sum)  # over every rank's tokens
-        return _Prepared(tb, old, is_weights, ref, values, advantages, returns, weights.to(self.device))
+            advantages = whiten(
+                advantages, mask, all_reduce=_all_reduce_sum
+            )  # over every rank's tokens
+        return _Prepared(
+            tb, old, is_weights, ref, values, advantages, returns, weights.to(self.device)
+        )
 
     def _step(self, prep: _Prepared, rows: Tensor, mb_size: int) -> dict[str, float]:
         """One optimizer step on the minibatch ``rows`` (this rank's share), micro-batched."""
@@ -209,7 +300,11 @@ class Learner:
         local_tokens = float(prep.tokens.mask[rows].sum())
         if cfg.loss_agg is LossAgg.token_mean:
             # on the learner's device: NCCL reduces CUDA tensors only
-            norm = float(_all_reduce_sum(torch.tensor([local_tokens], dtype=torch.float64, device=self.device))[0])
+            norm = float(
+                _all_reduce_sum(
+                    torch.tensor([local_tokens], dtype=torch.float64, device=self.device)
+                )[0]
+            )
         else:
             norm = float(mb_size)
         out: dict[str, float] = {}
@@ -224,15 +319,29 @@ class Learner:
             out["grad_norm/critic"] = self._clip_and_step(self.critic, self.critic_opt)
         return out
 
-    def _micro(self, prep: _Prepared, micro: Tensor, sub: TokenBatch,
-               cut: Callable[[Tensor], Tensor], norm: float) -> dict[str, float]:
+    def _micro(
+        self,
+        prep: _Prepared,
+        micro: Tensor,
+        sub: TokenBatch,
+        cut: Callable[[Tensor], Tensor],
+        norm: float,
+    ) -> dict[str, float]:
         cfg, scale = self.config, float(self.world)  # FSDP averages grads over ranks; undo it
         with self._autocast():
             logprobs, entropy = token_logprobs(self.policy, sub, with_entropy=cfg.entropy_coef > 0)
         is_w = cut(prep.is_weights) if prep.is_weights is not None else None
         pg_loss, m = ppo_policy_loss(
-            logprobs, cut(prep.old_logprobs), cut(prep.advantages), sub.mask, prep.weights[micro],
-            clip_ratio=cfg.clip_ratio, dual_clip=cfg.dual_clip, is_weights=is_w, agg=cfg.loss_agg, norm=norm,
+            logprobs,
+            cut(prep.old_logprobs),
+            cut(prep.advantages),
+            sub.mask,
+            prep.weights[micro],
+            clip_ratio=cfg.clip_ratio,
+            dual_clip=cfg.dual_clip,
+            is_weights=is_w,
+            agg=cfg.loss_agg,
+            norm=norm,
         )
         loss = pg_loss
         m = {f"policy/{k}": v for k, v in m.items()}
@@ -242,7 +351,12 @@ class Learner:
             loss = loss - cfg.entropy_coef * ent
             m["loss/entropy"] = float(ent.detach())
         if prep.ref_logprobs is not None:
-            kl = aggregate(kl_penalty(logprobs, cut(prep.ref_logprobs), cfg.kl_estimator), sub.mask, cfg.loss_agg, norm)
+            kl = aggregate(
+                kl_penalty(logprobs, cut(prep.ref_logprobs), cfg.kl_estimator),
+                sub.mask,
+                cfg.loss_agg,
+                norm,
+            )
             loss = loss + cfg.kl_coef * kl
             m["loss/kl"] = float(kl.detach())
         (loss * scale).backward()
@@ -250,7 +364,15 @@ class Learner:
             with self._autocast():
                 values = token_values(self.critic, sub)
             assert prep.old_values is not None and prep.returns is not None  # set with a critic
-            vf_loss, vm = value_loss(values, cut(prep.old_values), cut(prep.returns), sub.mask, clip=cfg.value_clip, agg=cfg.loss_agg, norm=norm)
+            vf_loss, vm = value_loss(
+                values,
+                cut(prep.old_values),
+                cut(prep.returns),
+                sub.mask,
+                clip=cfg.value_clip,
+                agg=cfg.loss_agg,
+                norm=norm,
+            )
             (vf_loss * cfg.value_coef * scale).backward()
             m.update({f"value/{k}": v for k, v in vm.items()})
             m["loss/value"] = float(vf_loss.detach())
@@ -264,19 +386,26 @@ class Learner:
         opt.zero_grad(set_to_none=True)
         return float(norm)
 
-    def _batch_metrics(self, kept: list[Sample], weights: Tensor, adv: Tensor, durations: Tensor) -> dict[str, float]:
+    def _batch_metrics(
+        self, kept: list[Sample], weights: Tensor, adv: Tensor, durations: Tensor
+    ) -> dict[str, float]:
         now = time.time()
         lag = torch.tensor([self.version - 1 - s.policy_version for s in kept], dtype=torch.float32)
         age = torch.tensor([now - s.t_sampled for s in kept], dtype=torch.float32)
         out = {f"weights/{k}": v for k, v in weight_stats(weights, durations, adv).items()}
-        out.update({
-            "staleness/versions_mean": float(lag.mean()), "staleness/versions_max": float(lag.max()),
-            "staleness/age_s_mean": float(age.mean()), "staleness/age_s_max": float(age.max()),
-            "batch/duration_mean": float(durations.mean()), "batch/duration_max": float(durations.max()),
-            "batch/reward_mean": float(torch.tensor([s.reward for s in kept]).mean()),
-            "batch/valid_frac": sum(s.valid_submission for s in kept) / len(kept),
-            "batch/size": float(len(kept)),
-        })
+        out.update(
+            {
+                "staleness/versions_mean": float(lag.mean()),
+                "staleness/versions_max": float(lag.max()),
+                "staleness/age_s_mean": float(age.mean()),
+                "staleness/age_s_max": float(age.max()),
+                "batch/duration_mean": float(durations.mean()),
+                "batch/duration_max": float(durations.max()),
+                "batch/reward_mean": float(torch.tensor([s.reward for s in kept]).mean()),
+                "batch/valid_frac": sum(s.valid_submission for s in kept) / len(kept),
+                "batch/size": float(len(kept)),
+            }
+        )
         scores = [s.score for s in kept if s.score is not None]
         if scores:
             out["batch/score_max"], out["batch/score_min"] = max(scores), min(scores)

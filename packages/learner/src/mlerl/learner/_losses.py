@@ -69,7 +69,9 @@ def ppo_policy_loss(
     pg_losses2 = -advantages * torch.clamp(ratio, 1.0 - clip_ratio, 1.0 + clip_ratio)
     pg_losses = torch.max(pg_losses1, pg_losses2)
     if dual_clip is not None:
-        pg_losses = torch.where(advantages < 0, torch.min(pg_losses, -advantages * dual_clip), pg_losses)
+        pg_losses = torch.where(
+            advantages < 0, torch.min(pg_losses, -advantages * dual_clip), pg_losses
+        )
     if is_weights is not None:
         pg_losses = pg_losses * is_weights.detach()
     if weights is not None:
@@ -86,7 +88,9 @@ def ppo_policy_loss(
     return loss, metrics
 
 
-def kl_penalty(logprobs: Tensor, ref_logprobs: Tensor, estimator: KLEstimator = KLEstimator.k3) -> Tensor:
+def kl_penalty(
+    logprobs: Tensor, ref_logprobs: Tensor, estimator: KLEstimator = KLEstimator.k3
+) -> Tensor:
     """Per-token k3 = r - 1 - log r, r = pi_ref / pi, at tokens sampled from pi.
 
     Its value is an unbiased, non-negative estimate of KL(pi || pi_ref). Differentiated as a
@@ -121,7 +125,9 @@ def value_loss(
     loss = 0.5 * aggregate(vf_losses, mask, agg, norm)
     with torch.no_grad():
         metrics = {
-            "vf_clipfrac": _masked_mean(((values - old_values).abs() > clip).to(values.dtype), mask),
+            "vf_clipfrac": _masked_mean(
+                ((values - old_values).abs() > clip).to(values.dtype), mask
+            ),
             "value_mean": _masked_mean(values, mask),
         }
     return loss, metrics

@@ -32,7 +32,9 @@ class ValueModel(nn.Module):
         nn.init.zeros_(self.v_head.bias)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        hidden = self.backbone(
+            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+        ).last_hidden_state
         return self.v_head(hidden.to(self.v_head.weight.dtype)).squeeze(-1).float()  # (B, L)
 
     @classmethod
@@ -56,7 +58,9 @@ def make_critic(config: LearnerConfig, policy: CausalLM) -> ValueModel | None:
 
 def decoder_layers(model: CausalLM | ValueModel) -> list[nn.Module]:
     """The transformer blocks of an HF causal LM or a :class:`ValueModel`."""
-    base = model.backbone if isinstance(model, ValueModel) else getattr(model, model.base_model_prefix)
+    base = (
+        model.backbone if isinstance(model, ValueModel) else getattr(model, model.base_model_prefix)
+    )
     return list(base.layers)
 
 
@@ -75,7 +79,11 @@ def shard(model: M, bf16: bool) -> M:
         return model
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
+    mp = (
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        if bf16
+        else MixedPrecisionPolicy()
+    )
     for layer in decoder_layers(model):
         fully_shard(layer, mp_policy=mp)
     fully_shard(model, mp_policy=mp)

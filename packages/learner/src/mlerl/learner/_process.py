@@ -84,7 +84,9 @@ KEEPALIVE = "keepalive"
 """What rank 0 broadcasts instead of a batch while it waits for samples (see ``serve``)."""
 
 
-def build_learner(config: LearnerConfig, device: torch.device, model_path: str, seed: int = 0) -> Learner:
+def build_learner(
+    config: LearnerConfig, device: torch.device, model_path: str, seed: int = 0
+) -> Learner:
     """The policy (and its critic, reference) from the HF directory ``model_path``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -96,26 +98,39 @@ def build_learner(config: LearnerConfig, device: torch.device, model_path: str, 
             pad = AutoTokenizer.from_pretrained(model_path).pad_token_id
         except (OSError, ValueError):
             pad = None
-    return Learner(config, model, seed=seed, pad_token_id=pad if pad is not None else 0, device=str(device))
+    return Learner(
+        config, model, seed=seed, pad_token_id=pad if pad is not None else 0, device=str(device)
+    )
 
 
-def sample_limits(learner: Learner, reward_bounds: tuple[float, float] = (-math.inf, math.inf)) -> SampleLimits:
+def sample_limits(
+    learner: Learner, reward_bounds: tuple[float, float] = (-math.inf, math.inf)
+) -> SampleLimits:
     """What a sample must satisfy to be stored: the policy's vocabulary, the reward function's
     documented range (``mlerl.instrument.reward_range`` of the run's ``instrument.reward``; no
     second constant here) and the configured duration bound."""
     lo, hi = reward_bounds
-    return SampleLimits(vocab_size=int(learner.policy.config.vocab_size), reward_min=lo, reward_max=hi,
-                        max_duration_s=learner.config.max_duration_s)
+    return SampleLimits(
+        vocab_size=int(learner.policy.config.vocab_size),
+        reward_min=lo,
+        reward_max=hi,
+        max_duration_s=learner.config.max_duration_s,
+    )
 
 
-def train_step(learner: Learner, batch: list[Sample], buffer_state: dict[str, Any] | None,
-               run_dir: Path) -> tuple[dict[str, float], WeightUpdate | None]:
+def train_step(
+    learner: Learner, batch: list[Sample], buffer_state: dict[str, Any] | None, run_dir: Path
+) -> tuple[dict[str, float], WeightUpdate | None]:
     """One update, then publish, then (every ``checkpoint_every``) checkpoint. Collective."""
     cfg = learner.config
     metrics = learner.update(batch)
-    update = publish_weights(learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes)
+    update = publish_weights(
+        learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes
+    )
     if cfg.checkpoint_every and learner.version % cfg.checkpoint_every == 0:
-        save_checkpoint(run_dir / "checkpoints", learner, {"buffer": buffer_state}, keep=cfg.keep_checkpoints)
+        save_checkpoint(
+            run_dir / "checkpoints", learner, {"buffer": buffer_state}, keep=cfg.keep_checkpoints
+        )
     return metrics, update
 
 
@@ -123,9 +138,24 @@ def _done(learner: Learner) -> bool:
     return bool(learner.config.max_updates) and learner.version >= learner.config.max_updates
 
 
-SAMPLES_TABLE_COLUMNS = ("step", "task_id", "kind", "sample_id", "parent_id", "plan", "program",
-                         "output_tail", "parse", "status", "reward", "public_score", "private_score",
-                         "valid", "duration_s", "policy_version")
+SAMPLES_TABLE_COLUMNS = (
+    "step",
+    "task_id",
+    "kind",
+    "sample_id",
+    "parent_id",
+    "plan",
+    "program",
+    "output_tail",
+    "parse",
+    "status",
+    "reward",
+    "public_score",
+    "private_score",
+    "valid",
+    "duration_s",
+    "policy_version",
+)
 """The columns of the W&B ``learner/samples`` table (``MetricsConfig.wandb_samples_per_update``)."""
 
 _TABLE_TEXT_LIMITS = {"plan": 1000, "program": 4000, "output_tail": 400}
@@ -174,14 +204,29 @@ class SampleLog:
         score = sample.score if sample.score is None or math.isfinite(sample.score) else None
         private = sample.private_score
         private = private if private is None or math.isfinite(private) else None
-        record = {"method": self.method, "seed": self.seed, "step": step, "task_id": sample.task_id,
-                  "score": score, "private_score": private, "valid": sample.valid_submission, "duration_s": sample.duration_s,
-                  "t": round(t, 3), "reward": sample.reward, "policy_version": sample.policy_version,
-                  "status": sample.exec_status.value, "kind": sample.prompt_kind.value,
-                  "sample_id": sample.sample_id, "parent_id": sample.parent_id,
-                  "parse": sample.parse_status.value, "response_tokens": len(sample.response_ids),
-                  "markers": list(sample.markers), "plan": sample.plan, "code": sample.code,
-                  "output_tail": sample.output_tail[-400:]}
+        record = {
+            "method": self.method,
+            "seed": self.seed,
+            "step": step,
+            "task_id": sample.task_id,
+            "score": score,
+            "private_score": private,
+            "valid": sample.valid_submission,
+            "duration_s": sample.duration_s,
+            "t": round(t, 3),
+            "reward": sample.reward,
+            "policy_version": sample.policy_version,
+            "status": sample.exec_status.value,
+            "kind": sample.prompt_kind.value,
+            "sample_id": sample.sample_id,
+            "parent_id": sample.parent_id,
+            "parse": sample.parse_status.value,
+            "response_tokens": len(sample.response_ids),
+            "markers": list(sample.markers),
+            "plan": sample.plan,
+            "code": sample.code,
+            "output_tail": sample.output_tail[-400:],
+        }
         self._pending.append(record)
 
     def flush(self) -> None:
@@ -204,9 +249,16 @@ class SampleLog:
 
 def table_row(record: dict[str, Any]) -> list[Any]:
     """A ``samples.jsonl`` record as a row of :data:`SAMPLES_TABLE_COLUMNS`, long texts cut."""
-    texts = {"plan": record["plan"], "program": record["code"], "output_tail": record["output_tail"]}
-    cells = {**record, "public_score": record["score"],
-             **{k: cut(v, _TABLE_TEXT_LIMITS[k]) for k, v in texts.items()}}
+    texts = {
+        "plan": record["plan"],
+        "program": record["code"],
+        "output_tail": record["output_tail"],
+    }
+    cells = {
+        **record,
+        "public_score": record["score"],
+        **{k: cut(v, _TABLE_TEXT_LIMITS[k]) for k, v in texts.items()},
+    }
     return [cells[column] for column in SAMPLES_TABLE_COLUMNS]
 
 
@@ -221,22 +273,40 @@ def log_samples_table(samples: SampleLog, sink: MetricsSink, step: int) -> None:
 def pending_full(pending: int, pending_bytes: int, cfg: LearnerConfig) -> bool:
     """Backpressure: the learner holds enough unconsumed samples (``cfg.pending_bound``), or
     enough bytes of them (``max_pending_bytes``); the byte bound never blocks forming a batch."""
-    return pending >= cfg.pending_bound or (pending >= cfg.batch_size and pending_bytes >= cfg.max_pending_bytes)
+    return pending >= cfg.pending_bound or (
+        pending >= cfg.batch_size and pending_bytes >= cfg.max_pending_bytes
+    )
 
 
-def open_receiver(buffer: ExperienceBuffer, transport: TransportConfig, cfg: LearnerConfig,
-                  on_sample: Callable[[Sample], None], commit: Callable[[], None],
-                  on_refused: Callable[[Sample, str], None]) -> SampleReceiver:
+def open_receiver(
+    buffer: ExperienceBuffer,
+    transport: TransportConfig,
+    cfg: LearnerConfig,
+    on_sample: Callable[[Sample], None],
+    commit: Callable[[], None],
+    on_refused: Callable[[Sample, str], None],
+) -> SampleReceiver:
     """The learner's door: stores into ``buffer``, refuses what its check refuses, and stops
     acking new samples while :func:`pending_full` holds for the buffer."""
     return SampleReceiver.from_config(
-        transport, on_sample, stored=buffer.stored_keys(), commit=commit,
-        full=lambda: pending_full(len(buffer), buffer.pending_bytes, cfg), check=buffer.check,
-        on_refused=on_refused if buffer.check is not None else None)
+        transport,
+        on_sample,
+        stored=buffer.stored_keys(),
+        commit=commit,
+        full=lambda: pending_full(len(buffer), buffer.pending_bytes, cfg),
+        check=buffer.check,
+        on_refused=on_refused if buffer.check is not None else None,
+    )
 
 
-async def serve(learner: Learner, buffer: ExperienceBuffer, transport: TransportConfig, sink: MetricsSink,
-                run_dir: Path, samples: SampleLog | None = None) -> None:
+async def serve(
+    learner: Learner,
+    buffer: ExperienceBuffer,
+    transport: TransportConfig,
+    sink: MetricsSink,
+    run_dir: Path,
+    samples: SampleLog | None = None,
+) -> None:
     """Rank 0's loop until ``max_updates``, cancellation or SIGTERM (a clean stop)."""
     cfg = learner.config
     arrived = asyncio.Event()
@@ -261,7 +331,13 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
     receiver = open_receiver(buffer, transport, cfg, on_sample, commit, on_refused)
     broadcaster = WeightBroadcaster.from_config(transport)
     async with receiver, broadcaster:
-        initial = await asyncio.to_thread(publish_weights, learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes)
+        initial = await asyncio.to_thread(
+            publish_weights,
+            learner.policy,
+            learner.version,
+            run_dir / "weights",
+            cfg.publish_inline_max_bytes,
+        )
         assert initial is not None  # rank 0 publishes every version
         broadcaster.publish(initial)
         while not _done(learner):
@@ -274,7 +350,9 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
                         await arrived.wait()
                 except TimeoutError:
                     if is_distributed():  # the other ranks wait in a broadcast: keep it alive
-                        await asyncio.to_thread(torch.distributed.broadcast_object_list, [KEEPALIVE, None], 0)
+                        await asyncio.to_thread(
+                            torch.distributed.broadcast_object_list, [KEEPALIVE, None], 0
+                        )
             batch = buffer.take(cfg.batch_size)
             state = buffer.state_dict()
             if is_distributed():
@@ -282,8 +360,16 @@ async def serve(learner: Learner, buffer: ExperienceBuffer, transport: Transport
             metrics, update = await asyncio.to_thread(train_step, learner, batch, state, run_dir)
             assert update is not None  # rank 0 publishes every version
             broadcaster.publish(update)
-            metrics.update({f"buffer/{k}": float(v) for k, v in buffer.counters.items()}, **{"buffer/pending": float(len(buffer))})
-            metrics.update({"buffer/pending_bytes": float(buffer.pending_bytes), "buffer/deferred": float(receiver.counters["deferred"])})
+            metrics.update(
+                {f"buffer/{k}": float(v) for k, v in buffer.counters.items()},
+                **{"buffer/pending": float(len(buffer))},
+            )
+            metrics.update(
+                {
+                    "buffer/pending_bytes": float(buffer.pending_bytes),
+                    "buffer/deferred": float(receiver.counters["deferred"]),
+                }
+            )
             metrics.update({f"refused/{k}": float(v) for k, v in buffer.refused_by_field.items()})
             sink.log(metrics, step=learner.version)
             if samples is not None:
@@ -299,8 +385,12 @@ def follow(learner: Learner, run_dir: Path) -> None:
     The order of collectives matches rank 0's ``serve``: the initial publish (a full-state-dict
     gather), then per batch a broadcast of the batch followed by ``train_step``; a broadcast
     of ``KEEPALIVE`` only restarts the wait, ``None`` ends it."""
-    publish_weights(learner.policy, learner.version, run_dir / "weights",
-                    learner.config.publish_inline_max_bytes)
+    publish_weights(
+        learner.policy,
+        learner.version,
+        run_dir / "weights",
+        learner.config.publish_inline_max_bytes,
+    )
     while True:
         box: list[Any] = [None, None]
         torch.distributed.broadcast_object_list(box, src=0)
@@ -332,9 +422,16 @@ def save_policy(learner: Learner, out_dir: Path, model_path: str) -> None:
     tmp.rename(out_dir)
 
 
-def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, run_dir: str | Path,
-        seed: int = 0, metrics: MetricsConfig | None = None,
-        reward_bounds: tuple[float, float] = (-math.inf, math.inf)) -> int:
+def run(
+    config: LearnerConfig,
+    transport: TransportConfig,
+    *,
+    model_path: str,
+    run_dir: str | Path,
+    seed: int = 0,
+    metrics: MetricsConfig | None = None,
+    reward_bounds: tuple[float, float] = (-math.inf, math.inf),
+) -> int:
     """The learner process; returns 0 when ``max_updates`` was reached or SIGTERM stopped it.
 
     ``reward_bounds``: the reward function's range; a sample outside it is refused at the door.
@@ -355,7 +452,15 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
             torch.set_num_threads(config.torch_threads)
         device = _init_distributed(config.collective_timeout_s)
         learner = build_learner(config, device, model_path, seed)
-        buffer = ExperienceBuffer(run_dir / "buffer", config.batch_policy, check=functools.partial(check_sample, limits=sample_limits(learner, reward_bounds))) if rank == 0 else None
+        buffer = (
+            ExperienceBuffer(
+                run_dir / "buffer",
+                config.batch_policy,
+                check=functools.partial(check_sample, limits=sample_limits(learner, reward_bounds)),
+            )
+            if rank == 0
+            else None
+        )
         ckpt, extra = restore_checkpoint(run_dir / "checkpoints", learner)
         if ckpt is not None:
             if buffer is not None and extra.get("buffer") is not None:
@@ -368,8 +473,12 @@ def run(config: LearnerConfig, transport: TransportConfig, *, model_path: str, r
             metrics = metrics or MetricsConfig(wandb_mode="disabled")
             sink = make_sink(metrics, run_dir, name=run_dir.name, resume_step=learner.version)
             table_rows = metrics.wandb_samples_per_update if metrics.wandb_mode != "disabled" else 0
-            samples = SampleLog(run_dir, method=f"duration={config.duration_weighting.value}", seed=seed,
-                                table_rows=table_rows)
+            samples = SampleLog(
+                run_dir,
+                method=f"duration={config.duration_weighting.value}",
+                seed=seed,
+                table_rows=table_rows,
+            )
             starting = False  # from here on a failure may be a peer's: restartable
             assert buffer is not None  # rank 0 owns the buffer
             try:

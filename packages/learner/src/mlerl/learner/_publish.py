@@ -25,8 +25,12 @@ def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     if is_distributed():
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        sd = cast(dict[str, torch.Tensor],  # full_state_dict=True: tensors, not DTensors
-                  get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)))
+        sd = cast(
+            dict[str, torch.Tensor],  # full_state_dict=True: tensors, not DTensors
+            get_model_state_dict(
+                model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+            ),
+        )
     else:
         sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     return sd
@@ -37,7 +41,9 @@ def weights_bytes(model: torch.nn.Module, state_dict: dict[str, torch.Tensor]) -
     return encode_weights(state_dict, tied_names(getattr(model, "config", None)))
 
 
-def publish_weights(model: torch.nn.Module, version: int, out_dir: str | Path, inline_max_bytes: int) -> WeightUpdate | None:
+def publish_weights(
+    model: torch.nn.Module, version: int, out_dir: str | Path, inline_max_bytes: int
+) -> WeightUpdate | None:
     """Gather, serialise and announce the policy at ``version`` (rank 0 gets the update)."""
     sd = full_state_dict(model)
     if is_distributed() and torch.distributed.get_rank() != 0:

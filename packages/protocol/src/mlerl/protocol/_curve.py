@@ -60,7 +60,9 @@ class CurveError(RuntimeError):
 
 def _require_curve() -> None:
     if not zmq.has("curve"):
-        raise CurveError("this libzmq has no CURVE support (pyzmq wheels bundle it; rebuild with libsodium)")
+        raise CurveError(
+            "this libzmq has no CURVE support (pyzmq wheels bundle it; rebuild with libsodium)"
+        )
 
 
 def _load(path: Path, secret: bool) -> tuple[bytes, bytes | None]:
@@ -124,7 +126,9 @@ def generate_keys(directory: str | os.PathLike[str]) -> CurveKeys:
     if target.is_dir():
         missing = [n for n in names if not (target / n).is_file()]
         if missing:
-            raise CurveError(f"{target} is incomplete (missing {', '.join(missing)}); remove it to regenerate")
+            raise CurveError(
+                f"{target} is incomplete (missing {', '.join(missing)}); remove it to regenerate"
+            )
         return CurveKeys(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))  # mode 0700
@@ -154,8 +158,13 @@ class _AllowKeys:
             return True
         DENIED["connections"] += 1
         level = logging.WARNING if DENIED["connections"] <= 10 else logging.DEBUG
-        log.log(level, "refused a connection with an unknown CURVE key %s (domain %s; %d so far)",
-                key.decode(errors="replace"), domain, DENIED["connections"])
+        log.log(
+            level,
+            "refused a connection with an unknown CURVE key %s (domain %s; %d so far)",
+            key.decode(errors="replace"),
+            domain,
+            DENIED["connections"],
+        )
         return False
 
 

@@ -78,7 +78,9 @@ class _Message(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
 
     def __post_init__(self) -> None:
         if self.v != SCHEMA_VERSION:
-            raise ProtocolError(f"v: unknown schema version {self.v} (this build reads {SCHEMA_VERSION})")
+            raise ProtocolError(
+                f"v: unknown schema version {self.v} (this build reads {SCHEMA_VERSION})"
+            )
 
 
 class Sample(_Message, tag="sample", kw_only=True, frozen=True):
@@ -161,7 +163,9 @@ class Sample(_Message, tag="sample", kw_only=True, frozen=True):
         present = [(name, t) for name, t in stamps if t is not None]
         for (_, earlier), (name, later) in itertools.pairwise(present):
             if later < earlier:
-                raise ProtocolError(f"{name}: timestamp {later} precedes the previous one {earlier}")
+                raise ProtocolError(
+                    f"{name}: timestamp {later} precedes the previous one {earlier}"
+                )
 
     @property
     def dt_s(self) -> float:
@@ -187,7 +191,9 @@ class WeightUpdate(_Message, tag="weights", kw_only=True, frozen=True):
         if (self.uri == "inline") != (self.payload is not None):
             raise ProtocolError("payload: must be present exactly when uri is 'inline'")
         if self.payload is not None and len(self.payload) != self.size_bytes:
-            raise ProtocolError(f"size_bytes: {self.size_bytes} != payload length {len(self.payload)}")
+            raise ProtocolError(
+                f"size_bytes: {self.size_bytes} != payload length {len(self.payload)}"
+            )
 
 
 class Ack(_Message, tag="ack", kw_only=True, frozen=True):

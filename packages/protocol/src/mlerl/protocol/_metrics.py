@@ -53,10 +53,19 @@ class MetricsSink(Protocol):
 class MediaSink(MetricsSink, Protocol):
     """A sink that also keeps tables and images (W&B; see the module docstring)."""
 
-    def log_table(self, key: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], step: int,
-                  *, stream: str = "learner") -> None: ...
+    def log_table(
+        self,
+        key: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        step: int,
+        *,
+        stream: str = "learner",
+    ) -> None: ...
 
-    def log_images(self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner") -> None: ...
+    def log_images(
+        self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner"
+    ) -> None: ...
 
 
 def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -72,7 +81,9 @@ def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 def _check_stream(stream: str, step: int) -> None:
     if not stream or stream.startswith("/") or stream.endswith("/"):
-        raise ValueError(f"stream: must be a non-empty name without leading/trailing '/', got {stream!r}")
+        raise ValueError(
+            f"stream: must be a non-empty name without leading/trailing '/', got {stream!r}"
+        )
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step: must be an int >= 0, got {step!r}")
 
@@ -177,10 +188,16 @@ class WandbSink:
         self._streams: set[str] = set()
         self._teardown = teardown
         self._run: wandb.Run | None = wandb.init(
-            project=project, entity=entity, name=name, mode=cast(_WandbMode, mode),  # checked above
+            project=project,
+            entity=entity,
+            name=name,
+            mode=cast(_WandbMode, mode),  # checked above
             dir=os.fspath(self.run_dir),
-            config=dict(config or {}), tags=list(tags), reinit="create_new",
-            id=run_id, resume="allow" if run_id else None,
+            config=dict(config or {}),
+            tags=list(tags),
+            reinit="create_new",
+            id=run_id,
+            resume="allow" if run_id else None,
         )
         self.run_id: str = self._run.id
 
@@ -203,21 +220,34 @@ class WandbSink:
         data[f"{stream}/step"] = step
         self._live.log(data)
 
-    def log_table(self, key: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], step: int,
-                  *, stream: str = "learner") -> None:
+    def log_table(
+        self,
+        key: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        step: int,
+        *,
+        stream: str = "learner",
+    ) -> None:
         """``rows`` (each as long as ``columns``) as one ``wandb.Table`` at ``<stream>/<key>``."""
         import wandb
 
         _check_stream(stream, step)
         bad = [i for i, row in enumerate(rows) if len(row) != len(columns)]
         if bad:
-            raise ValueError(f"{key}: row {bad[0]} has {len(rows[bad[0]])} cells, expected {len(columns)}")
+            raise ValueError(
+                f"{key}: row {bad[0]} has {len(rows[bad[0]])} cells, expected {len(columns)}"
+            )
         self._define(stream)
         # mixed types: a column may hold None beside numbers, or cells a markdown table gave as text
-        table = wandb.Table(columns=list(columns), data=[list(row) for row in rows], allow_mixed_types=True)
+        table = wandb.Table(
+            columns=list(columns), data=[list(row) for row in rows], allow_mixed_types=True
+        )
         self._live.log({f"{stream}/{key}": table, f"{stream}/step": step})
 
-    def log_images(self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner") -> None:
+    def log_images(
+        self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner"
+    ) -> None:
         """Each image file (PNG) as a ``wandb.Image`` at ``<stream>/<key>``."""
         import wandb
 
@@ -226,7 +256,9 @@ class WandbSink:
         if missing:
             raise FileNotFoundError(f"images: no file {missing[0]}")
         self._define(stream)
-        data: dict[str, Any] = {f"{stream}/{k}": wandb.Image(os.fspath(p)) for k, p in images.items()}
+        data: dict[str, Any] = {
+            f"{stream}/{k}": wandb.Image(os.fspath(p)) for k, p in images.items()
+        }
         data[f"{stream}/step"] = step
         self._live.log(data)
 
@@ -250,13 +282,22 @@ class MultiSink:
         for sink in self.sinks:
             sink.log(metrics, step, stream=stream)
 
-    def log_table(self, key: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], step: int,
-                  *, stream: str = "learner") -> None:
+    def log_table(
+        self,
+        key: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        step: int,
+        *,
+        stream: str = "learner",
+    ) -> None:
         for sink in self.sinks:
             if isinstance(sink, MediaSink):
                 sink.log_table(key, columns, rows, step, stream=stream)
 
-    def log_images(self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner") -> None:
+    def log_images(
+        self, images: Mapping[str, str | Path], step: int, *, stream: str = "learner"
+    ) -> None:
         for sink in self.sinks:
             if isinstance(sink, MediaSink):
                 sink.log_images(images, step, stream=stream)
@@ -297,8 +338,11 @@ class MetricsConfig:
     def __post_init__(self) -> None:
         from mlerl.protocol._config import check
 
-        check(self.wandb_mode in ("offline", "online", "disabled"), "wandb_mode",
-              "must be 'offline', 'online' or 'disabled'")
+        check(
+            self.wandb_mode in ("offline", "online", "disabled"),
+            "wandb_mode",
+            "must be 'offline', 'online' or 'disabled'",
+        )
         check(self.wandb_samples_per_update >= 0, "wandb_samples_per_update", "must be >= 0")
 
 
@@ -307,7 +351,11 @@ WANDB_RUN_ID_FILE = "mlerl-run-id"
 
 
 def make_sink(
-    config: MetricsConfig, run_dir: str | Path, *, name: str, run_config: Mapping[str, Any] | None = None,
+    config: MetricsConfig,
+    run_dir: str | Path,
+    *,
+    name: str,
+    run_config: Mapping[str, Any] | None = None,
     resume_step: int | None = None,
 ) -> MediaSink:
     """The sinks ``config`` asks for, as one :class:`MultiSink` (JSONL first, then W&B).
@@ -332,14 +380,24 @@ def make_sink(
             with open(id_file.with_name(WANDB_SUPERSEDED_FILE), "a") as f:
                 f.write(run_id + "\n")
             run_id = None
-        sink = WandbSink(run_dir, project=config.wandb_project, mode=config.wandb_mode, name=name,
-                         entity=config.wandb_entity or None, config=run_config, run_id=run_id)
+        sink = WandbSink(
+            run_dir,
+            project=config.wandb_project,
+            mode=config.wandb_mode,
+            name=name,
+            entity=config.wandb_entity or None,
+            config=run_config,
+            run_id=run_id,
+        )
         if run_id is None:
             id_file.write_text(sink.run_id)
             if rewound:
                 for row in read_jsonl(jsonl):
-                    sink.log({k: v for k, v in row.items() if k not in ("time", "stream", "step")},
-                             int(row["step"]), stream=str(row["stream"]))
+                    sink.log(
+                        {k: v for k, v in row.items() if k not in ("time", "stream", "step")},
+                        int(row["step"]),
+                        stream=str(row["stream"]),
+                    )
         sinks.append(sink)
     return MultiSink(sinks)
 
@@ -359,7 +417,9 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
             if isinstance(row, dict) and "stream" in row and "step" in row:
-                rows.append({k: float(v) if v in ("nan", "inf", "-inf") else v for k, v in row.items()})
+                rows.append(
+                    {k: float(v) if v in ("nan", "inf", "-inf") else v for k, v in row.items()}
+                )
     return rows
 
 
@@ -375,7 +435,11 @@ def rewind_jsonl(path: str | Path, step: int, stream: str = "learner") -> int:
             row = json.loads(line)
         except json.JSONDecodeError:
             break  # torn: only the last line can be
-        if isinstance(row, dict) and row.get("stream") == stream and int(row.get("step", -1)) > step:
+        if (
+            isinstance(row, dict)
+            and row.get("stream") == stream
+            and int(row.get("step", -1)) > step
+        ):
             break
         offset += len(line)
     if offset == len(data):

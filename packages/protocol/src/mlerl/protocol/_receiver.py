@@ -93,8 +93,10 @@ class SampleReceiver(Running):
         full: Callable[[], bool] | None = None,
     ) -> None:
         if (check is None) != (on_refused is None):
-            raise ValueError("check and on_refused go together: a refused sample is acked, so its key must be "
-                             "recorded")
+            raise ValueError(
+                "check and on_refused go together: a refused sample is acked, so its key must be "
+                "recorded"
+            )
         self.address, self.name, self.max_batch = address, name, max_batch
         self._on_sample, self._commit = on_sample, commit
         self._check, self._on_refused = check, on_refused
@@ -103,8 +105,15 @@ class SampleReceiver(Running):
         self.last_seen: dict[str, float] = {}
         """``time.monotonic()`` of the last message from each actor."""
         self.counters = {
-            "received": 0, "stored": 0, "duplicates": 0, "out_of_order": 0,
-            "malformed": 0, "heartbeats": 0, "batches": 0, "refused": 0, "deferred": 0,
+            "received": 0,
+            "stored": 0,
+            "duplicates": 0,
+            "out_of_order": 0,
+            "malformed": 0,
+            "heartbeats": 0,
+            "batches": 0,
+            "refused": 0,
+            "deferred": 0,
         }
         self._sock = make_socket(zmq.ROUTER, hwm, 100, context)
         self._sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting actor takes over its id
@@ -123,9 +132,16 @@ class SampleReceiver(Running):
         full: Callable[[], bool] | None = None,
     ) -> SampleReceiver:
         return cls(
-            config.samples_bind or config.samples_address, on_sample, stored=stored,
-            commit=commit, hwm=config.receiver_hwm, max_batch=config.max_batch,
-            check=check, on_refused=on_refused, curve=config.curve_keys(), full=full,
+            config.samples_bind or config.samples_address,
+            on_sample,
+            stored=stored,
+            commit=commit,
+            hwm=config.receiver_hwm,
+            max_batch=config.max_batch,
+            check=check,
+            on_refused=on_refused,
+            curve=config.curve_keys(),
+            full=full,
         )
 
     @property
@@ -140,21 +156,39 @@ class SampleReceiver(Running):
     def _malformed(self, why: str) -> None:
         self.counters["malformed"] += 1
         level = logging.WARNING if self.counters["malformed"] <= 10 else logging.DEBUG
-        log.log(level, "receiver %s: dropped malformed message (%d so far): %s",
-                self.name, self.counters["malformed"], why)
+        log.log(
+            level,
+            "receiver %s: dropped malformed message (%d so far): %s",
+            self.name,
+            self.counters["malformed"],
+            why,
+        )
 
     def _refuse(self, sample: Sample, reason: str) -> None:
         self.counters["refused"] += 1
         level = logging.WARNING if self.counters["refused"] <= 10 else logging.DEBUG
-        log.log(level, "receiver %s: refused sample %s (%d so far): %s",
-                self.name, sample.sample_id, self.counters["refused"], reason)
+        log.log(
+            level,
+            "receiver %s: refused sample %s (%d so far): %s",
+            self.name,
+            sample.sample_id,
+            self.counters["refused"],
+            reason,
+        )
 
     def _log_gap(self, actor_id: str, seq: int, expected: int) -> None:
         # a few are normal after a crash; many for one actor mean it did not start at seq 0
         n = self.counters["out_of_order"]
         level = logging.WARNING if n <= 10 or n % 10000 == 0 else logging.DEBUG
-        log.log(level, "receiver %s: %s seq %d dropped, expecting seq %d first (%d so far)",
-                self.name, actor_id, seq, expected, n)
+        log.log(
+            level,
+            "receiver %s: %s seq %d dropped, expecting seq %d first (%d so far)",
+            self.name,
+            actor_id,
+            seq,
+            expected,
+            n,
+        )
 
     async def _read_batch(self) -> list[list[bytes]]:
         batch = [await self._sock.recv_multipart()]
@@ -165,7 +199,9 @@ class SampleReceiver(Running):
                 break
         return batch
 
-    def _triage(self, batch: list[list[bytes]]) -> tuple[list[Sample], dict[tuple[bytes, str], None]]:
+    def _triage(
+        self, batch: list[list[bytes]]
+    ) -> tuple[list[Sample], dict[tuple[bytes, str], None]]:
         """Split a batch into samples to store (in order) and the (route, actor) pairs owed an
         ack."""
         accept: list[Sample] = []

@@ -54,8 +54,11 @@ class RunTasks:
 
     def __post_init__(self) -> None:
         check(len(self.ids) > 0, "ids", "must name at least one task")
-        check(self.public_fraction is None or 0.0 < self.public_fraction <= 1.0, "public_fraction",
-              "must lie in (0, 1] (1: no split), or be null for each task's own")
+        check(
+            self.public_fraction is None or 0.0 < self.public_fraction <= 1.0,
+            "public_fraction",
+            "must lie in (0, 1] (1: no split), or be null for each task's own",
+        )
 
 
 @dataclass
@@ -83,8 +86,11 @@ def load_run(path: str | Path) -> RunContract:
     :class:`ConfigError` naming the key (the file's path for an unreadable file)."""
     root = load_yaml(path)
     run = to_object(RunContract, _project(root, RunContract))
-    check(bool(run.model.path), "model.path", f"empty in {path}; a run config names its policy "
-          "(`mlerl train` writes the resolved path)")
+    check(
+        bool(run.model.path),
+        "model.path",
+        f"empty in {path}; a run config names its policy (`mlerl train` writes the resolved path)",
+    )
     return run
 
 

@@ -89,9 +89,13 @@ class SampleSender(Running):
     @classmethod
     def from_config(cls, config: TransportConfig, actor_id: str) -> SampleSender:
         return cls(
-            config.samples_address, actor_id, resend_after_s=config.resend_after_s,
-            hwm=config.sender_hwm, heartbeat_s=config.heartbeat_s,
-            max_unacked=config.max_unacked, reconnect_ivl_ms=config.reconnect_ivl_ms,
+            config.samples_address,
+            actor_id,
+            resend_after_s=config.resend_after_s,
+            hwm=config.sender_hwm,
+            heartbeat_s=config.heartbeat_s,
+            max_unacked=config.max_unacked,
+            reconnect_ivl_ms=config.reconnect_ivl_ms,
             curve=config.curve_keys(),
         )
 
@@ -117,7 +121,9 @@ class SampleSender(Running):
         must increase; the actor assigns them.
         """
         if sample.actor_id != self.actor_id:
-            raise ValueError(f"actor_id: sample of {sample.actor_id!r} given to sender of {self.actor_id!r}")
+            raise ValueError(
+                f"actor_id: sample of {sample.actor_id!r} given to sender of {self.actor_id!r}"
+            )
         if sample.seq <= self._last_seq:
             raise ValueError(f"seq: {sample.seq} is not above the last sent seq {self._last_seq}")
         while len(self._outbox) >= self.max_unacked:
@@ -210,7 +216,9 @@ class SampleSender(Running):
     async def _heartbeat(self) -> None:
         while True:
             beat = Heartbeat(
-                sender=self.actor_id, role="actor", t=time.time(),
+                sender=self.actor_id,
+                role="actor",
+                t=time.time(),
                 state={"unacked": float(len(self._outbox)), "acked_seq": float(self.acked_seq)},
             )
             # when the data queue is full the beat is skipped: the data shows we are alive

@@ -59,8 +59,10 @@ class SeqTracker:
     def mark_stored(self, actor_id: str, seq: int) -> None:
         """Record that ``seq`` (the next expected one) is now durably stored."""
         if seq != self.watermark(actor_id) + 1:
-            raise ValueError(f"seq: {seq} stored out of order for {actor_id!r} "
-                             f"(watermark {self.watermark(actor_id)})")
+            raise ValueError(
+                f"seq: {seq} stored out of order for {actor_id!r} "
+                f"(watermark {self.watermark(actor_id)})"
+            )
         self._compact(actor_id, seq)
 
     def _compact(self, actor_id: str, watermark: int) -> None:

@@ -51,8 +51,11 @@ class TransportConfig:
     def __post_init__(self) -> None:
         for key in ("samples_address", "weights_address"):
             value = getattr(self, key)
-            check(value.startswith(("tcp://", "ipc://", "inproc://")), key,
-                  f"must be a tcp://, ipc:// or inproc:// address, got {value!r}")
+            check(
+                value.startswith(("tcp://", "ipc://", "inproc://")),
+                key,
+                f"must be a tcp://, ipc:// or inproc:// address, got {value!r}",
+            )
         for key in ("resend_after_s", "heartbeat_s", "republish_s"):
             check(getattr(self, key) > 0, key, "must be > 0")
         for key in ("sender_hwm", "receiver_hwm", "max_unacked", "max_batch", "reconnect_ivl_ms"):
@@ -85,14 +88,23 @@ class RunTransportConfig:
     def __post_init__(self) -> None:
         for key in ("samples_address", "weights_address"):
             value = getattr(self, key)
-            check(not value or value.startswith(("tcp://", "ipc://", "inproc://")), key,
-                  f"must be empty or a tcp://, ipc:// or inproc:// address, got {value!r}")
+            check(
+                not value or value.startswith(("tcp://", "ipc://", "inproc://")),
+                key,
+                f"must be empty or a tcp://, ipc:// or inproc:// address, got {value!r}",
+            )
 
     def resolve(self, run_dir: str | os.PathLike[str]) -> TransportConfig:
         """The sockets' config for a process of the run in ``run_dir``."""
         for key in ("samples_address", "weights_address"):
-            check(bool(getattr(self, key)), f"transport.{key}",
-                  "required (only `mlerl train role=all` picks a free port for it)")
+            check(
+                bool(getattr(self, key)),
+                f"transport.{key}",
+                "required (only `mlerl train role=all` picks a free port for it)",
+            )
         keys_dir = (self.keys_dir or os.path.join(run_dir, "keys")) if self.curve else None
-        return TransportConfig(samples_address=self.samples_address,
-                               weights_address=self.weights_address, keys_dir=keys_dir)
+        return TransportConfig(
+            samples_address=self.samples_address,
+            weights_address=self.weights_address,
+            keys_dir=keys_dir,
+        )

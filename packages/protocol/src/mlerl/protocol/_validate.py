@@ -80,8 +80,10 @@ def check_sample(sample: Sample, limits: SampleLimits) -> str | None:
     if not 0.0 < sample.top_p <= 1.0:  # NaN too: no nucleus mass, whatever the engine did
         return f"top_p: {sample.top_p} is not a probability in (0, 1]"
     if sample.top_p < 1.0 or sample.top_k > 0:  # truncated sampling: behaviour log-probs
-        return (f"top_p: sampled with top_p={sample.top_p}, top_k={sample.top_k}; the learner "
-                "scores the untruncated distribution (use top_p=1, top_k=-1)")
+        return (
+            f"top_p: sampled with top_p={sample.top_p}, top_k={sample.top_k}; the learner "
+            "scores the untruncated distribution (use top_p=1, top_k=-1)"
+        )
     lps = sample.behaviour_logprobs  # one per response token: ``Sample`` (and decode) enforce it
     if not all(map(math.isfinite, lps)):
         bad = next(x for x in lps if not math.isfinite(x))
@@ -94,9 +96,11 @@ def check_sample(sample: Sample, limits: SampleLimits) -> str | None:
         reason = _bad_ids(name, ids, limits.vocab_size)
         if reason:
             return reason
-    reason = (_in_range("reward", sample.reward, limits.reward_min, limits.reward_max)
-              or _in_range("duration_s", sample.duration_s, 0.0, limits.max_duration_s)
-              or _in_range("generation_s", sample.generation_s, 0.0, limits.max_duration_s))
+    reason = (
+        _in_range("reward", sample.reward, limits.reward_min, limits.reward_max)
+        or _in_range("duration_s", sample.duration_s, 0.0, limits.max_duration_s)
+        or _in_range("generation_s", sample.generation_s, 0.0, limits.max_duration_s)
+    )
     if reason:
         return reason
     for name in ("t_sampled", "t_exec_started", "t_exec_finished", "t_graded"):

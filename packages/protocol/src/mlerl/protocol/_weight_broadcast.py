@@ -57,8 +57,11 @@ class WeightBroadcaster(Running):
 
     @classmethod
     def from_config(cls, config: TransportConfig) -> WeightBroadcaster:
-        return cls(config.weights_bind or config.weights_address, republish_s=config.republish_s,
-                   curve=config.curve_keys())
+        return cls(
+            config.weights_bind or config.weights_address,
+            republish_s=config.republish_s,
+            curve=config.curve_keys(),
+        )
 
     @property
     def endpoint(self) -> str:

@@ -38,23 +38,27 @@ def tied_names(model_config: Any) -> frozenset[str]:
     return TIED if getattr(model_config, "tie_word_embeddings", False) else frozenset()
 
 
-def encode_weights(state_dict: Mapping[str, torch.Tensor], skip: frozenset[str] = frozenset()
-                   ) -> bytes:
+def encode_weights(
+    state_dict: Mapping[str, torch.Tensor], skip: frozenset[str] = frozenset()
+) -> bytes:
     """Safetensors bytes of ``state_dict`` without ``skip`` (use :func:`tied_names`)."""
     from safetensors.torch import save
 
-    return save({k: v.detach().contiguous().cpu().clone() for k, v in state_dict.items()
-                 if k not in skip})
+    return save(
+        {k: v.detach().contiguous().cpu().clone() for k, v in state_dict.items() if k not in skip}
+    )
 
 
-def announce(blob: bytes, version: int, out_dir: str | Path | None = None,
-             inline_max_bytes: int = -1) -> WeightUpdate:
+def announce(
+    blob: bytes, version: int, out_dir: str | Path | None = None, inline_max_bytes: int = -1
+) -> WeightUpdate:
     """A WeightUpdate for ``blob``: inline when it fits ``inline_max_bytes`` (or no
     ``out_dir`` is given), else written atomically to ``out_dir/policy_v{version}.safetensors``."""
     digest = hashlib.sha256(blob).hexdigest()
     if out_dir is None or len(blob) <= inline_max_bytes:
-        return WeightUpdate(version=version, uri="inline", size_bytes=len(blob), sha256=digest,
-                            payload=blob)
+        return WeightUpdate(
+            version=version, uri="inline", size_bytes=len(blob), sha256=digest, payload=blob
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"policy_v{version}.safetensors"
@@ -64,8 +68,9 @@ def announce(blob: bytes, version: int, out_dir: str | Path | None = None,
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    return WeightUpdate(version=version, uri=str(path.resolve()), size_bytes=len(blob),
-                        sha256=digest)
+    return WeightUpdate(
+        version=version, uri=str(path.resolve()), size_bytes=len(blob), sha256=digest
+    )
 
 
 def read_update_bytes(update: WeightUpdate) -> bytes:
@@ -100,8 +105,9 @@ def read_update(update: WeightUpdate) -> dict[str, torch.Tensor]:
         raise WeightUpdateError(f"payload: not a safetensors file: {exc}") from exc
 
 
-def check_against(own_shapes: Mapping[str, tuple[int, ...]], state: Mapping[str, Any],
-                  tied: frozenset[str]) -> None:
+def check_against(
+    own_shapes: Mapping[str, tuple[int, ...]], state: Mapping[str, Any], tied: frozenset[str]
+) -> None:
     """Every name of ``state`` is the model's with its shape; only ``tied`` may be missing."""
     unexpected = sorted(set(state) - set(own_shapes))
     if unexpected:
@@ -111,8 +117,10 @@ def check_against(own_shapes: Mapping[str, tuple[int, ...]], state: Mapping[str,
         raise WeightUpdateError(f"payload: missing tensors {missing[:5]}")
     for name, tensor in state.items():
         if tuple(tensor.shape) != tuple(own_shapes[name]):
-            raise WeightUpdateError(f"payload: {name} has shape {tuple(tensor.shape)}, "
-                                    f"model has {tuple(own_shapes[name])}")
+            raise WeightUpdateError(
+                f"payload: {name} has shape {tuple(tensor.shape)}, "
+                f"model has {tuple(own_shapes[name])}"
+            )
 
 
 def load_into(model: torch.nn.Module, update: WeightUpdate) -> None:
@@ -122,8 +130,11 @@ def load_into(model: torch.nn.Module, update: WeightUpdate) -> None:
 
     state = read_update(update)
     own = model.state_dict()
-    check_against({k: tuple(v.shape) for k, v in own.items()}, state,
-                  tied_names(getattr(model, "config", None)))
+    check_against(
+        {k: tuple(v.shape) for k, v in own.items()},
+        state,
+        tied_names(getattr(model, "config", None)),
+    )
     with torch.no_grad():
         for name, tensor in state.items():
             own[name].copy_(tensor)

@@ -30,8 +30,17 @@ INNER_WORK = "/workspace"
 """The program's cwd inside the sandbox (its work dir)."""
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-        "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/fonts")
+_ETC = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/fonts",
+)
 # Runs inside the sandbox after its mounts are made: says "started" on the status pipe, closes
 # it (the program never holds a descriptor of it), then execs the program (via setpriv as root).
 STARTED = 'printf started >&"$1" || exit 126; fd=$1; exec {fd}>&-; shift; exec "$@"'
@@ -39,17 +48,24 @@ STARTED = 'printf started >&"$1" || exit 126; fd=$1; exec {fd}>&-; shift; exec "
 # "started", blocks until the host writes "go" on a second pipe (the program is in place by
 # then), says "running", closes both pipes and execs; any other word, or the go pipe closed,
 # exits unused. "running" is what tells a program that ran from a sandbox that died waiting.
-STARTED_THEN_WAIT = ('printf started >&"$1" || exit 126; read -r go <&"$2"; '
-                     '[ "$go" = go ] || exit 126; printf running >&"$1" || exit 126; '
-                     'fd=$1; exec {fd}>&-; fd=$2; exec {fd}<&-; shift 2; exec "$@"')
+STARTED_THEN_WAIT = (
+    'printf started >&"$1" || exit 126; read -r go <&"$2"; '
+    '[ "$go" = go ] || exit 126; printf running >&"$1" || exit 126; '
+    'fd=$1; exec {fd}>&-; fd=$2; exec {fd}<&-; shift 2; exec "$@"'
+)
 # Or it hands both pipes to the waiting interpreter (``_prewarm.LAUNCHER``), which does the same.
 STARTED_KEEP_PIPES = 'printf started >&"$1" || exit 126; shift 2; exec "$@"'
 
 
 def interpreter_roots() -> list[str]:
     """The outermost directories this interpreter needs: its prefixes (venv and base)."""
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    candidates = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
+    }
     return _outermost(os.path.realpath(p) for p in candidates if os.path.isdir(p))
 
 
@@ -74,8 +90,20 @@ def mount_args(work_host: str, input_host: str | None, roots: list[str]) -> list
     """bubblewrap arguments for the allowlisted view (see the module docstring)."""
     # /tmp first: a venv under /tmp (a CI clone) is bound on top of the private tmpfs
     # a private writable /dev/shm: Python's multiprocessing (joblib's n_jobs) needs semaphores
-    args = ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
-            "--perms", "1777", "--tmpfs", "/tmp"]
+    args = [
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/dev/shm",
+        "--proc",
+        "/proc",
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/tmp",
+    ]
     made = {"/tmp", "/dev", "/dev/shm", "/proc"}
 
     def ensure_parents(dest: str) -> None:

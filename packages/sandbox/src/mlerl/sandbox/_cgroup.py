@@ -44,8 +44,11 @@ def base_dirs() -> dict[str, Path]:
     """controller -> the ``mlerl-sandbox`` directory under this process's cgroup."""
     if is_v2():
         return {"unified": ROOT / _own_path("").lstrip("/") / "mlerl-sandbox"}
-    return {c: ROOT / c / _own_path(c).lstrip("/") / "mlerl-sandbox"
-            for c in V1_CONTROLLERS if (ROOT / c).is_dir()}
+    return {
+        c: ROOT / c / _own_path(c).lstrip("/") / "mlerl-sandbox"
+        for c in V1_CONTROLLERS
+        if (ROOT / c).is_dir()
+    }
 
 
 def _write(path: Path, value: str) -> None:
@@ -138,8 +141,12 @@ def _limits(dirs: dict[str, Path], memory_mb: int, pids: int, cpus: float) -> No
     quota = str(max(1000, int(cpus * 100_000)))
     if "unified" in dirs:
         d = dirs["unified"]
-        for name, value in (("memory.max", mem), ("memory.swap.max", "0"),
-                            ("pids.max", str(pids)), ("cpu.max", f"{quota} 100000")):
+        for name, value in (
+            ("memory.max", mem),
+            ("memory.swap.max", "0"),
+            ("pids.max", str(pids)),
+            ("cpu.max", f"{quota} 100000"),
+        ):
             if (d / name).exists():
                 _write(d / name, value)
         return

@@ -36,8 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--disk-mb", type=int, default=Limits.disk_mb)
     run.add_argument("--output-bytes", type=int, default=Limits.output_bytes)
     run.add_argument("--data", type=Path, default=None)
-    run.add_argument("--collect", action="append", default=None,
-                     help="file to copy out (repeatable; default submission.csv)")
+    run.add_argument(
+        "--collect",
+        action="append",
+        default=None,
+        help="file to copy out (repeatable; default submission.csv)",
+    )
     rp = sub.add_parser("reap", help="remove leftovers of dead executors")
     rp.add_argument("--backend", choices=("local", "docker"), default="docker")
     rp.add_argument("--all", action="store_true", help="also those of live executors")
@@ -47,11 +51,20 @@ def _parser() -> argparse.ArgumentParser:
 
 async def _run(args: argparse.Namespace) -> int:
     config = SandboxConfig(backend=args.backend, image=args.image, max_concurrency=1)
-    limits = Limits(wall_time_s=args.timeout, memory_mb=args.memory_mb, cpus=args.cpus,
-                    pids=args.pids, disk_mb=args.disk_mb, output_bytes=args.output_bytes)
+    limits = Limits(
+        wall_time_s=args.timeout,
+        memory_mb=args.memory_mb,
+        cpus=args.cpus,
+        pids=args.pids,
+        disk_mb=args.disk_mb,
+        output_bytes=args.output_bytes,
+    )
     request = ExecutionRequest(
-        program=args.program.read_text(), data_dir=args.data, limits=limits,
-        collect=tuple(args.collect) if args.collect else ("submission.csv",))
+        program=args.program.read_text(),
+        data_dir=args.data,
+        limits=limits,
+        collect=tuple(args.collect) if args.collect else ("submission.csv",),
+    )
     sandbox = make_sandbox(config)
     try:
         result = await sandbox.run(request)
@@ -75,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(doctor(SandboxConfig()), indent=2))
         return 0
     except UnicodeDecodeError as exc:
-        print(f"mlerl-sandbox: error: {args.program} is not UTF-8 text ({exc.reason} at byte "
-              f"{exc.start})", file=sys.stderr)
+        print(
+            f"mlerl-sandbox: error: {args.program} is not UTF-8 text ({exc.reason} at byte "
+            f"{exc.start})",
+            file=sys.stderr,
+        )
         return 2
     except (ConfigError, OSError, SandboxUnavailable) as exc:
         print(f"mlerl-sandbox: error: {exc}", file=sys.stderr)

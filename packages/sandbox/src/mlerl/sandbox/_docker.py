@@ -48,8 +48,13 @@ def site_packages(config: SandboxConfig) -> str:
     return config.site_packages
 
 
-def container_config(config: SandboxConfig, request: ExecutionRequest, wd: WorkDir,
-                     owner: str, input_host: str | None = None) -> dict[str, Any]:
+def container_config(
+    config: SandboxConfig,
+    request: ExecutionRequest,
+    wd: WorkDir,
+    owner: str,
+    input_host: str | None = None,
+) -> dict[str, Any]:
     """The engine's create body: the defaults of the module docstring. ``input_host``: the
     staged copy of ``request.data_dir`` bound at ``/work/input`` (its path names no task)."""
     lim = request.limits
@@ -58,8 +63,13 @@ def container_config(config: SandboxConfig, request: ExecutionRequest, wd: WorkD
     binds = [f"{wd.path}:/work:rw"]
     if request.data_dir is not None:
         binds.append(f"{input_host or request.data_dir.resolve()}:/work/input:ro")
-    env = {"HOME": "/tmp", "MPLCONFIGDIR": "/tmp", "PYTHONUNBUFFERED": "1",
-           "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+    env = {
+        "HOME": "/tmp",
+        "MPLCONFIGDIR": "/tmp",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8",
+    }
     site = site_packages(config)
     if site:
         binds.append(f"{site}:{SITE_MOUNT}:ro")
@@ -70,20 +80,40 @@ def container_config(config: SandboxConfig, request: ExecutionRequest, wd: WorkD
     deadline = time.time() + lim.wall_time_s + lim.kill_grace_s
     uid = config.sandbox_uid
     return {
-        "Image": config.image, "Cmd": list(request.entry), "WorkingDir": "/work",
-        "User": f"{uid}:{uid}", "Env": [f"{k}={v}" for k, v in env.items()],
-        "AttachStdout": True, "AttachStderr": True, "AttachStdin": False, "Tty": False,
-        "OpenStdin": False, "NetworkDisabled": True,
-        "Labels": {LABEL: "1", "mlerl.owner": owner, "mlerl.host": socket.gethostname(),
-                   "mlerl.deadline": f"{deadline:.0f}"},
+        "Image": config.image,
+        "Cmd": list(request.entry),
+        "WorkingDir": "/work",
+        "User": f"{uid}:{uid}",
+        "Env": [f"{k}={v}" for k, v in env.items()],
+        "AttachStdout": True,
+        "AttachStderr": True,
+        "AttachStdin": False,
+        "Tty": False,
+        "OpenStdin": False,
+        "NetworkDisabled": True,
+        "Labels": {
+            LABEL: "1",
+            "mlerl.owner": owner,
+            "mlerl.host": socket.gethostname(),
+            "mlerl.deadline": f"{deadline:.0f}",
+        },
         "HostConfig": {
-            "NetworkMode": "none", "ReadonlyRootfs": True, "Binds": binds,
+            "NetworkMode": "none",
+            "ReadonlyRootfs": True,
+            "Binds": binds,
             "Tmpfs": {"/tmp": f"rw,nosuid,nodev,size={lim.disk_mb}m"},
-            "CapDrop": ["ALL"], "SecurityOpt": ["no-new-privileges"], "Init": True,
-            "Memory": mem, "MemorySwap": mem, "PidsLimit": lim.pids,
-            "NanoCpus": int(lim.cpus * 1e9), "LogConfig": {"Type": "none", "Config": {}},
-            "Ulimits": [{"Name": "core", "Soft": 0, "Hard": 0},
-                        {"Name": "fsize", "Soft": lim.disk_mb << 20, "Hard": lim.disk_mb << 20}],
+            "CapDrop": ["ALL"],
+            "SecurityOpt": ["no-new-privileges"],
+            "Init": True,
+            "Memory": mem,
+            "MemorySwap": mem,
+            "PidsLimit": lim.pids,
+            "NanoCpus": int(lim.cpus * 1e9),
+            "LogConfig": {"Type": "none", "Config": {}},
+            "Ulimits": [
+                {"Name": "core", "Soft": 0, "Hard": 0},
+                {"Name": "fsize", "Soft": lim.disk_mb << 20, "Hard": lim.disk_mb << 20},
+            ],
             "AutoRemove": False,
         },
     }
@@ -93,8 +123,9 @@ def _client(config: SandboxConfig) -> aiodocker.Docker:
     return aiodocker.Docker(url=config.docker_host or None)
 
 
-async def reap_containers(config: SandboxConfig, everything: bool = False,
-                          docker: aiodocker.Docker | None = None) -> int:
+async def reap_containers(
+    config: SandboxConfig, everything: bool = False, docker: aiodocker.Docker | None = None
+) -> int:
     """Remove labelled containers whose executor died or whose deadline is long past."""
     own = docker is None
     docker = docker or _client(config)
@@ -106,8 +137,9 @@ async def reap_containers(config: SandboxConfig, everything: bool = False,
         for c in found:
             labels = c._container.get("Labels") or {}
             deadline = float(labels.get("mlerl.deadline", "0") or 0)
-            dead = (labels.get("mlerl.host") == host and not owner_alive(labels.get(
-                "mlerl.owner", ""))) or time.time() > deadline + STALE_AFTER_DEADLINE_S
+            dead = (
+                labels.get("mlerl.host") == host and not owner_alive(labels.get("mlerl.owner", ""))
+            ) or time.time() > deadline + STALE_AFTER_DEADLINE_S
             if everything or dead:
                 async with asyncio.timeout(REMOVE_TIMEOUT_S + KILL_TIMEOUT_S):
                     await c.delete(force=True, v=True)
@@ -123,7 +155,9 @@ async def count_containers(config: SandboxConfig, owner: str) -> int:
     docker = _client(config)
     try:
         async with asyncio.timeout(config.engine_timeout_s):
-            return len(await docker.containers.list(all=True, filters={"label": [f"mlerl.owner={owner}"]}))
+            return len(
+                await docker.containers.list(all=True, filters={"label": [f"mlerl.owner={owner}"]})
+            )
     finally:
         await docker.close()
 
@@ -167,20 +201,27 @@ class DockerSandbox:
 
     def _workdir(self, request: ExecutionRequest) -> WorkDir:
         assert request.limits is not None
-        return create_workdir(self.config.work_root, request.program, request.limits.disk_mb,
-                              self.config.tmpfs_workdir, owner_uid=self.config.sandbox_uid,
-                              input_mountpoint=request.data_dir is not None)
+        return create_workdir(
+            self.config.work_root,
+            request.program,
+            request.limits.disk_mb,
+            self.config.tmpfs_workdir,
+            owner_uid=self.config.sandbox_uid,
+            input_mountpoint=request.data_dir is not None,
+        )
 
-    async def _execute(self, request: ExecutionRequest, wd: WorkDir,
-                       sink: OutputSink) -> Outcome:
+    async def _execute(self, request: ExecutionRequest, wd: WorkDir, sink: OutputSink) -> Outcome:
         out = started()
         container = None
         try:
             docker = await self._engine()
             input_host = None
             if request.data_dir is not None:
-                input_host = str(await asyncio.to_thread(
-                    stage_inputs, request.data_dir, Path(self.config.work_root) / "inputs"))
+                input_host = str(
+                    await asyncio.to_thread(
+                        stage_inputs, request.data_dir, Path(self.config.work_root) / "inputs"
+                    )
+                )
             body = container_config(self.config, request, wd, self.owner, input_host)
             async with asyncio.timeout(self.config.engine_timeout_s):
                 container = await docker.containers.create(body)
@@ -194,8 +235,9 @@ class DockerSandbox:
                 await self._remove(container, out)
         return out
 
-    async def _attach_and_run(self, container: Any, request: ExecutionRequest,
-                              sink: OutputSink, out: Outcome) -> None:
+    async def _attach_and_run(
+        self, container: Any, request: ExecutionRequest, sink: OutputSink, out: Outcome
+    ) -> None:
         lim = request.limits
         assert lim is not None
         limit_hit = asyncio.Event()
@@ -217,8 +259,9 @@ class DockerSandbox:
                 out.start()
                 pumping = tg.create_task(pump())
                 exited = tg.create_task(container.wait())
-                if await exit_or_limit(tg, exited, limit_hit, lim, out,
-                                       lambda grace: self._stop(container, grace)):
+                if await exit_or_limit(
+                    tg, exited, limit_hit, lim, out, lambda grace: self._stop(container, grace)
+                ):
                     exited.cancel()
                 out.finish()
                 _, pending = await asyncio.wait({pumping}, timeout=2.0)

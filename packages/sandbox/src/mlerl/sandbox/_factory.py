@@ -29,8 +29,10 @@ async def reap(config: SandboxConfig, everything: bool = False) -> dict[str, int
 
     ``everything`` also removes those of live executors (only when none is running).
     """
-    counts = {"cgroups": await _cgroup.reap(owner_alive, everything),
-              "workdirs": reap_workdirs(config.work_root, everything)}
+    counts = {
+        "cgroups": await _cgroup.reap(owner_alive, everything),
+        "workdirs": reap_workdirs(config.work_root, everything),
+    }
     if config.backend == "docker":
         from mlerl.sandbox._docker import reap_containers
 
@@ -43,9 +45,13 @@ async def leftovers(config: SandboxConfig) -> dict[str, int]:
     containers under this process's owner tag. All 0 once every run has ended and ``close()``
     returned: what a leak check counts."""
     owner = owner_tag()
-    counts = {"run_dirs": len(list((Path(config.work_root) / owner).glob("*"))),
-              "cgroups": sum(len([p for p in (base / owner).glob("*") if p.is_dir()])
-                             for base in _cgroup.base_dirs().values())}
+    counts = {
+        "run_dirs": len(list((Path(config.work_root) / owner).glob("*"))),
+        "cgroups": sum(
+            len([p for p in (base / owner).glob("*") if p.is_dir()])
+            for base in _cgroup.base_dirs().values()
+        ),
+    }
     if config.backend == "docker":
         from mlerl.sandbox._docker import count_containers
 

@@ -63,18 +63,24 @@ log = logging.getLogger("mlerl.sandbox")
 _JOIN = 'while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"'
 # With cgroups, the shell that joins them also sets the rlimits (POSIX ulimit: -f in 512-byte
 # blocks, -t in seconds; soft and hard), saving the separate ``prlimit`` exec of every run.
-_LIMIT_AND_JOIN = ('ulimit -c 0 && ulimit -f "$1" && ulimit -t "$2" || exit 125; shift 2; '
-                   + _JOIN)
-INSTALL_HINT = ("bash scripts/ci/setup_docker.sh (as root: installs bubblewrap, starts Docker), "
-                "or apt-get install -y bubblewrap")
+_LIMIT_AND_JOIN = 'ulimit -c 0 && ulimit -f "$1" && ulimit -t "$2" || exit 125; shift 2; ' + _JOIN
+INSTALL_HINT = (
+    "bash scripts/ci/setup_docker.sh (as root: installs bubblewrap, starts Docker), "
+    "or apt-get install -y bubblewrap"
+)
 
 
 def _base_env(limits: Limits, home: str) -> dict[str, str]:
     threads = str(max(1, math.ceil(limits.cpus)))
     return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8",
-        "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": home,
-        "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads,
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLCONFIGDIR": home,
+        "OMP_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
         "MKL_NUM_THREADS": threads,
     }
 
@@ -91,13 +97,23 @@ def probe_isolation(config: SandboxConfig) -> dict[str, str]:
         report["bubblewrap"] = f"not installed (install: {INSTALL_HINT})"
     else:
         roots = _bwrap.interpreter_roots()
-        argv = [bwrap, *_namespace_args(config), *_bwrap.mount_args("/tmp", None, roots),
-                "--", *_drop_privileges(config), sys.executable, "-c", "pass"]
+        argv = [
+            bwrap,
+            *_namespace_args(config),
+            *_bwrap.mount_args("/tmp", None, roots),
+            "--",
+            *_drop_privileges(config),
+            sys.executable,
+            "-c",
+            "pass",
+        ]
         try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                               stdin=subprocess.DEVNULL)
-            report["bubblewrap"] = ("ok" if r.returncode == 0 else
-                                    f"fails: {r.stderr.strip()[-300:] or r.returncode}")
+            r = subprocess.run(
+                argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+            )
+            report["bubblewrap"] = (
+                "ok" if r.returncode == 0 else f"fails: {r.stderr.strip()[-300:] or r.returncode}"
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             report["bubblewrap"] = f"fails: {exc}"
     if not config.use_cgroups:
@@ -105,8 +121,9 @@ def probe_isolation(config: SandboxConfig) -> dict[str, str]:
     else:
         cg = _cgroup.create(owner_tag(), "probe-" + uuid.uuid4().hex[:8], 64, 16, 1.0)
         if cg is None:
-            report["cgroups"] = ("not writable (run as root, or delegate a cgroup v2 subtree "
-                                 "to this user)")
+            report["cgroups"] = (
+                "not writable (run as root, or delegate a cgroup v2 subtree to this user)"
+            )
         else:
             for d in cg.dirs.values():  # empty: nothing ran in it
                 d.rmdir()
@@ -115,9 +132,17 @@ def probe_isolation(config: SandboxConfig) -> dict[str, str]:
 
 
 def _namespace_args(config: SandboxConfig) -> list[str]:
-    args = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-            "--hostname", "sandbox"]
+    args = [
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+    ]
     if os.geteuid() == 0:  # mounts as root, then setpriv to the sandbox uid (no user ns)
         return [*args, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     uid = str(config.sandbox_uid)
@@ -144,10 +169,13 @@ class LocalSandbox:
                 "the local sandbox cannot isolate programs on this host: "
                 + "; ".join(f"{k}: {v}" for k, v in self.missing.items())
                 + ". Fix that, use sandbox=docker, or accept running generated programs "
-                "without that isolation with sandbox.allow_unisolated=true.")
+                "without that isolation with sandbox.allow_unisolated=true."
+            )
         if self.missing:
-            log.warning("UNISOLATED local sandbox (sandbox.allow_unisolated=true): %s",
-                        "; ".join(f"{k}: {v}" for k, v in self.missing.items()))
+            log.warning(
+                "UNISOLATED local sandbox (sandbox.allow_unisolated=true): %s",
+                "; ".join(f"{k}: {v}" for k, v in self.missing.items()),
+            )
         self.bwrap = shutil.which("bwrap") if "bubblewrap" not in self.missing else None
         self.use_cgroups = "cgroups" not in self.missing
         self.prlimit = shutil.which("prlimit")
@@ -179,15 +207,24 @@ class LocalSandbox:
     def fresh_workdir(self, request: ExecutionRequest) -> WorkDir:
         data = request.data_dir
         return create_workdir(
-            self.config.work_root, request.program, request.resolved_limits.disk_mb,
+            self.config.work_root,
+            request.program,
+            request.resolved_limits.disk_mb,
             self.config.tmpfs_workdir,
             owner_uid=self.config.sandbox_uid if self.bwrap and os.geteuid() == 0 else None,
             data_link=data if data is not None and not self.bwrap else None,
-            input_mountpoint=data is not None and bool(self.bwrap))
+            input_mountpoint=data is not None and bool(self.bwrap),
+        )
 
-    def _argv(self, request: ExecutionRequest, wd: WorkDir,
-              cg: _cgroup.RunCgroup | None, status_fd: int, input_host: str | None,
-              go_fd: int | None = None) -> list[str]:
+    def _argv(
+        self,
+        request: ExecutionRequest,
+        wd: WorkDir,
+        cg: _cgroup.RunCgroup | None,
+        status_fd: int,
+        input_host: str | None,
+        go_fd: int | None = None,
+    ) -> list[str]:
         lim = request.resolved_limits
         entry = list(request.entry)
         if entry[0] == "python":
@@ -195,26 +232,59 @@ class LocalSandbox:
         argv: list[str] = []
         cpu_s = math.ceil(lim.wall_time_s * max(1.0, lim.cpus)) + 10
         if cg is not None:
-            argv += ["/bin/sh", "-c", _LIMIT_AND_JOIN, "sh", str(lim.disk_mb * 2048), str(cpu_s),
-                     *cg.procs_files, "--"]
+            argv += [
+                "/bin/sh",
+                "-c",
+                _LIMIT_AND_JOIN,
+                "sh",
+                str(lim.disk_mb * 2048),
+                str(cpu_s),
+                *cg.procs_files,
+                "--",
+            ]
         elif self.prlimit:  # no cgroup: RLIMIT_NPROC stands in for pids.max
-            argv += [self.prlimit, "--core=0", f"--fsize={lim.disk_mb * 1024 * 1024}",
-                     f"--cpu={cpu_s}", f"--nproc={lim.pids}", "--"]
+            argv += [
+                self.prlimit,
+                "--core=0",
+                f"--fsize={lim.disk_mb * 1024 * 1024}",
+                f"--cpu={cpu_s}",
+                f"--nproc={lim.pids}",
+                "--",
+            ]
         if self.bwrap:
-            argv += [self.bwrap, *_namespace_args(self.config),
-                     *_bwrap.mount_args(str(wd.path), input_host, self.roots),
-                     "--", "/bin/bash", "-c"]
+            argv += [
+                self.bwrap,
+                *_namespace_args(self.config),
+                *_bwrap.mount_args(str(wd.path), input_host, self.roots),
+                "--",
+                "/bin/bash",
+                "-c",
+            ]
             if go_fd is not None and launchable(request.entry):  # the interpreter waits
-                return [*argv, _bwrap.STARTED_KEEP_PIPES, "sh", str(status_fd), str(go_fd),
-                        *_drop_privileges(self.config), entry[0], "-c", LAUNCHER,
-                        str(status_fd), str(go_fd), ",".join(self.config.preload), *entry[1:]]
-            argv += ([_bwrap.STARTED, "sh", str(status_fd)] if go_fd is None else
-                     [_bwrap.STARTED_THEN_WAIT, "sh", str(status_fd), str(go_fd)])
+                return [
+                    *argv,
+                    _bwrap.STARTED_KEEP_PIPES,
+                    "sh",
+                    str(status_fd),
+                    str(go_fd),
+                    *_drop_privileges(self.config),
+                    entry[0],
+                    "-c",
+                    LAUNCHER,
+                    str(status_fd),
+                    str(go_fd),
+                    ",".join(self.config.preload),
+                    *entry[1:],
+                ]
+            argv += (
+                [_bwrap.STARTED, "sh", str(status_fd)]
+                if go_fd is None
+                else [_bwrap.STARTED_THEN_WAIT, "sh", str(status_fd), str(go_fd)]
+            )
             argv += _drop_privileges(self.config)
         return argv + entry
 
-    async def _execute(self, request: ExecutionRequest, wd: WorkDir,
-                       sink: OutputSink) -> Outcome:
+    async def _execute(self, request: ExecutionRequest, wd: WorkDir, sink: OutputSink) -> Outcome:
         if self._warm.holds(wd):
             return await self._warm.execute(request, wd, sink)
         assert request.limits is not None
@@ -232,8 +302,9 @@ class LocalSandbox:
             if cg is not None:
                 await self.removals.remove(cg)
 
-    async def _execute_in(self, request: ExecutionRequest, wd: WorkDir, sink: OutputSink,
-                          cg: _cgroup.RunCgroup | None) -> Outcome:
+    async def _execute_in(
+        self, request: ExecutionRequest, wd: WorkDir, sink: OutputSink, cg: _cgroup.RunCgroup | None
+    ) -> Outcome:
         assert request.limits is not None
         input_host = await self.stage(request)
         out = started()
@@ -275,13 +346,25 @@ class LocalSandbox:
             return None
         return str(await asyncio.to_thread(stage_inputs, request.data_dir, self.stage_root))
 
-    async def spawn(self, request: ExecutionRequest, wd: WorkDir, cg: _cgroup.RunCgroup | None,
-                    input_host: str | None, status_w: int, go_r: int | None = None) -> Process:
+    async def spawn(
+        self,
+        request: ExecutionRequest,
+        wd: WorkDir,
+        cg: _cgroup.RunCgroup | None,
+        input_host: str | None,
+        status_w: int,
+        go_r: int | None = None,
+    ) -> Process:
         """Start the run's chain (``_argv``); ``go_r``: it waits for "go" (a warm sandbox)."""
         passed = (status_w,) if go_r is None else (status_w, go_r)
         return await asyncio.create_subprocess_exec(
             *self._argv(request, wd, cg, status_w, input_host, go_fd=go_r),
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=wd.path,
-            env=_base_env(request.resolved_limits, "/tmp" if self.bwrap else str(wd.path)) | request.env,
-            start_new_session=True, pass_fds=passed if self.bwrap else ())
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=wd.path,
+            env=_base_env(request.resolved_limits, "/tmp" if self.bwrap else str(wd.path))
+            | request.env,
+            start_new_session=True,
+            pass_fds=passed if self.bwrap else (),
+        )

@@ -90,15 +90,23 @@ runs ``argv[4]`` (the script) with ``argv[4:]`` as ``sys.argv``, as ``python <sc
 
 def launchable(entry: tuple[str, ...]) -> bool:
     """Whether ``entry`` runs a script with the sandbox's interpreter (``python x.py ...``)."""
-    return (len(entry) >= 2 and entry[0] == "python" and entry[1].endswith(".py")
-            and not entry[1].startswith("-"))
+    return (
+        len(entry) >= 2
+        and entry[0] == "python"
+        and entry[1].endswith(".py")
+        and not entry[1].startswith("-")
+    )
 
 
 def shape_of(request: ExecutionRequest) -> Shape:
     """What a warm sandbox was made for: everything but the program and what is collected."""
     data = None if request.data_dir is None else str(request.data_dir.resolve())
-    return (data, dataclasses.astuple(request.resolved_limits), tuple(request.entry),
-            tuple(sorted(request.env.items())))
+    return (
+        data,
+        dataclasses.astuple(request.resolved_limits),
+        tuple(request.entry),
+        tuple(sorted(request.env.items())),
+    )
 
 
 @dataclass

@@ -34,8 +34,9 @@ _DRAIN_AFTER_EXIT_S = 2.0
 Process = asyncio.subprocess.Process
 
 
-async def supervise(proc: Process, sink: OutputSink, lim: Limits, out: Outcome,
-                    cg: _cgroup.RunCgroup | None) -> None:
+async def supervise(
+    proc: Process, sink: OutputSink, lim: Limits, out: Outcome, cg: _cgroup.RunCgroup | None
+) -> None:
     """Run ``proc`` to its end or its limit; fill ``out``'s exit code, timeout and finish time."""
     limit_hit = asyncio.Event()
 
@@ -47,11 +48,14 @@ async def supervise(proc: Process, sink: OutputSink, lim: Limits, out: Outcome,
                 limit_hit.set()
 
     async with asyncio.TaskGroup() as tg:
-        pumps = {tg.create_task(pump(proc.stdout, "stdout")),
-                 tg.create_task(pump(proc.stderr, "stderr"))}
+        pumps = {
+            tg.create_task(pump(proc.stdout, "stdout")),
+            tg.create_task(pump(proc.stderr, "stderr")),
+        }
         exited = tg.create_task(proc.wait())
-        await exit_or_limit(tg, exited, limit_hit, lim, out,
-                            lambda grace: terminate(proc, cg, grace))
+        await exit_or_limit(
+            tg, exited, limit_hit, lim, out, lambda grace: terminate(proc, cg, grace)
+        )
         out.finish()
         await kill(proc, cg)  # descendants still holding the pipes
         _, pending = await asyncio.wait(pumps | {exited}, timeout=_DRAIN_AFTER_EXIT_S)
@@ -121,8 +125,9 @@ async def reaped(proc: Process, patience_s: float = 5.0) -> None:
     is finished on this event loop (not left to the garbage collector after the loop ends)."""
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(patience_s):
-            await asyncio.gather(proc.wait(), *(s.read() for s in (proc.stdout, proc.stderr)
-                                                 if s is not None))
+            await asyncio.gather(
+                proc.wait(), *(s.read() for s in (proc.stdout, proc.stderr) if s is not None)
+            )
 
 
 class CgroupRemovals:
@@ -146,15 +151,20 @@ class CgroupRemovals:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def remove_later(self, cg: _cgroup.RunCgroup,
-                           patience_s: float = REMOVE_PATIENCE_S) -> None:
+    async def remove_later(
+        self, cg: _cgroup.RunCgroup, patience_s: float = REMOVE_PATIENCE_S
+    ) -> None:
         deadline = time.monotonic() + patience_s
         while time.monotonic() < deadline:
             await asyncio.sleep(1.0)
             if await cg.remove():
                 return
-        log.warning("could not remove the run cgroups %s in %.0f s (the reaper removes them "
-                    "once this process exits)", cg.procs_files, patience_s)
+        log.warning(
+            "could not remove the run cgroups %s in %.0f s (the reaper removes them "
+            "once this process exits)",
+            cg.procs_files,
+            patience_s,
+        )
 
     async def close(self) -> None:
         if self._pending:

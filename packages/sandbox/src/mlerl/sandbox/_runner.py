@@ -121,8 +121,12 @@ def limits_in_force(defaults: Limits, request: ExecutionRequest) -> Limits:
     request's ``time_limit_s`` (see the module docstring)."""
     base = request.limits if request.limits is not None else defaults
     wall = base.wall_time_s or request.time_limit_s or 0.0
-    check(wall > 0, "limits.wall_time_s", "no wall-clock limit: the sandbox's limits.wall_time_s "
-          "is 0 and the request carries no time_limit_s")
+    check(
+        wall > 0,
+        "limits.wall_time_s",
+        "no wall-clock limit: the sandbox's limits.wall_time_s "
+        "is 0 and the request carries no time_limit_s",
+    )
     return base if wall == base.wall_time_s else dataclasses.replace(base, wall_time_s=wall)
 
 
@@ -139,8 +143,14 @@ def decide(outcome: Outcome, sink: OutputSink) -> ExecStatus:
     return ExecStatus.OK if outcome.exit_code == 0 else ExecStatus.PROGRAM_ERROR
 
 
-async def exit_or_limit(tg: asyncio.TaskGroup, exited: asyncio.Task[Any], limit_hit: asyncio.Event,
-                        lim: Limits, out: Outcome, stop: Callable[[float], Awaitable[None]]) -> bool:
+async def exit_or_limit(
+    tg: asyncio.TaskGroup,
+    exited: asyncio.Task[Any],
+    limit_hit: asyncio.Event,
+    lim: Limits,
+    out: Outcome,
+    stop: Callable[[float], Awaitable[None]],
+) -> bool:
     """Wait for whichever comes first: the program's exit (``exited``), its output limit
     (``limit_hit``, set by the backend's output pump) or its wall time (``lim.wall_time_s``).
 
@@ -151,8 +161,9 @@ async def exit_or_limit(tg: asyncio.TaskGroup, exited: asyncio.Task[Any], limit_
     """
     hit = tg.create_task(limit_hit.wait())
     try:
-        done, _ = await asyncio.wait({exited, hit}, timeout=lim.wall_time_s,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {exited, hit}, timeout=lim.wall_time_s, return_when=asyncio.FIRST_COMPLETED
+        )
         if exited in done:
             return False
         out.timed_out = hit not in done
@@ -184,8 +195,9 @@ class Attempt:
 class Execution:
     """One admitted request on its way through a backend (see the module docstring)."""
 
-    def __init__(self, config: SandboxConfig, request: ExecutionRequest,
-                 on_output: OutputCallback | None) -> None:
+    def __init__(
+        self, config: SandboxConfig, request: ExecutionRequest, on_output: OutputCallback | None
+    ) -> None:
         self.config = config
         self.request = request
         """The request with the limits in force (``request.limits`` is never None here)."""
@@ -208,8 +220,9 @@ class Execution:
             return False
         if self.attempts < SETUP_ATTEMPTS:
             return True
-        self.outcome.infra_error = (f"sandbox setup failed {SETUP_ATTEMPTS} times: "
-                                    f"{self._setup_error}")
+        self.outcome.infra_error = (
+            f"sandbox setup failed {SETUP_ATTEMPTS} times: {self._setup_error}"
+        )
         return False
 
     @contextlib.asynccontextmanager
@@ -223,8 +236,11 @@ class Execution:
             yield attempt
             if not self.outcome.setup_failed and attempt.workdir is not None:
                 self.files, self.problems = collect(
-                    attempt.workdir.path, self.request.collect,
-                    str(Path(self.config.work_root) / "collected"), self.limits.collect_max_bytes)
+                    attempt.workdir.path,
+                    self.request.collect,
+                    str(Path(self.config.work_root) / "collected"),
+                    self.limits.collect_max_bytes,
+                )
         except OSError as exc:
             self.outcome.infra_error = f"sandbox host error: {type(exc).__name__}: {exc}"
         finally:
@@ -240,19 +256,37 @@ class Execution:
         if not out.finished_at:
             out.finish()
         status = decide(out, self.sink)
-        notes = [n for n in (_explain(status, out, self.limits), *self.problems,
-                             self.sink.callback_error, out.note) if n]
+        notes = [
+            n
+            for n in (
+                _explain(status, out, self.limits),
+                *self.problems,
+                self.sink.callback_error,
+                out.note,
+            )
+            if n
+        ]
         stdout, stderr = self.sink.results()
         return ExecutionResult(
-            status=status, exit_code=out.exit_code, started_at=out.started_at,
-            finished_at=out.finished_at, duration_s=out.duration_s,
-            stdout=stdout, stderr=stderr, files=self.files, error="; ".join(notes),
+            status=status,
+            exit_code=out.exit_code,
+            started_at=out.started_at,
+            finished_at=out.finished_at,
+            duration_s=out.duration_s,
+            stdout=stdout,
+            stderr=stderr,
+            files=self.files,
+            error="; ".join(notes),
         )
 
 
 @contextlib.asynccontextmanager
-async def admitted(config: SandboxConfig, admission: Admission, request: ExecutionRequest,
-                   on_output: OutputCallback | None) -> AsyncIterator[Execution]:
+async def admitted(
+    config: SandboxConfig,
+    admission: Admission,
+    request: ExecutionRequest,
+    on_output: OutputCallback | None,
+) -> AsyncIterator[Execution]:
     """Hold an admission slot for ``request`` (its limits resolved first, so a request without
     a wall time fails before it waits)."""
     limits = limits_in_force(config.limits, request)

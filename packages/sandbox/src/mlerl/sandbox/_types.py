@@ -91,8 +91,11 @@ class ExecutionRequest:
         check(isinstance(self.program, str), "program", "must be source text (str)")
         check(len(self.entry) > 0 and all(self.entry), "entry", "must be a non-empty command")
         check(self.time_limit_s is None or self.time_limit_s > 0, "time_limit_s", "must be > 0")
-        check(self.limits is None or self.limits.wall_time_s > 0 or self.time_limit_s is not None,
-              "limits.wall_time_s", "must be > 0 in a request without time_limit_s")
+        check(
+            self.limits is None or self.limits.wall_time_s > 0 or self.time_limit_s is not None,
+            "limits.wall_time_s",
+            "must be > 0 in a request without time_limit_s",
+        )
         self.collect = tuple(self.collect)
         self.entry = tuple(self.entry)
         for name in self.collect:
@@ -224,14 +227,23 @@ class SandboxConfig:
         check(self.max_concurrency >= 1, "max_concurrency", "must be >= 1")
         check(self.queue_size >= 0, "queue_size", "must be >= 0")
         check(self.prewarm >= 0, "prewarm", "must be >= 0")
-        check(all(isinstance(m, str) and m.replace(".", "").replace("_", "").isalnum()
-                  for m in self.preload), "preload", "must be module names like 'sklearn.ensemble'")
+        check(
+            all(
+                isinstance(m, str) and m.replace(".", "").replace("_", "").isalnum()
+                for m in self.preload
+            ),
+            "preload",
+            "must be module names like 'sklearn.ensemble'",
+        )
         check(bool(self.image), "image", "must not be empty")
         check(self.engine_timeout_s > 0, "engine_timeout_s", "must be > 0")
         check(bool(self.work_root), "work_root", "must not be empty")
         check(self.sandbox_uid > 0, "sandbox_uid", "must be a non-root uid")
-        check(self.allow_unisolated or (self.use_bwrap and self.use_cgroups),
-              "allow_unisolated", "must be true to disable use_bwrap or use_cgroups")
+        check(
+            self.allow_unisolated or (self.use_bwrap and self.use_cgroups),
+            "allow_unisolated",
+            "must be true to disable use_bwrap or use_cgroups",
+        )
 
 
 class SandboxUnavailable(RuntimeError):

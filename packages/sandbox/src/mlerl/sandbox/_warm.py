@@ -59,8 +59,15 @@ class Starter(Protocol):
 
     async def stage(self, request: ExecutionRequest) -> str | None: ...
 
-    async def spawn(self, request: ExecutionRequest, wd: WorkDir, cg: _cgroup.RunCgroup | None,
-                    input_host: str | None, status_w: int, go_r: int | None = None) -> Process: ...
+    async def spawn(
+        self,
+        request: ExecutionRequest,
+        wd: WorkDir,
+        cg: _cgroup.RunCgroup | None,
+        input_host: str | None,
+        status_w: int,
+        go_r: int | None = None,
+    ) -> Process: ...
 
 
 class WarmPath:
@@ -154,8 +161,7 @@ class WarmPath:
                 word = await read_when_ready(status_r)
             if word != b"started":
                 raise OSError("the sandbox did not start")
-            warm = Warm(shape_of(request), proc, wd, cg, go_w, status_r,
-                        asyncio.get_running_loop())
+            warm = Warm(shape_of(request), proc, wd, cg, go_w, status_r, asyncio.get_running_loop())
             go_w = status_r = -1
             return warm
         except BaseException as exc:

@@ -81,8 +81,13 @@ class WorkDir:
 
 
 def create_workdir(
-    work_root: str, program: str, disk_mb: int, use_tmpfs: bool, owner_uid: int | None,
-    data_link: Path | None = None, input_mountpoint: bool = False,
+    work_root: str,
+    program: str,
+    disk_mb: int,
+    use_tmpfs: bool,
+    owner_uid: int | None,
+    data_link: Path | None = None,
+    input_mountpoint: bool = False,
 ) -> WorkDir:
     """A fresh work dir with ``main.py``; ``owner_uid`` gets ownership (the sandbox user)."""
     run_dir = Path(work_root) / owner_tag() / uuid.uuid4().hex[:16]
@@ -139,8 +144,9 @@ def _copy_one(dir_fd: int, name: str, dest: Path, max_bytes: int) -> str:
         os.close(fd)
 
 
-def collect(workdir: Path, names: tuple[str, ...], out_root: str, max_bytes: int
-            ) -> tuple[dict[str, Path], list[str]]:
+def collect(
+    workdir: Path, names: tuple[str, ...], out_root: str, max_bytes: int
+) -> tuple[dict[str, Path], list[str]]:
     """Copy ``names`` out of ``workdir``; returns (name -> host path, problems)."""
     files: dict[str, Path] = {}
     problems: list[str] = []
