@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from mlerl.bench._standins import BUILDERS, TINY_ROWS, Built
+from mlerl.bench._standins import BUILDERS, DATA_VERSION, TEST_SIZE, Built, builder_for
 from mlerl.bench._task import BUILTIN_TASKS_DIR
 
 
@@ -118,16 +118,17 @@ row of test.csv, with the columns {", ".join((meta.id_column, *meta.target_colum
 """
 
 
-def task_yaml(task_id: str, meta: StandinMeta, rows: int, thresholds: dict[str, Any] | None) -> dict[str, Any]:
+def task_yaml(task_id: str, meta: StandinMeta, rows: int, thresholds: dict[str, Any] | None,
+              test_size: float = TEST_SIZE) -> dict[str, Any]:
     return {
         "id": task_id, "kind": "standin", "grader": meta.grader, "metric": meta.metric,
         "direction": meta.direction, "modality": meta.modality, "id_column": meta.id_column,
         "target_columns": list(meta.target_columns), "time_limit_s": meta.time_limit_s,
         "files": {"train": "train.csv", "test": "test.csv",
                   "sample_submission": "sample_submission.csv", "answers": "answers.csv"},
-        "split": "sklearn train_test_split(test_size=0.25, random_state=0), stratified for classification",
+        "split": f"sklearn train_test_split(test_size={test_size:g}, random_state=0), stratified for classification",
         "source": meta.source, "mirrors": meta.mirrors, "rows": rows,
-        "extra": {"seed": 0}, "leaderboard": "leaderboard.csv" if thresholds else None,
+        "extra": {"seed": 0, "data_version": DATA_VERSION.get(task_id.removesuffix("-tiny"), 1)}, "leaderboard": "leaderboard.csv" if thresholds else None,
         "thresholds": thresholds,
     }
 
@@ -137,16 +138,18 @@ def write_standin_dirs(thresholds: dict[str, dict[str, Any]] | None = None,
     """(Re)write task.yaml + description.md for the stand-ins (all, or the ids in ``only``)."""
     thresholds = thresholds or {}
     written = []
-    for base, builder in BUILDERS.items():
+    for base in BUILDERS:
         meta = META[base]
-        for task_id, rows in ((base, None), (f"{base}-tiny", TINY_ROWS)):
+        for task_id in (base, f"{base}-tiny"):
             if only is not None and task_id not in only:
                 continue
-            built = builder(rows, 0)
+            build, rows = builder_for(task_id)
+            test_size = getattr(build, "keywords", {}).get("test_size", TEST_SIZE)
+            built = build(rows, 0)
             d = root / task_id
             d.mkdir(parents=True, exist_ok=True)
             (d / "description.md").write_text(description(task_id, meta, built), encoding="utf-8")
-            spec = task_yaml(task_id, meta, len(built.train) + len(built.test), thresholds.get(task_id))
+            spec = task_yaml(task_id, meta, len(built.train) + len(built.test), thresholds.get(task_id), test_size)
             (d / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
             written.append(task_id)
     return written
