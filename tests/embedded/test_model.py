@@ -8,7 +8,7 @@ from mlerl.embedded import BootstrapConfig, build_policy, read_manifest
 from mlerl.embedded._model import answer_loss, encode_example
 from mlerl.protocol import ConfigError
 
-TINY = dict(task_ids=["standin-cancer-auc-tiny", "standin-tweets-jaccard-tiny"],
+TINY = dict(task_ids=["standin-cancer-auc-tiny", "standin-tweets-jaccard-tiny"], shape="legacy",
             drafts_per_task=4, improves_per_task=2, instruments_per_task=1, vocab_size=700,
             hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=64,
             sft_steps=3, sft_seconds=600, batch_tokens=8192, max_len=4096)

@@ -10,7 +10,7 @@ from pathlib import Path
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
 
-BOOTSTRAP_VERSION = 7
+BOOTSTRAP_VERSION = 8
 """Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 
@@ -25,8 +25,16 @@ class BootstrapConfig:
     and RL see identical prompts."""
     task_ids: list[str] = field(default_factory=list)
     """Tasks the corpus covers; empty = every `-tiny` stand-in of `mlerl.bench`."""
-    drafts_per_task: int = 32
-    """C.1 draft examples per task (`mistake_rate` of them carry one bug)."""
+    shape: str = "settings"
+    """Program shape of the corpus: ``settings`` (issue #40: a block of settings at the top, one
+    decision per line, a fixed import block and body that prints a hold-out score per target;
+    thousands of independently composed drafts, the task's best known combination held out;
+    `_settings`) or ``legacy`` (the generator before issue #40; `+experiment=legacy_bootstrap`
+    restores that bootstrap whole). Tasks without a settings shape (image, span) keep
+    the legacy programs."""
+    drafts_per_task: int = 3000
+    """C.1 draft examples per task (legacy shape: `mistake_rate` of them carry one bug; the
+    legacy bootstrap used 32, which 400 SFT steps repeat ~265 times: the policy memorised)."""
     improves_per_task: int = 12
     """C.2 improve examples per task (`fix_share` fix a bug; the others switch to a stronger
     model, or with the ``edit`` improve format make one change; `+experiment=edit_revisions`
@@ -41,7 +49,7 @@ class BootstrapConfig:
     answers valid on new parents (0/16 at 160 and 400 steps, and with 48 improve examples per
     task) and it made scratch answers worse (12/16 and 4/16 valid against 14/16 without it;
     docs/embedded.md, issue #14). The cache key covers it."""
-    instruments_per_task: int = 6
+    instruments_per_task: int = 12
     """C.3 instrumentation examples per task."""
     mistake_rate: float = 0.2
     """Fraction of draft programs with one realistic bug."""
@@ -89,6 +97,7 @@ class BootstrapConfig:
     AMX); on AVX2-only CPUs it is emulated and measured 7x slower than fp32."""
 
     def __post_init__(self) -> None:
+        check(self.shape in ("settings", "legacy"), "shape", "must be 'settings' or 'legacy'")
         check(0.0 <= self.mistake_rate <= 1.0, "mistake_rate", "must be in [0, 1]")
         check(0.0 <= self.fix_share <= 1.0, "fix_share", "must be in [0, 1]")
         check(min(self.drafts_per_task, self.improves_per_task, self.instruments_per_task) >= 0,

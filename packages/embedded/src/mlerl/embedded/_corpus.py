@@ -35,6 +35,8 @@ from mlerl.embedded._programs import MISTAKES, Program, generate_program, sample
 from mlerl.embedded._prompts import (
     draft_messages, format_answer, improve_messages, instrument_messages,
 )
+from mlerl.embedded._settings import drafts as settings_drafts
+from mlerl.embedded._settings import supports
 from mlerl.embedded._tasks import TaskView
 
 if TYPE_CHECKING:
@@ -49,6 +51,12 @@ _FIX = {
     "no_proba": "The metric needs probabilities, so I will submit predict_proba instead of hard labels.",
     "index": "I will write the CSV without the index column.",
 }
+
+
+LEGACY_DRAFTS = 32
+"""Drafts per task of the legacy generator where the settings shape does not apply (image and
+span tasks under ``shape="settings"``): its ~30 distinct programs per task gain nothing from
+thousands of copies."""
 
 
 @dataclass(frozen=True)
@@ -221,20 +229,33 @@ def _instrument(view: TaskView, program: Program) -> Example:
 def generate_corpus(views: list[TaskView], seed: int = 0, drafts_per_task: int = 48,
                     improves_per_task: int = 16, instruments_per_task: int = 8,
                     mistake_rate: float = 0.2, prompts: PromptConfig | None = None, styles: bool = True,
-                    fix_share: float = 0.5) -> list[Example]:
+                    fix_share: float = 0.5, shape: str = "legacy") -> list[Example]:
     """Deterministic corpus for `views`; duplicate answers are dropped.
 
     `prompts` (a `mlerl.actors.PromptConfig`, default when None) must be the one the actors
     use during RL, so SFT trains on exactly the prompts the policy will see. `styles=False`
     writes every program in one coding style (see `_programs.sample_choices`). `fix_share` of
-    the improve examples revise a buggy program, the others a weak one."""
+    the improve examples revise a buggy program, the others a weak one.
+
+    ``shape="settings"`` writes the tasks that support it (`_settings.supports`: tabular and
+    text) as settings-block programs: `drafts_per_task` distinct drafts drawn independently,
+    none making the task's held-out best combination (`_settings.HELD_OUT`), no injected bugs
+    and no simulated improve examples (a revision must be labelled by running it; see
+    docs/embedded.md); instrument examples as usual. Other tasks keep the legacy generator."""
+    if shape not in ("legacy", "settings"):
+        raise ValueError(f"shape must be 'legacy' or 'settings', got {shape!r}")
     for name, value in (("mistake_rate", mistake_rate), ("fix_share", fix_share)):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {value}")
     examples: list[Example] = []
     for view in views:
         rng = random.Random(f"{seed}:{view.id}")
-        for _ in range(drafts_per_task):
+        if shape == "settings" and supports(view):
+            programs = settings_drafts(view, rng, drafts_per_task)
+            examples.extend(_draft(view, p, prompts) for p in programs)
+            examples.extend(_instrument(view, p) for p in programs[:instruments_per_task])
+            continue
+        for _ in range(drafts_per_task if shape == "legacy" else min(drafts_per_task, LEGACY_DRAFTS)):
             mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
             program = with_mistake(generate_program(view, rng, styles=styles), view, mistake, rng)
             examples.append(_draft(view, program, prompts))

@@ -140,7 +140,7 @@ def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
     views = task_views(data_dir, list(cfg.task_ids) or None)
     return generate_corpus(views, cfg.seed, cfg.drafts_per_task, cfg.improves_per_task,
                            cfg.instruments_per_task, cfg.mistake_rate, cfg.prompts, cfg.styles,
-                           cfg.fix_share)
+                           cfg.fix_share, cfg.shape)
 
 
 def _as_loaded(tok, model_config):
