@@ -26,13 +26,17 @@ TEST_SIZE = 0.25
 TINY_SIZES: dict[str, tuple[int, float]] = {
     "standin-materials-rmsle": (1200, 0.5),
     "standin-insults-auc": (1200, 0.5),
+    "standin-cancer-auc": (569, 0.5),  # all rows of the set
+    "standin-diabetes-pearson": (442, 0.5),  # all rows of the set
+    "standin-digits-colauc": (720, 0.5),  # all images of digits 0-3
 }
 """(rows, test share) of the ``-tiny`` variants whose public part (half the test rows) could
 not tell their programs apart at 400 rows and a quarter held out: measured with
 `mlerl.bench._noise` (``benchmarks/standin_noise.py``, docs/experiments/embedded-testbed.md)."""
 
 
-DATA_VERSION: dict[str, int] = {"standin-materials-rmsle": 2, "standin-insults-auc": 2}
+DATA_VERSION: dict[str, int] = {"standin-materials-rmsle": 2, "standin-insults-auc": 2, "standin-cancer-auc": 2,
+                                "standin-diabetes-pearson": 2, "standin-digits-colauc": 2}
 """Bumped when a stand-in's data or sizes change: task.yaml records it (``extra``) and a
 prepared dir built from another version is rebuilt (``TaskSpec.is_prepared``)."""
 
