@@ -138,6 +138,7 @@ def main() -> int:
     answers = sample_answers(model, tok, draft_messages(task, prompts), args.samples, args.temperature,
                              args.max_new_tokens, args.seed)
     gen_s = time.time() - t_gen
+    (RESULTS / f"{args.name}.answers.json").write_text(json.dumps(answers))  # kept whatever follows
     codes = [extract_code(a) or "" for a in answers]
     stripped = [c.strip() for c in corpus]
     novel = [bool(c) and c.strip() not in stripped for c in codes]

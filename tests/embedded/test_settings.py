@@ -82,3 +82,11 @@ def test_a_program_prints_a_hold_out_score_per_target_and_writes_a_valid_submiss
     assert all(0 < float(line.split()[-1]) < 1 for line in lines)
     report = grade_submission(view.task, tmp_path / "submission.csv")
     assert report.valid_submission, report.error
+
+
+def test_the_held_out_predicates_take_any_settings_block(views):
+    """A policy's answer may miss lines: the predicates then say False, they do not raise."""
+    for task_id in (MATERIALS, INSULTS):
+        view = _view(views, task_id)
+        assert not S.held_out(view, S.Settings(()))
+        assert not S.held_out(view, S.Settings((("LOG_TARGET", "True"),)))

@@ -338,13 +338,13 @@ def _materials_best(s: Settings) -> bool:
     d = dict(s.lines)
     if d.get("LOG_TARGET") != "True" or "spacegroup" not in d.get("ONE_HOT", ""):
         return False
-    return d["MODEL"].strip('"') in ("lightgbm", "hist_gb", "grad_boost")
+    return d.get("MODEL", "").strip('"') in ("lightgbm", "hist_gb", "grad_boost")
 
 
 def _insults_best(s: Settings) -> bool:
     d = dict(s.lines)
-    return (d.get("ANALYZER") == '"char_wb"' and d["MODEL"] == '"logistic"'
-            and any(f'"C": {c}' in d["PARAMS"] for c in ("10.0", "30.0")))
+    return (d.get("ANALYZER") == '"char_wb"' and d.get("MODEL") == '"logistic"'
+            and any(f'"C": {c}' in d.get("PARAMS", "") for c in ("10.0", "30.0")))
 
 
 HELD_OUT = {"standin-materials-rmsle": _materials_best, "standin-insults-auc": _insults_best}
