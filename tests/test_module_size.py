@@ -39,6 +39,6 @@ def test_the_check_sees_a_long_module_and_counts_a_last_line_without_newline(tmp
     src = tmp_path / "packages" / "demo" / "src" / "mlerl" / "demo"
     src.mkdir(parents=True)
     (src / "_ok.py").write_text("x = 1\n" * MAX_LINES)
-    (src / "_long.py").write_text("x = 1\n" * MAX_LINES + "y = 2")  # 401 lines, no final newline
+    (src / "_long.py").write_text("x = 1\n" * MAX_LINES + "y = 2")  # 521 lines, no final newline
     (tmp_path / "packages" / "demo" / "tests.py").write_text("x = 1\n" * 1000)  # not under src/
-    assert _too_long(tmp_path) == [f"{Path('packages/demo/src/mlerl/demo/_long.py')} (401 lines)"]
+    assert _too_long(tmp_path) == [f"{Path('packages/demo/src/mlerl/demo/_long.py')} (521 lines)"]
