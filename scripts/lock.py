@@ -1,17 +1,20 @@
 """The workspace's lock file: every version `make install` installs, and the check that it is in
 sync with the pyprojects.
 
-    python scripts/lock.py refresh [--lock PATH] -- <pip install arguments>  # resolve, write, show changes
-    python scripts/lock.py check                                   # lock vs pyprojects vs the venv
+    python scripts/lock.py refresh [--upgrade] [--lock PATH] -- <pip install arguments>
+    python scripts/lock.py check          # the lock vs the pyprojects vs the venv
 
 `make lock` calls ``refresh`` with the Makefile's install arguments (the one place that says which
 packages and extras the workspace installs), and again for ``requirements/vllm-lock.txt``, the
 separate venv of the vLLM tests, with scripts/ci/setup_vllm.sh's requirements (vLLM pins its own
-torch and transformers); `make upgrade` refreshes, reinstalls and runs the suite. ``refresh`` asks pip itself for the resolution (``pip install --dry-run --ignore-installed
---report``), so the lock holds exactly what pip would install from a fresh venv today, on this
-Python and platform. A pre-release is never locked unless a pyproject asks for one: pip admits
-pre-releases of a package when any requirement names one (``hydra-submitit-launcher`` asks for
-``hydra-core>=1.1.0.dev7``), so ``refresh`` re-resolves below each pre-release it was given.
+torch and transformers); `make upgrade` refreshes with ``--upgrade``, reinstalls and runs the
+suite. ``refresh`` asks pip itself for the resolution (``pip install --dry-run
+--ignore-installed --report``), so the lock holds what pip would install from a fresh venv
+today, on this Python and platform; without ``--upgrade`` the earlier lock's versions are held
+wherever the pyprojects still admit them. A pre-release is locked only where a resolved package
+pins it exactly: pip admits pre-releases of a package when any requirement names one
+(``hydra-submitit-launcher`` asks for ``hydra-core>=1.1.0.dev7``), so ``refresh`` re-resolves
+below each other pre-release it was given.
 
 The packages' own pyprojects keep ranges (a library does not pin its users); the lock pins the
 workspace's environment. ``check`` (run by ``make test``, ``tests/test_lock.py``) fails when:
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import re
 import subprocess
 import sys
@@ -279,27 +283,26 @@ def resolve(pip_args: list[str], keep: Lock | None = None) -> dict[str, str]:
     if keep is not None:
         held = [f"{n}=={v}" for n, v in sorted(keep.pins.items()) if n not in TOOLS]
         try:
-            return resolve([*pip_args, *_constraint_args(held)])
+            return _resolve_stable(pip_args, held)
         except subprocess.CalledProcessError:
             print(
                 "lock: the earlier pins no longer resolve together: resolving everything anew",
                 file=sys.stderr,
             )
-    constraints: list[str] = []
+    return _resolve_stable(pip_args, [])
+
+
+def _resolve_stable(pip_args: list[str], constraints: list[str]) -> dict[str, str]:
+    """Resolve under ``constraints``, again below each unwanted pre-release pip picked."""
+    constraints = list(constraints)
     for _ in range(10):
         pins, requires = _resolve(pip_args, constraints)
         pre = unwanted_prereleases(pins, requires)
         if not pre:
             return pins
         constraints += [f"{n}<{Version(v).base_version}" for n, v in sorted(pre.items())]
-        print(f"lock: pre-releases {pre}: resolving again with {constraints}", file=sys.stderr)
+        print(f"lock: pre-releases {pre}: resolving again below them", file=sys.stderr)
     raise RuntimeError(f"could not avoid pre-releases: {pre}")
-
-
-def _constraint_args(lines: list[str]) -> list[str]:
-    path = Path(tempfile.mkstemp(prefix="lock-keep-", suffix=".txt")[1])
-    path.write_text("".join(f"{line}\n" for line in lines))
-    return ["-c", str(path)]
 
 
 def changes(old: Lock, new: Lock) -> list[str]:
@@ -321,7 +324,6 @@ def refresh(
         pins["torch"] = Version(pins["torch"]).public
     new = Lock(pins)
     path.parent.mkdir(exist_ok=True)
-    import platform
 
     path.write_text(
         new.render(

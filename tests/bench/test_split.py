@@ -8,7 +8,7 @@ import pytest
 
 from mlerl.bench import grade_submission
 from mlerl.bench._metrics import columnwise_rmsle, roc_auc
-from mlerl.bench._split import public_mask, reference_scores, split_answers
+from mlerl.bench._split import _seed, public_mask, reference_scores, split_answers
 from mlerl.bench._task import TaskError
 
 INSULTS = "detecting-insults-in-social-commentary"
@@ -128,7 +128,7 @@ def test_reference_scores(registry):
 
 def _per_row_mask(task_id: str, strata: np.ndarray, fraction: float) -> np.ndarray:
     """The split drawn row by row (what public_mask must equal when every key is unique)."""
-    rng = np.random.default_rng(__import__("mlerl.bench._split", fromlist=["_seed"])._seed(task_id))
+    rng = np.random.default_rng(_seed(task_id))
     mask = np.zeros(len(strata), dtype=bool)
     for value in sorted(set(strata.tolist()), key=str):
         rows = rng.permutation(np.flatnonzero(strata == value))
