@@ -170,6 +170,21 @@ def pack(batch: TokenBatch) -> Packed:
     )
 
 
+def _packed_inputs(pk: Packed) -> dict[str, Any]:
+    """The keyword arguments of a model (or backbone) forward over one packed row: no padding
+    mask, the sequence boundaries for varlen attention (policy and critic share them)."""
+    return dict(
+        input_ids=pk.input_ids,
+        position_ids=pk.position_ids,
+        use_cache=False,
+        attention_mask={"full_attention": None, "sliding_attention": None},
+        cu_seq_lens_q=pk.cu_seqlens,
+        cu_seq_lens_k=pk.cu_seqlens,
+        max_length_q=pk.max_len,
+        max_length_k=pk.max_len,
+    )
+
+
 class _HeadLogprobs(torch.autograd.Function):
     """log p(target) and entropy of softmax((h W^T + b) / T), a chunk of tokens at a time.
 
@@ -308,16 +323,7 @@ def token_logprobs(
         getattr(getattr(model, "config", None), "_attn_implementation", None) in PACKING_ATTENTION
     )
     if can_pack:
-        inputs = dict(
-            input_ids=pk.input_ids,
-            position_ids=pk.position_ids,
-            use_cache=False,
-            attention_mask={"full_attention": None, "sliding_attention": None},
-            cu_seq_lens_q=pk.cu_seqlens,
-            cu_seq_lens_k=pk.cu_seqlens,
-            max_length_q=pk.max_len,
-            max_length_k=pk.max_len,
-        )
+        inputs = _packed_inputs(pk)
         flat = pk.src
     else:
         inputs = dict(
@@ -371,16 +377,7 @@ def token_values(
     if backbone is None or head is None or impl not in PACKING_ATTENTION or distributed:
         return critic(batch.input_ids, batch.attention_mask)[:, :-1] * batch.mask
     pk = packed if packed is not None else pack(batch)
-    hidden = backbone(
-        input_ids=pk.input_ids,
-        position_ids=pk.position_ids,
-        use_cache=False,
-        attention_mask={"full_attention": None, "sliding_attention": None},
-        cu_seq_lens_q=pk.cu_seqlens,
-        cu_seq_lens_k=pk.cu_seqlens,
-        max_length_q=pk.max_len,
-        max_length_k=pk.max_len,
-    ).last_hidden_state[0, pk.src]
+    hidden = backbone(**_packed_inputs(pk)).last_hidden_state[0, pk.src]
     values = head(hidden.to(head.weight.dtype)).squeeze(-1).float()
     grid = torch.zeros(batch.mask.shape, dtype=torch.float32, device=batch.mask.device)
     return grid.index_put((pk.rows, pk.cols), values)
