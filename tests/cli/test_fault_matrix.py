@@ -102,12 +102,16 @@ class Watch:
             time.sleep(0.5)
 
     def descendants(self, marker: str) -> list[int]:
-        """Live watched processes whose command line holds ``marker``."""
+        """Live watched processes whose command line, read now, holds ``marker``.
+
+        The command line is read again rather than taken from the first sighting: a child seen
+        between its fork and its exec still shows its parent's command line under the pid and
+        start time it keeps after the exec."""
         self.scan()
         return [
             pid
-            for pid, (start, cmd) in self.seen.items()
-            if marker in cmd and (st := _stat(pid)) is not None and st[1] == start
+            for pid, (start, _) in list(self.seen.items())
+            if (st := _stat(pid)) is not None and st[1] == start and marker in _cmdline(pid)
         ]
 
 
@@ -190,8 +194,9 @@ def test_kills_of_every_part_recover_and_lose_nothing(tmp_path, train_argv, proc
             return time.monotonic() - t0
 
         def kill_all(marker: str) -> None:
+            # the part may be between a death and its restart: wait for a live one
+            _wait(lambda: bool(watch.descendants(marker)), f"a live {marker!r}", proc)
             pids = watch.descendants(marker)
-            assert pids, f"no live process matching {marker!r}"
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)
 
