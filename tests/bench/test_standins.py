@@ -7,7 +7,7 @@ import pytest
 
 from mlerl.bench import Registry, grade_submission, prepare
 from mlerl.bench._reference import solutions
-from mlerl.bench._standins import BUILDERS
+from mlerl.bench._standins import BUILDERS, tiny_size
 
 TINY = [f"{b}-tiny" for b in BUILDERS]
 # the sample submission's expected score: constant probabilities -> AUC 0.5, constant Pearson
@@ -33,7 +33,9 @@ def test_prepare_layout_and_no_label_leak(tiny_data, task_id):
     assert not any(p.name == "answers.csv" for p in pub.rglob("*"))
     train, test = pd.read_csv(pub / "train.csv"), pd.read_csv(pub / "test.csv")
     answers, sample = pd.read_csv(task.answers_path), pd.read_csv(task.sample_submission_path)
-    assert len(train) + len(test) <= 500
+    rows, test_share = tiny_size(task_id.removesuffix("-tiny"))
+    assert len(train) + len(test) == min(rows, len(train) + len(test)) <= 1200
+    assert abs(len(test) / (len(train) + len(test)) - test_share) < 0.02
     assert not set(task.target_columns) & set(test.columns)
     assert (
         sorted(answers[task.id_column])
@@ -75,3 +77,16 @@ def test_prepare_is_deterministic(tmp_path):
     b = prepare("standin-essays-qwk-tiny", tmp_path / "b")
     for rel in ("public/train.csv", "public/test.csv", "private/answers.csv"):
         assert (a.public_dir.parent / rel).read_bytes() == (b.public_dir.parent / rel).read_bytes()
+
+
+def test_a_stale_prepared_standin_is_rebuilt(tmp_path):
+    """A prepared dir built from another data version (or before versions were stamped) is not
+    'prepared': `prepare` rebuilds it instead of serving the old rows."""
+    task = prepare("standin-materials-rmsle-tiny", tmp_path)
+    assert task.is_prepared() and "data_version" in task.extra
+    task.stamp_path.write_text('{"data_version": 1, "seed": 0}', encoding="utf-8")
+    assert not task.is_prepared()
+    task.stamp_path.unlink()
+    assert not task.is_prepared()
+    again = prepare("standin-materials-rmsle-tiny", tmp_path)
+    assert again.is_prepared()

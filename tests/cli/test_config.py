@@ -105,6 +105,23 @@ def test_the_edit_revisions_experiment_and_the_papers_improve_prompts_by_default
     assert cfg.tasks == default.tasks
 
 
+def test_the_default_bootstrap_writes_settings_programs_and_the_legacy_one_stays_reachable():
+    default = validate(_compose([]))
+    assert (
+        default.model.bootstrap.shape == "settings"
+        and default.model.bootstrap.drafts_per_task == 3000
+    )
+    legacy = validate(_compose(["+experiment=legacy_bootstrap"]))
+    boot = legacy.model.bootstrap
+    assert (
+        boot.shape,
+        boot.drafts_per_task,
+        boot.improves_per_task,
+        boot.instruments_per_task,
+    ) == ("legacy", 32, 12, 6)
+    assert legacy.tasks == default.tasks and legacy.actors == default.actors
+
+
 def test_admission_may_not_count_more_executions_than_the_sandbox_runs():
     """One owner for "programs at once": sandbox.max_concurrency; the admission may use fewer."""
     assert (

@@ -10,6 +10,7 @@ from mlerl.protocol import ConfigError
 
 TINY = dict(
     task_ids=["standin-cancer-auc-tiny", "standin-tweets-jaccard-tiny"],
+    shape="legacy",
     drafts_per_task=4,
     improves_per_task=2,
     instruments_per_task=1,

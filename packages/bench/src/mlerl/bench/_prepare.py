@@ -75,6 +75,7 @@ def prepare(
                 raise TaskError(f"{task.id} is marked standin but has no builder")
             builder, rows = found
             _write_built(builder(rows, int(task.extra.get("seed", 0))), task, tmp)
+            (tmp / "prepared" / "standin.json").write_text(task.stamp(), encoding="utf-8")
         else:
             if raw_dir is None:
                 raise TaskError(

@@ -10,6 +10,7 @@ this package (``mlerl/bench/tasks``); ``--tasks-dir`` adds or overrides tasks by
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -107,8 +108,24 @@ class TaskSpec:
     def sample_submission_path(self) -> Path:
         return self.public_dir / self.files.get("sample_submission", "sample_submission.csv")
 
+    @property
+    def stamp_path(self) -> Path:
+        """A stand-in's record of what built its prepared data (``extra``, with its
+        ``data_version``): a prepared dir whose stamp differs is stale and is built again."""
+        return self.data_dir / self.id / "prepared" / "standin.json"
+
+    def stamp(self) -> str:
+        return json.dumps(self.extra, sort_keys=True)
+
     def is_prepared(self) -> bool:
-        return self.answers_path.is_file() and self.public_dir.is_dir()
+        if not (self.answers_path.is_file() and self.public_dir.is_dir()):
+            return False
+        if self.kind == "standin" and "data_version" in self.extra:
+            try:
+                return self.stamp_path.read_text(encoding="utf-8") == self.stamp()
+            except OSError:
+                return False
+        return True
 
 
 def _req(raw: dict[str, Any], key: str, path: Path) -> Any:

@@ -10,7 +10,7 @@ from pathlib import Path
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
 
-BOOTSTRAP_VERSION = 7
+BOOTSTRAP_VERSION = 8
 """Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 
@@ -25,8 +25,16 @@ class BootstrapConfig:
     and RL see identical prompts."""
     task_ids: list[str] = field(default_factory=list)
     """Tasks the corpus covers; empty = every `-tiny` stand-in of `mlerl.bench`."""
-    drafts_per_task: int = 32
-    """C.1 draft examples per task (`mistake_rate` of them carry one bug)."""
+    shape: str = "settings"
+    """Program shape of the corpus: ``settings`` (issue #40: a block of settings at the top, one
+    decision per line, a fixed import block and body that prints a hold-out score per target;
+    thousands of independently composed drafts, the task's best known combination held out;
+    `_settings`) or ``legacy`` (the generator before issue #40; `+experiment=legacy_bootstrap`
+    restores that bootstrap whole). Tasks without a settings shape (image, span) keep
+    the legacy programs."""
+    drafts_per_task: int = 3000
+    """C.1 draft examples per task (legacy shape: `mistake_rate` of them carry one bug; the
+    legacy bootstrap used 32, which 400 SFT steps repeat ~265 times: the policy memorised)."""
     improves_per_task: int = 12
     """C.2 improve examples per task (`fix_share` fix a bug; the others switch to a stronger
     model, or with the ``edit`` improve format make one change; `+experiment=edit_revisions`
@@ -40,8 +48,8 @@ class BootstrapConfig:
     warnings) instead of the simulated marker lines. Off by default: it did not make improve
     answers valid on new parents (0/16 at 160 and 400 steps, and with 48 improve examples per
     task) and it made scratch answers worse (12/16 and 4/16 valid against 14/16 without it;
-    docs/experiments/bootstrap-corpus.md). The cache key covers it."""
-    instruments_per_task: int = 6
+    docs/embedded.md, issue #14). The cache key covers it."""
+    instruments_per_task: int = 12
     """C.3 instrumentation examples per task."""
     mistake_rate: float = 0.2
     """Fraction of draft programs with one realistic bug."""
@@ -68,10 +76,9 @@ class BootstrapConfig:
     """Longest training sequence in tokens; longer examples are dropped (and counted)."""
     sft_steps: int = 400
     """Upper bound on optimizer steps. 400, not 160: on wine (16 scratch answers at T = 0.9,
-    `benchmarks/experiments/embedded_improve.py`) 160 steps gave 7/16 valid programs and a final
-    training loss that depends on the seed (0.06 at seed 0, 0.27 at seed 1); 400 steps gave 14/16
-    and 16/16 (seeds 0 and 1; loss over the last 10 steps 0.032 and 0.033). About 6 min on 2 idle
-    cores (docs/experiments/bootstrap-corpus.md)."""
+    `benchmarks/embedded_improve.py`) 160 steps gave 7/16 valid programs and a final training
+    loss that depends on the seed (0.06 at seed 0, 0.27 at seed 1); 400 steps gave 14/16 and
+    16/16 (seeds 0 and 1; loss over the last 10 steps 0.032 and 0.033). About 6 min on 2 idle cores (docs/embedded.md)."""
     sft_seconds: float = 1800.0
     """Wall-clock guard on SFT; the learning-rate schedule follows max(step, time) progress. A
     build it stops before ``sft_steps`` is used by that run but never reused from the cache
@@ -90,6 +97,7 @@ class BootstrapConfig:
     AMX); on AVX2-only CPUs it is emulated and measured 7x slower than fp32."""
 
     def __post_init__(self) -> None:
+        check(self.shape in ("settings", "legacy"), "shape", "must be 'settings' or 'legacy'")
         check(0.0 <= self.mistake_rate <= 1.0, "mistake_rate", "must be in [0, 1]")
         check(0.0 <= self.fix_share <= 1.0, "fix_share", "must be in [0, 1]")
         check(

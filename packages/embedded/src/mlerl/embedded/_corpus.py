@@ -14,7 +14,7 @@ Three example kinds, each a chat (messages) plus the assistant answer that SFT l
   the program really prints when run the way the actors run it: the actors show that, with
   the markers' values, the program's own prints and library warnings, and a policy trained
   only on the clean simulated output wrote no valid program for any real improve prompt
-  (docs/experiments/bootstrap-corpus.md).
+  (docs/embedded.md).
 - ``instrument``: C.3 prompt (a program) -> the same program with the marker prints inserted.
 Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a corpus.
 """
@@ -37,6 +37,8 @@ from mlerl.embedded._prompts import (
     improve_messages,
     instrument_messages,
 )
+from mlerl.embedded._settings import drafts as settings_drafts
+from mlerl.embedded._settings import supports
 from mlerl.embedded._tasks import TaskView
 
 if TYPE_CHECKING:
@@ -48,11 +50,15 @@ _FIX = {
     "wrong_path": "The data lives in ./input/, so I will read the files from there.",
     "wrong_column": "I will use the correct target column `{label}`.",
     "typo": "I will fix the misspelled variable name.",
-    "no_proba": (
-        "The metric needs probabilities, so I will submit predict_proba instead of hard labels."
-    ),
+    "no_proba": "The metric needs probabilities, so I will submit predict_proba instead of hard labels.",
     "index": "I will write the CSV without the index column.",
 }
+
+
+LEGACY_DRAFTS = 32
+"""Drafts per task of the legacy generator where the settings shape does not apply (image and
+span tasks under ``shape="settings"``): its ~30 distinct programs per task gain nothing from
+thousands of copies."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,7 @@ def _improve(
     good = generate_program(view, rng, choices)
     if rng.random() < fix_share:
         bad = inject(good, view, rng.choice(MISTAKES), rng)
-        if bad is not None and bad.mistake is not None:  # inject() names the mistake it made
+        if bad is not None:
             fix = _FIX[bad.mistake].format(label=view.label_column)
             lead = (
                 f"The previous solution failed: {bad.error.splitlines()[-1]}. "
@@ -197,7 +203,7 @@ def _revise(
     proba = view.problem in ("binary", "proba")
     if rng.random() < fix_share:
         bad = inject(parent, view, rng.choice(MISTAKES), rng)
-        if bad is not None and bad.mistake is not None:  # inject() names the mistake it made
+        if bad is not None:
             lead = (
                 f"The previous solution failed: {bad.error.splitlines()[-1]}. "
                 if bad.error
@@ -288,17 +294,14 @@ def with_real_outputs(
     `run` takes (task, program) pairs and returns each program's terminal output as the actors
     show it (`mlerl.embedded._evaluate.terminal_outputs` runs them in the sandbox)."""
     tasks = {v.id: v.task for v in views}
-    todo = [
-        (i, ex.parent)
-        for i, ex in enumerate(examples)
-        if ex.kind == "improve" and ex.parent is not None
-    ]
-    outputs = run([(tasks[examples[i].task_id], parent[1]) for i, parent in todo])
+    todo = [i for i, ex in enumerate(examples) if ex.kind == "improve" and ex.parent is not None]
+    outputs = run([(tasks[examples[i].task_id], examples[i].parent[1]) for i in todo])
     if len(outputs) != len(todo):
         raise ValueError(f"run returned {len(outputs)} outputs for {len(todo)} programs")
     out = list(examples)
-    for (i, (plan, code)), output in zip(todo, outputs, strict=True):
+    for i, output in zip(todo, outputs, strict=True):
         ex = examples[i]
+        plan, code = ex.parent
         out[i] = replace(
             ex, messages=_msgs(improve_messages(tasks[ex.task_id], plan, code, output, prompts))
         )
@@ -332,20 +335,36 @@ def generate_corpus(
     prompts: PromptConfig | None = None,
     styles: bool = True,
     fix_share: float = 0.5,
+    shape: str = "legacy",
 ) -> list[Example]:
     """Deterministic corpus for `views`; duplicate answers are dropped.
 
     `prompts` (a `mlerl.actors.PromptConfig`, default when None) must be the one the actors
     use during RL, so SFT trains on exactly the prompts the policy will see. `styles=False`
     writes every program in one coding style (see `_programs.sample_choices`). `fix_share` of
-    the improve examples revise a buggy program, the others a weak one."""
+    the improve examples revise a buggy program, the others a weak one.
+
+    ``shape="settings"`` writes the tasks that support it (`_settings.supports`: tabular and
+    text) as settings-block programs: `drafts_per_task` distinct drafts drawn independently,
+    none making the task's held-out best combination (`_settings.HELD_OUT`), no injected bugs
+    and no simulated improve examples (a revision must be labelled by running it; see
+    docs/embedded.md); instrument examples as usual. Other tasks keep the legacy generator."""
+    if shape not in ("legacy", "settings"):
+        raise ValueError(f"shape must be 'legacy' or 'settings', got {shape!r}")
     for name, value in (("mistake_rate", mistake_rate), ("fix_share", fix_share)):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {value}")
     examples: list[Example] = []
     for view in views:
         rng = random.Random(f"{seed}:{view.id}")
-        for _ in range(drafts_per_task):
+        if shape == "settings" and supports(view):
+            programs = settings_drafts(view, rng, drafts_per_task)
+            examples.extend(_draft(view, p, prompts) for p in programs)
+            examples.extend(_instrument(view, p) for p in programs[:instruments_per_task])
+            continue
+        for _ in range(
+            drafts_per_task if shape == "legacy" else min(drafts_per_task, LEGACY_DRAFTS)
+        ):
             mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
             program = with_mistake(generate_program(view, rng, styles=styles), view, mistake, rng)
             examples.append(_draft(view, program, prompts))

@@ -48,7 +48,7 @@ def encode_example(tok, ex: Example) -> tuple[list[int], list[int]]:
 def _batches(encoded: list[tuple[list[int], list[int]]], batch_tokens: int, rng: random.Random):
     """Length-sorted batches of at most `batch_tokens` padded tokens, in shuffled order."""
     order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i][0]), rng.random()))
-    batches, cur, longest = [], list[Any](), 0
+    batches, cur, longest = [], [], 0
     for i in order:
         n = len(encoded[i][0])
         if cur and max(longest, n) * (len(cur) + 1) > batch_tokens:
@@ -170,6 +170,7 @@ def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
         cfg.prompts,
         cfg.styles,
         cfg.fix_share,
+        cfg.shape,
     )
 
 
@@ -244,8 +245,7 @@ def build_policy(
             examples, task_views(data, list(cfg.task_ids) or None), terminal_outputs, cfg.prompts
         )
         log(
-            f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve "
-            "parents "
+            f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve parents "
             f"for their terminal output in {time.monotonic() - t_run:.0f} s"
         )
         prompts = sorted({c for ex in examples for _, c in ex.messages})
@@ -281,15 +281,12 @@ def build_policy(
     save_model_dir(out, model, tok, MANIFEST, manifest)
     if record["steps"] < cfg.sft_steps:
         log(
-            f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after "
-            f"{record['steps']} of "
-            f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but "
-            "not "
+            f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after {record['steps']} of "
+            f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but not "
             f"reused: raise model.bootstrap.sft_seconds"
         )
     log(
         f"embedded policy: {record['steps']} steps in {record['seconds']} s "
-        f"({record['steps_per_s']} steps/s), final loss "
-        f"{record['loss_curve'][-1][2] if record['loss_curve'] else None}"
+        f"({record['steps_per_s']} steps/s), final loss {record['loss_curve'][-1][2] if record['loss_curve'] else None}"
     )
     return out

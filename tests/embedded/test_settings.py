@@ -1,0 +1,118 @@
+"""Settings-block programs (issue #40): one decision per line, a fixed body, a hold-out score
+printed per target, the held-out best combination never in the corpus."""
+
+import ast
+import random
+import subprocess
+import sys
+
+import pytest
+
+from mlerl.embedded import BootstrapConfig, generate_corpus
+from mlerl.embedded import _settings as S
+from mlerl.protocol import ConfigError
+
+MATERIALS, INSULTS = "standin-materials-rmsle-tiny", "standin-insults-auc-tiny"
+
+
+def _view(views, task_id):
+    return next(v for v in views if v.id == task_id)
+
+
+def test_supported_tasks_are_tabular_and_text_but_not_span_or_image(views):
+    by_id = {v.id: S.supports(v) for v in views}
+    assert by_id[MATERIALS] and by_id[INSULTS] and by_id["standin-wine-logloss-tiny"]
+    assert not by_id["standin-tweets-jaccard-tiny"] and not by_id["standin-digits-accuracy-tiny"]
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    [
+        MATERIALS,
+        INSULTS,
+        "standin-wine-logloss-tiny",
+        "standin-diabetes-pearson-tiny",
+        "standin-essays-qwk-tiny",
+    ],
+)
+def test_drafts_differ_only_in_their_settings_block(views, task_id):
+    view = _view(views, task_id)
+    programs = S.drafts(view, random.Random(0), 40)
+    assert len({p.code for p in programs}) == len(programs) == 40
+    for p in programs:
+        ast.parse(p.code)
+        chunks = [c for c, _ in p.chunks]
+        settings = chunks[1].splitlines()
+        assert all(" = " in line and "\n" not in line for line in settings)  # one decision per line
+        assert p.code.replace(chunks[1], "") == programs[0].code.replace(
+            programs[0].chunks[1][0], ""
+        )
+        assert p.instrumented.replace('print("', "").count("\n") > p.code.count("\n") - 1
+
+
+def test_the_held_out_combination_is_never_drafted(views):
+    for task_id in (MATERIALS, INSULTS):
+        view = _view(views, task_id)
+        programs = S.drafts(view, random.Random(1), 300)
+        assert not any(S.held_out(view, p.choices) for p in programs)
+        drawn = [S.draw(view, random.Random(i)) for i in range(400)]
+        assert any(S.held_out(view, s) for s in drawn)  # the generator alone would write it
+
+
+def test_a_settings_corpus_has_drafts_and_instrumentations_and_legacy_programs_elsewhere(views):
+    chosen = [_view(views, MATERIALS), _view(views, "standin-tweets-jaccard-tiny")]
+    ex = generate_corpus(
+        chosen,
+        seed=0,
+        drafts_per_task=50,
+        improves_per_task=2,
+        instruments_per_task=3,
+        shape="settings",
+    )
+    mat = [e for e in ex if e.task_id == MATERIALS]
+    assert (
+        sum(e.kind == "draft" for e in mat) == 50 and sum(e.kind == "instrument" for e in mat) == 3
+    )
+    assert all("MODEL = " in e.answer for e in mat if e.kind == "draft")
+    tweets = [e for e in ex if e.task_id != MATERIALS]
+    assert any(e.kind == "improve" for e in tweets) and not any(
+        "MODEL = " in e.answer for e in tweets
+    )
+    with pytest.raises(ValueError, match="shape"):
+        generate_corpus(chosen, shape="fancy")
+    with pytest.raises(ConfigError):
+        BootstrapConfig(shape="fancy")
+
+
+@pytest.mark.parametrize("task_id,label", [(MATERIALS, "rmsle"), (INSULTS, "auc")])
+def test_a_program_prints_a_hold_out_score_per_target_and_writes_a_valid_submission(
+    views, task_id, label, tmp_path
+):
+    from mlerl.bench import grade_submission
+
+    view = _view(views, task_id)
+    settings = S.draw(view, random.Random(3))
+    settings = settings.replace("MODEL", '"ridge"' if task_id == MATERIALS else '"logistic"')
+    settings = settings.replace(
+        "PARAMS", '{"alpha": 1.0}' if task_id == MATERIALS else '{"C": 1.0}'
+    )
+    (tmp_path / "input").symlink_to(view.task.public_dir)
+    (tmp_path / "p.py").write_text(S.code(view, settings))
+    run = subprocess.run(
+        [sys.executable, "p.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    lines = [line for line in run.stdout.splitlines() if line.startswith(f"validation {label} ")]
+    targets = view.target_columns if task_id == MATERIALS else ("Insult",)
+    assert [line.split()[2].rstrip(":") for line in lines] == list(targets)
+    assert all(0 < float(line.split()[-1]) < 1 for line in lines)
+    report = grade_submission(view.task, tmp_path / "submission.csv")
+    assert report.valid_submission, report.error
+
+
+def test_the_held_out_predicates_take_any_settings_block(views):
+    """A policy's answer may miss lines: the predicates then say False, they do not raise."""
+    for task_id in (MATERIALS, INSULTS):
+        view = _view(views, task_id)
+        assert not S.held_out(view, S.Settings(()))
+        assert not S.held_out(view, S.Settings((("LOG_TARGET", "True"),)))
