@@ -32,17 +32,21 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
-from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
+from _common import RESULTS, command_line, git_commit, machine_info
 
 BEST: dict[str, tuple[tuple[str, str], ...]] = {
     "standin-materials-rmsle-tiny": (
         ("LOG_TARGET", "True"),
         ("ONE_HOT", "['spacegroup']"),
-        ("PRODUCTS", "[['lattice_vector_1_ang', 'lattice_vector_2_ang', 'lattice_vector_3_ang']]"),
+        (
+            "PRODUCTS",
+            "['number_of_total_atoms*percent_atom_al', 'number_of_total_atoms*percent_atom_ga']",
+        ),
         ("MODEL", '"lightgbm"'),
         (
             "PARAMS",
-            '{"n_estimators": 800, "learning_rate": 0.05, "num_leaves": 15, "n_jobs": 1, "verbose": -1}',
+            '{"n_estimators": 800, "learning_rate": 0.05, "num_leaves": 7, "n_jobs": 1, '
+            '"verbose": -1}',
         ),
     ),
     "standin-insults-auc-tiny": (
@@ -53,7 +57,8 @@ BEST: dict[str, tuple[tuple[str, str], ...]] = {
         ("PARAMS", '{"C": 30.0, "max_iter": 1000}'),
     ),
 }
-"""The best configuration known per task in the settings space (docs/experiments/embedded-testbed.md)."""
+"""The best configuration known per task in the settings space, by public score
+(``settings_search.py``, benchmarks/results/settings_search_*.json)."""
 
 _LINE = re.compile(r"^([A-Z_]+) = (.+)$")
 
@@ -131,15 +136,22 @@ def main() -> int:
     p.add_argument("--name", default="embedded_prior")
     args = p.parse_args()
 
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     from mlerl.actors import PromptConfig
     from mlerl.bench import Registry, prepare
-    from mlerl.embedded import BootstrapConfig, read_manifest
-    from mlerl.embedded._evaluate import sample_answers
-    from mlerl.embedded._model import corpus_for
-    from mlerl.embedded._prompts import draft_messages, extract_code
-    from mlerl.embedded._settings import Settings, code as settings_code, held_out
-    from mlerl.embedded._tasks import task_views
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from mlerl.embedded import (
+        BootstrapConfig,
+        Settings,
+        corpus_for,
+        draft_messages,
+        extract_code,
+        held_out,
+        read_manifest,
+        sample_answers,
+        settings_code,
+        task_views,
+    )
 
     t0 = time.time()
     manifest = read_manifest(args.model_dir) or {}

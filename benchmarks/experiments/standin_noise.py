@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
-from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
+from _common import RESULTS, command_line, git_commit, machine_info
 
 MATERIALS = "standin-materials-rmsle-tiny"
 INSULTS = "standin-insults-auc-tiny"
@@ -42,11 +42,11 @@ TARGETS = ["formation_energy_ev_natom", "bandgap_energy_ev"]
 
 def materials_program(train: pd.DataFrame, test: pd.DataFrame, cfg: dict[str, Any]) -> pd.DataFrame:
     """The default task's decisions as one function of ``cfg`` (what a corpus program does)."""
+    import lightgbm as lgb
     from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
     from sklearn.linear_model import Ridge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
-    import lightgbm as lgb
 
     def feats(df: pd.DataFrame) -> pd.DataFrame:
         out = df.drop(columns=["id", *[t for t in TARGETS if t in df]])
@@ -156,10 +156,7 @@ def decisions(
     draws: int,
 ) -> dict[str, Any]:
     """Every one-change neighbour of each base configuration, with its effect and paired SE."""
-    from mlerl.bench import Registry, prepare
-    from mlerl.bench._grade import load_answers
-    from mlerl.bench._noise import public_noise
-    from mlerl.bench._reference import load_public
+    from mlerl.bench import Registry, load_answers, load_public, prepare, public_noise
 
     task = prepare(task_id, data_dir)
     task = Registry.load(data_dir=data_dir).get(task_id)
@@ -221,9 +218,7 @@ def decisions(
 
 def grid(task_id: str, program, changes: dict[str, list], data_dir: Path) -> list[dict[str, Any]]:
     """Every configuration of the decision grid, scored (public, private): the best known."""
-    from mlerl.bench import Registry
-    from mlerl.bench._grade import load_answers, part_scores, score_frame
-    from mlerl.bench._reference import load_public
+    from mlerl.bench import Registry, load_answers, load_public, part_scores, score_frame
 
     task = Registry.load(data_dir=data_dir).get(task_id)
     train, test = load_public(task)
@@ -252,8 +247,7 @@ def main() -> int:
     args = p.parse_args()
     from threadpoolctl import threadpool_limits
 
-    from mlerl.bench import Registry, prepare
-    from mlerl.bench._noise import reference_noise
+    from mlerl.bench import Registry, prepare, reference_noise
 
     t0 = time.time()
     result: dict[str, Any] = {

@@ -81,12 +81,18 @@ def test_paper_scale_matches_the_paper():
     assert len(cfg.tasks.ids) == 12 and cfg.instrument.mode == "lm"
 
 
-def test_the_edit_revisions_experiment_and_the_papers_improve_prompts_by_default():
+def test_the_edit_revisions_experiment_and_the_improve_formats_of_the_presets():
     default = validate(_compose([]))
+    # the embedded default revises with edits (settings-block programs, issue 40); the paper's
+    # full rewrite is the paper preset's and the legacy bootstrap's
     assert (
-        default.actors.prompts.improve_format == "rewrite"
+        default.actors.prompts.improve_format == "edit"
         and default.actors.improvement.revisions == 1
     )
+    assert validate(_compose(["actors=paper"])).actors.prompts.improve_format == "rewrite"
+    legacy = validate(_compose(["+experiment=legacy_bootstrap"]))
+    assert legacy.actors.prompts.improve_format == "rewrite"
+    assert legacy.model.bootstrap.shape == "legacy"
     cfg = validate(_compose(["+experiment=edit_revisions"]))
     assert cfg.actors.prompts.improve_format == "edit" and cfg.actors.improvement.revisions == 4
     assert (
@@ -119,7 +125,11 @@ def test_the_default_bootstrap_writes_settings_programs_and_the_legacy_one_stays
         boot.improves_per_task,
         boot.instruments_per_task,
     ) == ("legacy", 32, 12, 6)
-    assert legacy.tasks == default.tasks and legacy.actors == default.actors
+    # the legacy bootstrap answered improve prompts with rewrites; nothing else of the actors
+    # or the tasks differs
+    assert legacy.tasks == default.tasks and legacy.actors.prompts.improve_format == "rewrite"
+    legacy.actors.prompts.improve_format = "edit"
+    assert legacy.actors == default.actors
 
 
 def test_admission_may_not_count_more_executions_than_the_sandbox_runs():

@@ -34,6 +34,7 @@ from mlerl.actors._engines import make_engine
 from mlerl.actors._evaluate import evaluate, evaluate_aide
 from mlerl.actors._health import EXIT_INFRA_DOWN, InfraConfig
 from mlerl.actors._improve import ImprovementConfig
+from mlerl.actors._parse import parse_response
 from mlerl.actors._pipeline import RealPipeline
 from mlerl.actors._prompts import PromptConfig, chat_prompt_ids, improve_prompt, scratch_prompt
 from mlerl.actors._state import ActorState
@@ -64,6 +65,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ActorsConfig",
     "edit_answer",
+    "parse_response",
     "AdmissionConfig",
     "ImprovementConfig",
     "InfraConfig",

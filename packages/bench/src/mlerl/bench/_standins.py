@@ -32,7 +32,8 @@ TINY_SIZES: dict[str, tuple[int, float]] = {
 }
 """(rows, test share) of the ``-tiny`` variants whose public part (half the test rows) could
 not tell their programs apart at 400 rows and a quarter held out: measured with
-`mlerl.bench._noise` (``benchmarks/experiments/standin_noise.py``, docs/experiments/embedded-testbed.md)."""
+`mlerl.bench._noise` (``benchmarks/experiments/standin_noise.py``,
+docs/experiments/embedded-testbed.md)."""
 
 
 DATA_VERSION: dict[str, int] = {

@@ -38,7 +38,8 @@ class StandinMeta:
 META: dict[str, StandinMeta] = {
     "standin-cancer-auc": StandinMeta(
         "Breast cancer diagnosis",
-        "Predict the probability that a tumour is benign (target=1) from 30 cell-nucleus measurements.",
+        "Predict the probability that a tumour is benign (target=1) from 30 cell-nucleus "
+        "measurements.",
         "tabular",
         "roc_auc",
         "the area under the ROC curve between the predicted probability and the observed target",
@@ -51,7 +52,8 @@ META: dict[str, StandinMeta] = {
     ),
     "standin-digits-accuracy": StandinMeta(
         "Handwritten digit recognition",
-        "Classify 8x8 grayscale images of handwritten digits 0-9. Image files are ./input/images/<id>.png.",
+        "Classify 8x8 grayscale images of handwritten digits 0-9. Image files are "
+        "./input/images/<id>.png.",
         "image",
         "accuracy",
         "classification accuracy (fraction of correct labels)",
@@ -77,7 +79,8 @@ META: dict[str, StandinMeta] = {
     ),
     "standin-diabetes-pearson": StandinMeta(
         "Diabetes progression",
-        "Predict a quantitative measure of disease progression one year after baseline from 10 standardized patient variables.",
+        "Predict a quantitative measure of disease progression one year after baseline from 10 "
+        "standardized patient variables.",
         "tabular",
         "pearson",
         "the Pearson correlation coefficient between predicted and true values",
@@ -90,10 +93,12 @@ META: dict[str, StandinMeta] = {
     ),
     "standin-tweets-jaccard": StandinMeta(
         "Tweet sentiment span extraction",
-        "Each tweet has a sentiment label; extract the part of the tweet (a span of its words) that supports that sentiment.",
+        "Each tweet has a sentiment label; extract the part of the tweet (a span of its words) "
+        "that supports that sentiment.",
         "text",
         "word_jaccard",
-        "the mean word-level Jaccard score (lowercased, whitespace-split) between predicted and true spans",
+        "the mean word-level Jaccard score (lowercased, whitespace-split) between predicted and "
+        "true spans",
         "jaccard",
         "maximize",
         "textID",
@@ -103,7 +108,8 @@ META: dict[str, StandinMeta] = {
     ),
     "standin-wine-logloss": StandinMeta(
         "Wine cultivar identification",
-        "Predict the probability of each of three cultivars from 13 chemical measurements of a wine.",
+        "Predict the probability of each of three cultivars from 13 chemical measurements of a "
+        "wine.",
         "tabular",
         "multiclass_log_loss",
         "multi-class logarithmic loss; each row's probabilities must sum to 1",
@@ -116,10 +122,12 @@ META: dict[str, StandinMeta] = {
     ),
     "standin-materials-rmsle": StandinMeta(
         "Transparent conductor properties",
-        "Predict the formation energy and band gap of synthetic (Al, Ga, In) oxide materials from composition and lattice features.",
+        "Predict the formation energy and band gap of synthetic (Al, Ga, In) oxide materials from "
+        "composition and lattice features.",
         "tabular",
         "columnwise_rmsle",
-        "the mean over the two target columns of the root mean squared logarithmic error; predictions must be non-negative, and rows are compared in the order of test.csv",
+        "the mean over the two target columns of the root mean squared logarithmic error; "
+        "predictions must be non-negative, and rows are compared in the order of test.csv",
         "rmsle_positional",
         "minimize",
         "id",
@@ -129,7 +137,9 @@ META: dict[str, StandinMeta] = {
     ),
     "standin-digits-colauc": StandinMeta(
         "Digit type detection",
-        "Predict, for each 8x8 grayscale image of a handwritten digit 0-3 (with pixel noise and a random one-pixel shift), the probability of each of the four digit types. Image files are ./input/images/<image_id>.png.",
+        "Predict, for each 8x8 grayscale image of a handwritten digit 0-3 (with pixel noise and a "
+        "random one-pixel shift), the probability of each of the four digit types. "
+        "Image files are ./input/images/<image_id>.png.",
         "image",
         "columnwise_roc_auc",
         "the mean over the four columns of the area under the ROC curve",
@@ -142,7 +152,8 @@ META: dict[str, StandinMeta] = {
     ),
     "standin-insults-auc": StandinMeta(
         "Insult detection",
-        "Predict the probability that a comment insults another participant of the conversation (1) or not (0).",
+        "Predict the probability that a comment insults another participant of the conversation "
+        "(1) or not (0).",
         "text",
         "roc_auc",
         "the area under the ROC curve between the predicted probability and the observed label",
@@ -213,7 +224,10 @@ def task_yaml(
             "sample_submission": "sample_submission.csv",
             "answers": "answers.csv",
         },
-        "split": f"sklearn train_test_split(test_size={test_size:g}, random_state=0), stratified for classification",
+        "split": (
+            f"sklearn train_test_split(test_size={test_size:g}, random_state=0), stratified for "
+            "classification"
+        ),
         "source": meta.source,
         "mirrors": meta.mirrors,
         "rows": rows,
@@ -236,7 +250,9 @@ def write_standin_dirs(
         for task_id in (base, f"{base}-tiny"):
             if only is not None and task_id not in only:
                 continue
-            build, rows = builder_for(task_id)
+            found = builder_for(task_id)
+            assert found is not None  # every BUILDERS id and its -tiny variant has one
+            build, rows = found
             test_size = getattr(build, "keywords", {}).get("test_size", TEST_SIZE)
             built = build(rows, 0)
             d = root / task_id

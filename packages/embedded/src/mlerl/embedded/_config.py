@@ -10,7 +10,7 @@ from pathlib import Path
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
 
-BOOTSTRAP_VERSION = 8
+BOOTSTRAP_VERSION = 9
 """Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 
@@ -36,9 +36,19 @@ class BootstrapConfig:
     """C.1 draft examples per task (legacy shape: `mistake_rate` of them carry one bug; the
     legacy bootstrap used 32, which 400 SFT steps repeat ~265 times: the policy memorised)."""
     improves_per_task: int = 12
-    """C.2 improve examples per task (`fix_share` fix a bug; the others switch to a stronger
-    model, or with the ``edit`` improve format make one change; `+experiment=edit_revisions`
-    uses 48: an edit answer is ~20 tokens, so they cost little SFT)."""
+    """C.2 improve examples per task of the legacy shape (`fix_share` fix a bug; the others
+    switch to a stronger model, or with the ``edit`` improve format make one change;
+    `+experiment=edit_revisions` uses 48: an edit answer is ~20 tokens, so they cost little
+    SFT)."""
+    revisions_per_task: int = 64
+    """Settings shape: revisions drawn per task (two per parent draft, one decision changed
+    each), every parent and child run in the sandbox before SFT (the default task's 96
+    programs: 129-142 s on 2 cores) and kept when both ran, their submissions differ and both
+    printed a hold-out score; each kept one is labelled with its measured effect
+    (`_revisions`)."""
+    revision_repeats: int = 8
+    """Times SFT sees each kept revision per pass over the drafts: 64 revisions beside 3,000
+    drafts would be 2 % of the examples for the half of RL's prompts that are improve prompts."""
     fix_share: float = 0.5
     """Share of the improve examples that revise a buggy program (the actors revise only
     programs that ran unless `actors.improvement.include_failures`)."""
@@ -48,7 +58,7 @@ class BootstrapConfig:
     warnings) instead of the simulated marker lines. Off by default: it did not make improve
     answers valid on new parents (0/16 at 160 and 400 steps, and with 48 improve examples per
     task) and it made scratch answers worse (12/16 and 4/16 valid against 14/16 without it;
-    docs/embedded.md, issue #14). The cache key covers it."""
+    docs/experiments/bootstrap-corpus.md). The cache key covers it."""
     instruments_per_task: int = 12
     """C.3 instrumentation examples per task."""
     mistake_rate: float = 0.2
@@ -76,9 +86,10 @@ class BootstrapConfig:
     """Longest training sequence in tokens; longer examples are dropped (and counted)."""
     sft_steps: int = 400
     """Upper bound on optimizer steps. 400, not 160: on wine (16 scratch answers at T = 0.9,
-    `benchmarks/embedded_improve.py`) 160 steps gave 7/16 valid programs and a final training
-    loss that depends on the seed (0.06 at seed 0, 0.27 at seed 1); 400 steps gave 14/16 and
-    16/16 (seeds 0 and 1; loss over the last 10 steps 0.032 and 0.033). About 6 min on 2 idle cores (docs/embedded.md)."""
+    `benchmarks/experiments/embedded_improve.py`) 160 steps gave 7/16 valid programs and a final
+    training loss that depends on the seed (0.06 at seed 0, 0.27 at seed 1); 400 steps gave 14/16
+    and 16/16 (seeds 0 and 1; loss over the last 10 steps 0.032 and 0.033). About 6 min on 2 idle
+    cores (docs/experiments/bootstrap-corpus.md)."""
     sft_seconds: float = 1800.0
     """Wall-clock guard on SFT; the learning-rate schedule follows max(step, time) progress. A
     build it stops before ``sft_steps`` is used by that run but never reused from the cache
@@ -101,7 +112,13 @@ class BootstrapConfig:
         check(0.0 <= self.mistake_rate <= 1.0, "mistake_rate", "must be in [0, 1]")
         check(0.0 <= self.fix_share <= 1.0, "fix_share", "must be in [0, 1]")
         check(
-            min(self.drafts_per_task, self.improves_per_task, self.instruments_per_task) >= 0,
+            min(
+                self.drafts_per_task,
+                self.improves_per_task,
+                self.instruments_per_task,
+                self.revisions_per_task,
+            )
+            >= 0,
             "drafts_per_task",
             "example counts must be >= 0",
         )
@@ -118,6 +135,7 @@ class BootstrapConfig:
         check(self.sft_steps >= 0 and self.sft_seconds >= 0, "sft_steps", "budgets must be >= 0")
         check(self.batch_tokens >= self.max_len, "batch_tokens", "must be >= max_len")
         check(self.lr > 0, "lr", "must be > 0")
+        check(self.revision_repeats >= 1, "revision_repeats", "must be >= 1")
         check(self.torch_threads >= 0, "torch_threads", "must be >= 0 (0: torch's default)")
 
     def key(self, corpus_hash: str) -> str:

@@ -14,7 +14,7 @@ Three example kinds, each a chat (messages) plus the assistant answer that SFT l
   the program really prints when run the way the actors run it: the actors show that, with
   the markers' values, the program's own prints and library warnings, and a policy trained
   only on the clean simulated output wrote no valid program for any real improve prompt
-  (docs/embedded.md).
+  (docs/experiments/bootstrap-corpus.md).
 - ``instrument``: C.3 prompt (a program) -> the same program with the marker prints inserted.
 Generation is deterministic in (views, seed, counts); `corpus_hash` identifies a corpus.
 """
@@ -25,9 +25,10 @@ import hashlib
 import json
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
+from mlerl.embedded._example import Example, _msgs
 from mlerl.embedded._families import families_for, make_model
 from mlerl.embedded._mistakes import inject, with_mistake
 from mlerl.embedded._programs import MISTAKES, Program, generate_program, sample_choices
@@ -37,6 +38,7 @@ from mlerl.embedded._prompts import (
     improve_messages,
     instrument_messages,
 )
+from mlerl.embedded._revisions import revision_examples
 from mlerl.embedded._settings import drafts as settings_drafts
 from mlerl.embedded._settings import supports
 from mlerl.embedded._tasks import TaskView
@@ -50,7 +52,9 @@ _FIX = {
     "wrong_path": "The data lives in ./input/, so I will read the files from there.",
     "wrong_column": "I will use the correct target column `{label}`.",
     "typo": "I will fix the misspelled variable name.",
-    "no_proba": "The metric needs probabilities, so I will submit predict_proba instead of hard labels.",
+    "no_proba": (
+        "The metric needs probabilities, so I will submit predict_proba instead of hard labels."
+    ),
     "index": "I will write the CSV without the index column.",
 }
 
@@ -59,31 +63,6 @@ LEGACY_DRAFTS = 32
 """Drafts per task of the legacy generator where the settings shape does not apply (image and
 span tasks under ``shape="settings"``): its ~30 distinct programs per task gain nothing from
 thousands of copies."""
-
-
-@dataclass(frozen=True)
-class Example:
-    kind: str
-    """``draft``, ``improve`` or ``instrument``."""
-    task_id: str
-    messages: tuple[tuple[str, str], ...]
-    """(role, content) pairs of the prompt."""
-    answer: str
-    """The assistant turn SFT learns."""
-    family: str
-    correct: bool
-    mistake: str | None = None
-    code: str = ""
-    """The program inside `answer` (draft/improve) or the uninstrumented input (instrument)."""
-    parent: tuple[str, str] | None = None
-    """(plan, code) of the solution an improve prompt revises."""
-
-    def chat(self) -> list[dict[str, str]]:
-        return [{"role": r, "content": c} for r, c in self.messages]
-
-
-def _msgs(messages: list[dict[str, str]]) -> tuple[tuple[str, str], ...]:
-    return tuple((m["role"], m["content"]) for m in messages)
 
 
 def _output(program: Program, until: str | None = None) -> str:
@@ -128,7 +107,7 @@ def _improve(
     good = generate_program(view, rng, choices)
     if rng.random() < fix_share:
         bad = inject(good, view, rng.choice(MISTAKES), rng)
-        if bad is not None:
+        if bad is not None and bad.mistake is not None:  # inject() names the mistake it made
             fix = _FIX[bad.mistake].format(label=view.label_column)
             lead = (
                 f"The previous solution failed: {bad.error.splitlines()[-1]}. "
@@ -203,7 +182,7 @@ def _revise(
     proba = view.problem in ("binary", "proba")
     if rng.random() < fix_share:
         bad = inject(parent, view, rng.choice(MISTAKES), rng)
-        if bad is not None:
+        if bad is not None and bad.mistake is not None:  # inject() names the mistake it made
             lead = (
                 f"The previous solution failed: {bad.error.splitlines()[-1]}. "
                 if bad.error
@@ -294,14 +273,17 @@ def with_real_outputs(
     `run` takes (task, program) pairs and returns each program's terminal output as the actors
     show it (`mlerl.embedded._evaluate.terminal_outputs` runs them in the sandbox)."""
     tasks = {v.id: v.task for v in views}
-    todo = [i for i, ex in enumerate(examples) if ex.kind == "improve" and ex.parent is not None]
-    outputs = run([(tasks[examples[i].task_id], examples[i].parent[1]) for i in todo])
+    todo = [
+        (i, ex.parent)
+        for i, ex in enumerate(examples)
+        if ex.kind == "improve" and ex.parent is not None
+    ]
+    outputs = run([(tasks[examples[i].task_id], parent[1]) for i, parent in todo])
     if len(outputs) != len(todo):
         raise ValueError(f"run returned {len(outputs)} outputs for {len(todo)} programs")
     out = list(examples)
-    for i, output in zip(todo, outputs, strict=True):
+    for (i, (plan, code)), output in zip(todo, outputs, strict=True):
         ex = examples[i]
-        plan, code = ex.parent
         out[i] = replace(
             ex, messages=_msgs(improve_messages(tasks[ex.task_id], plan, code, output, prompts))
         )
@@ -336,8 +318,10 @@ def generate_corpus(
     styles: bool = True,
     fix_share: float = 0.5,
     shape: str = "legacy",
+    revisions_per_task: int = 0,
 ) -> list[Example]:
-    """Deterministic corpus for `views`; duplicate answers are dropped.
+    """Deterministic corpus for `views`; duplicate answers are dropped (an
+    improve answer only when it revises the same parent).
 
     `prompts` (a `mlerl.actors.PromptConfig`, default when None) must be the one the actors
     use during RL, so SFT trains on exactly the prompts the policy will see. `styles=False`
@@ -346,9 +330,10 @@ def generate_corpus(
 
     ``shape="settings"`` writes the tasks that support it (`_settings.supports`: tabular and
     text) as settings-block programs: `drafts_per_task` distinct drafts drawn independently,
-    none making the task's held-out best combination (`_settings.HELD_OUT`), no injected bugs
-    and no simulated improve examples (a revision must be labelled by running it; see
-    docs/embedded.md); instrument examples as usual. Other tasks keep the legacy generator."""
+    none making the task's held-out best combination (`_settings.HELD_OUT`), no injected bugs;
+    `revisions_per_task` revisions of the first drafts (two per parent, one decision changed
+    each) that `measure_revisions` must run before SFT; instrument examples as usual. Other
+    tasks keep the legacy generator."""
     if shape not in ("legacy", "settings"):
         raise ValueError(f"shape must be 'legacy' or 'settings', got {shape!r}")
     for name, value in (("mistake_rate", mistake_rate), ("fix_share", fix_share)):
@@ -361,10 +346,10 @@ def generate_corpus(
             programs = settings_drafts(view, rng, drafts_per_task)
             examples.extend(_draft(view, p, prompts) for p in programs)
             examples.extend(_instrument(view, p) for p in programs[:instruments_per_task])
+            examples.extend(revision_examples(view, programs, revisions_per_task, rng, prompts))
             continue
-        for _ in range(
-            drafts_per_task if shape == "legacy" else min(drafts_per_task, LEGACY_DRAFTS)
-        ):
+        legacy = drafts_per_task if shape == "legacy" else min(drafts_per_task, LEGACY_DRAFTS)
+        for _ in range(legacy):
             mistake = rng.choice(MISTAKES) if rng.random() < mistake_rate else None
             program = with_mistake(generate_program(view, rng, styles=styles), view, mistake, rng)
             examples.append(_draft(view, program, prompts))
@@ -375,7 +360,10 @@ def generate_corpus(
     seen: set[str] = set()
     unique = []
     for ex in examples:
-        key = ex.kind + "\0" + ex.task_id + "\0" + ex.answer
+        # an improve answer is a duplicate only for the same parent: one edit (LOG_TARGET to
+        # True) is a different example for every parent it revises
+        parent = ex.parent[1] if ex.parent else ""
+        key = ex.kind + "\0" + ex.task_id + "\0" + ex.answer + "\0" + parent
         if key not in seen:
             seen.add(key)
             unique.append(ex)

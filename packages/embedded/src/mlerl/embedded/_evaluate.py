@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import hashlib
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from mlerl.embedded._config import read_manifest
@@ -136,39 +137,63 @@ async def _run_one(sandbox, code: str, task, timeout_s: float) -> RunOutcome:
             shutil.rmtree(path, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class ProgramRun:
+    """One program run as an actor runs it."""
+
+    output: str
+    """Terminal output as an improve prompt shows it (the last `tail_chars` characters)."""
+    submission: str | None
+    """sha256 of the submission file it wrote, None when it wrote none or exited non-zero."""
+    seconds: float
+
+
+def observe_programs(
+    items: list[tuple[object, str]],
+    timeout_s: float = 120.0,
+    workers: int = 2,
+    tail_chars: int = 8000,
+) -> list[ProgramRun]:
+    """Run each (task, program) the way an RL action runs: AST instrumentation, the secure
+    marker channel, the local sandbox on the task's public data; the output is stdout then
+    stderr with channel lines turned back into plain markers (`mlerl.instrument.clean_output`),
+    the last `tail_chars` characters."""
+    return asyncio.run(_observe(items, timeout_s, workers, tail_chars))
+
+
 def terminal_outputs(
     items: list[tuple[object, str]],
     timeout_s: float = 120.0,
     workers: int = 2,
     tail_chars: int = 8000,
 ) -> list[str]:
-    """The terminal output of each (task, program) as an actor's improve prompt shows it.
-
-    The same path as an RL action: AST instrumentation, the secure marker channel, the local
-    sandbox on the task's public data, stdout then stderr, channel lines turned back into plain
-    markers (`mlerl.instrument.clean_output`), the last `tail_chars` characters."""
-    return asyncio.run(_terminal_outputs(items, timeout_s, workers, tail_chars))
+    """The terminal output of each (task, program) as an actor's improve prompt shows it."""
+    return [r.output for r in observe_programs(items, timeout_s, workers, tail_chars)]
 
 
-async def _terminal_outputs(items, timeout_s: float, workers: int, tail_chars: int) -> list[str]:
+async def _observe(items, timeout_s: float, workers: int, tail_chars: int) -> list[ProgramRun]:
     from mlerl.instrument import clean_output, instrument_ast, prepare_run
     from mlerl.sandbox import ExecutionRequest, Limits, SandboxConfig, make_sandbox
 
     sandbox = make_sandbox(SandboxConfig(max_concurrency=workers))
 
-    async def one(task, code: str) -> str:
+    async def one(task, code: str) -> ProgramRun:
         run = prepare_run(instrument_ast(code), "secure")
         result = await sandbox.run(
             ExecutionRequest(
                 program=run.program, data_dir=task.public_dir, limits=Limits(wall_time_s=timeout_s)
             )
         )
+        sub = result.files.get("submission.csv")
+        wrote = result.exit_code == 0 and sub is not None and sub.is_file()
+        digest = hashlib.sha256(sub.read_bytes()).hexdigest() if wrote and sub else None
         for path in {p.parent for p in result.files.values()}:
             shutil.rmtree(path, ignore_errors=True)
         out, err = result.stdout.text(), result.stderr.text()
         joined = out + ("\n" if out and err and not out.endswith("\n") else "") + err
         text = clean_output(joined, run.nonce)
-        return text[len(text) - tail_chars :] if tail_chars else ""
+        tail = text[len(text) - tail_chars :] if tail_chars else ""
+        return ProgramRun(tail, digest, result.duration_s)
 
     try:
         return list(await asyncio.gather(*(one(task, code) for task, code in items)))
@@ -256,12 +281,15 @@ def evaluate_improvement(
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from mlerl.actors import PromptConfig
+    from mlerl.actors import PromptConfig, parse_response
     from mlerl.embedded._programs import generate_program, sample_choices
     from mlerl.embedded._prompts import improve_messages
+    from mlerl.embedded._settings import drafts as settings_drafts
+    from mlerl.embedded._settings import supports
     from mlerl.embedded._tasks import task_views
 
-    trained_on = ((read_manifest(Path(model_dir)) or {}).get("config") or {}).get("prompts")
+    built_with = (read_manifest(Path(model_dir)) or {}).get("config") or {}
+    trained_on = built_with.get("prompts")
     prompts = PromptConfig(**trained_on) if trained_on else PromptConfig()
     view = task_views(Path(data_dir), [task_id])[0]
     task = view.task
@@ -269,7 +297,12 @@ def evaluate_improvement(
         raise ValueError(f"{task_id}: not a prepared task under {data_dir}")
     lower = bool(task.lower_is_better)
     rng = random.Random(seed)
-    progs = [generate_program(view, rng, sample_choices(view, rng, False)) for _ in range(parents)]
+    if built_with.get("shape", "legacy") == "settings" and supports(view):
+        progs = settings_drafts(view, rng, parents)  # the program shape the policy writes
+    else:
+        progs = [
+            generate_program(view, rng, sample_choices(view, rng, False)) for _ in range(parents)
+        ]
     outputs = terminal_outputs([(task, p.code) for p in progs])
     parent_runs = asyncio.run(run_programs([p.code for p in progs], task, timeout_s))
     tok = AutoTokenizer.from_pretrained(model_dir)
@@ -285,9 +318,12 @@ def evaluate_improvement(
             max_new_tokens,
             seed=i,
         )
-        for r in asyncio.run(
-            run_programs([extract_code(a) or "" for a in answers], task, timeout_s)
-        ):
+        parent = p.code if prompts.improve_format == "edit" else None
+        parsed = [parse_response(a, parent=parent) for a in answers]  # edits applied
+        runs = asyncio.run(run_programs([x.code for x in parsed], task, timeout_s))
+        for r, x in zip(runs, parsed, strict=True):
+            if not x.code:  # not run: why the actor would not run it (edit_mismatch, truncated)
+                r = replace(r, error=x.status.value)
             improve.append(r)
             if r.error:
                 errors[r.error] = errors.get(r.error, 0) + 1

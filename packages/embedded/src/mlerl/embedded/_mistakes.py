@@ -12,7 +12,7 @@ import random
 import re
 from dataclasses import replace
 
-from mlerl.embedded._programs import _NAMES, Program
+from mlerl.embedded._programs import _NAMES, Choices, Program
 from mlerl.embedded._tasks import TaskView
 
 
@@ -51,7 +51,10 @@ def with_mistake(
 
 
 def inject(program: Program, view: TaskView, mistake: str, rng: random.Random) -> Program | None:
-    """`program` with `mistake` injected, or None when that mistake does not apply to it."""
+    """`program` with `mistake` injected, or None when that mistake does not apply to it (and to
+    every settings-block program: its bugs are not simulated)."""
+    if not isinstance(program.choices, Choices):
+        return None
     n = _NAMES[program.choices.names]
     chunks = list(program.chunks)
     error, needle = "", ""

@@ -30,7 +30,8 @@ from mlerl.embedded._corpus import (
     generate_corpus,
     with_real_outputs,
 )
-from mlerl.embedded._evaluate import terminal_outputs
+from mlerl.embedded._evaluate import observe_programs, terminal_outputs
+from mlerl.embedded._revisions import measure_revisions
 from mlerl.embedded._tasks import task_views
 from mlerl.embedded._tokenizer import IM_END, phrase_tokens, stdlib_texts, train_tokenizer
 
@@ -48,7 +49,7 @@ def encode_example(tok, ex: Example) -> tuple[list[int], list[int]]:
 def _batches(encoded: list[tuple[list[int], list[int]]], batch_tokens: int, rng: random.Random):
     """Length-sorted batches of at most `batch_tokens` padded tokens, in shuffled order."""
     order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i][0]), rng.random()))
-    batches, cur, longest = [], [], 0
+    batches, cur, longest = [], list[Any](), 0
     for i in order:
         n = len(encoded[i][0])
         if cur and max(longest, n) * (len(cur) + 1) > batch_tokens:
@@ -171,6 +172,7 @@ def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
         cfg.styles,
         cfg.fix_share,
         cfg.shape,
+        cfg.revisions_per_task,
     )
 
 
@@ -245,8 +247,19 @@ def build_policy(
             examples, task_views(data, list(cfg.task_ids) or None), terminal_outputs, cfg.prompts
         )
         log(
-            f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve parents "
+            f"embedded policy: ran the {sum(e.kind == 'improve' for e in examples)} improve "
+            "parents "
             f"for their terminal output in {time.monotonic() - t_run:.0f} s"
+        )
+        prompts = sorted({c for ex in examples for _, c in ex.messages})
+    stats: dict[str, Any] = {}
+    if any(ex.measure for ex in examples):
+        t_run = time.monotonic()
+        views = task_views(data, list(cfg.task_ids) or None)
+        examples, stats = measure_revisions(examples, views, observe_programs, cfg.prompts)
+        log(
+            f"embedded policy: ran revision parents and children in "
+            f"{time.monotonic() - t_run:.0f} s: {stats}"
         )
         prompts = sorted({c for ex in examples for _, c in ex.messages})
     answers = [ex.answer for ex in examples]
@@ -263,7 +276,8 @@ def build_policy(
     if cfg.torch_threads:
         torch.set_num_threads(cfg.torch_threads)
     try:
-        record = sft(model, tok, examples, cfg, log)
+        revisions = [ex for ex in examples if ex.effect is not None]
+        record = sft(model, tok, examples + revisions * (cfg.revision_repeats - 1), cfg, log)
     finally:
         torch.set_num_threads(threads)
     model.generation_config.eos_token_id = tok.eos_token_id
@@ -273,6 +287,7 @@ def build_policy(
         "corpus_hash": chash,
         "config": asdict(cfg),
         "corpus": corpus_stats(examples),
+        "revisions": stats,
         "params": model.num_parameters(),
         "build_seconds": round(time.monotonic() - t0, 2),
         "created_at": time.time(),
@@ -281,12 +296,15 @@ def build_policy(
     save_model_dir(out, model, tok, MANIFEST, manifest)
     if record["steps"] < cfg.sft_steps:
         log(
-            f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after {record['steps']} of "
-            f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but not "
+            f"embedded policy: WARNING: sft_seconds={cfg.sft_seconds:.0f} stopped SFT after "
+            f"{record['steps']} of "
+            f"{cfg.sft_steps} steps (a loaded machine?); this under-trained policy is used now but "
+            "not "
             f"reused: raise model.bootstrap.sft_seconds"
         )
     log(
         f"embedded policy: {record['steps']} steps in {record['seconds']} s "
-        f"({record['steps_per_s']} steps/s), final loss {record['loss_curve'][-1][2] if record['loss_curve'] else None}"
+        f"({record['steps_per_s']} steps/s), final loss "
+        f"{record['loss_curve'][-1][2] if record['loss_curve'] else None}"
     )
     return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from mlerl.embedded._families import Model, families_for, make_model
 from mlerl.embedded._plans import plan_text
@@ -82,7 +83,9 @@ class Program:
     plan: str
     chunks: tuple[tuple[str, tuple[str, ...]], ...]
     family: str
-    choices: Choices
+    choices: Choices | Any
+    """The design choices it was rendered from: `Choices`, or `_settings.Settings` for a
+    settings-block program (not named here: `_settings` builds its programs with this class)."""
     mistake: str | None = None
     error: str = ""
 

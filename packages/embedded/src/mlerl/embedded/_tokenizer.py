@@ -78,9 +78,16 @@ def stdlib_texts(max_chars: int = 400_000) -> list[str]:
 _SENTENCE_END = re.compile(r"(?<=[.!?]) (?=[A-Z`])")
 
 
+_NAME_LITERAL = re.compile(r"""(['"])[A-Za-z_][\w*]*\1""")
+
+
 def _pieces(text: str) -> list[str]:
     """Candidate phrases of `text`: each line with its newline; prose lines (not indented,
-    containing a sentence end) are cut into sentences, each keeping its trailing space."""
+    containing a sentence end) are cut into sentences, each keeping its trailing space; and
+    each quoted name in a line (``'percent_atom_al'``, ``'a*b'``, ``"lightgbm"``), so that a
+    column or family name is one token the model cannot misspell half-way (measured: a
+    settings line composed from BPE pieces named columns that do not exist,
+    ``'lattice_vector_in'``)."""
     out: list[str] = []
     for line in text.splitlines(keepends=True):
         if not line.startswith((" ", "\t")) and _SENTENCE_END.search(line):
@@ -88,6 +95,7 @@ def _pieces(text: str) -> list[str]:
             out += [p + " " for p in parts[:-1]] + [parts[-1]]
         else:
             out.append(line)
+        out += [m.group(0) for m in _NAME_LITERAL.finditer(line)]
     return out
 
 
