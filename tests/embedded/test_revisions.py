@@ -163,3 +163,10 @@ def test_the_same_edit_of_different_parents_is_kept_for_each(views):
     assert len(revisions) == 64
     assert len({e.answer for e in revisions}) < 64  # some edits repeat across parents
     assert len({(e.answer, e.parent) for e in revisions}) == 64
+
+
+def test_changing_a_setting_the_program_does_not_have_says_which_it_has(views):
+    view = _view(views, INSULTS)
+    settings = S.draw(view, random.Random(0))
+    with pytest.raises(ValueError, match="LOG_TARGET.*ANALYZER"):
+        R.change_setting(view, settings, "LOG_TARGET", random.Random(0))

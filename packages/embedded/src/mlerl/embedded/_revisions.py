@@ -90,8 +90,11 @@ def _new_params(view: TaskView, s: Settings, rng: random.Random) -> str | None:
 
 
 def change_setting(view: TaskView, s: Settings, name: str, rng: random.Random) -> Settings | None:
-    """`s` with decision `name` drawn again to a different value (None when it has none)."""
+    """`s` with decision `name` drawn again to a different value (None when it has none).
+    `name` must be one of `decisions(view)`: a ValueError names the ones that are."""
     d = dict(s.lines)
+    if name not in decisions(view) or name not in d:
+        raise ValueError(f"{name!r} is not a decision of this program: {decisions(view)}")
     numeric, few = _columns(view) if view.modality != "text" else ([], [])
     if name == "LOG_TARGET":
         return s.replace(name, str(d[name] != "True"))
@@ -127,7 +130,7 @@ def change_setting(view: TaskView, s: Settings, name: str, rng: random.Random) -
     if name == "MAX_FEATURES":
         sizes = [v for v in ("5000", "20000", "50000") if v != d[name]]
         return s.replace(name, rng.choice(sizes))
-    raise ValueError(f"unknown decision {name!r}")
+    raise AssertionError(f"decisions() lists {name!r} but change_setting does not handle it")
 
 
 def revise(view: TaskView, s: Settings, rng: random.Random, tries: int = 20) -> Settings | None:
@@ -143,7 +146,7 @@ def revise(view: TaskView, s: Settings, rng: random.Random, tries: int = 20) -> 
 
 def lead(parent: Settings, child: Settings) -> str:
     """The sentence an improve answer opens with: which settings change (the new values follow
-    in the child's plan, in words, and in its code)."""
+    in the edits, or in the plan and the program of a full rewrite)."""
     old = dict(parent.lines)
     changed = [k for k, v in child.lines if old.get(k) != v]
     return f"To improve the validation score I will change {' and '.join(changed)}."
