@@ -25,14 +25,13 @@ from typing import TYPE_CHECKING, Any
 from mlerl.embedded._example import Example, _msgs
 from mlerl.embedded._prompts import format_answer, improve_messages
 from mlerl.embedded._settings import (
-    _GRIDS,
-    _TEXT_GRIDS,
     Settings,
     _columns,
     _literal,
     _params,
     families,
     held_out,
+    param_grid,
     product,
 )
 from mlerl.embedded._settings import program as settings_program
@@ -71,10 +70,7 @@ def _param_items(text: str) -> list[tuple[str, str]]:
 def _new_params(view: TaskView, s: Settings, rng: random.Random) -> str | None:
     """PARAMS with one parameter moved to another value of its family's grid, every value
     written as a draft writes it."""
-    family = s.get("MODEL").strip('"')
-    grid = dict(_GRIDS.get(family, {}))
-    if view.modality == "text" and family in _TEXT_GRIDS:
-        grid = dict(_TEXT_GRIDS[family])
+    grid = param_grid(s.get("MODEL").strip('"'), view)
     current = dict(_param_items(s.get("PARAMS")))
     options = [
         (key, _literal(v))

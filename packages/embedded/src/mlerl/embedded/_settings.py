@@ -135,13 +135,18 @@ def _literal(value: object) -> str:
     return value if isinstance(value, str) and value.startswith('"') else repr(value)
 
 
-def _params(family: str, view: TaskView, rng: random.Random) -> str:
+def param_grid(family: str, view: TaskView) -> dict[str, list]:
+    """The parameter grid `family` draws from on `view`'s task (text tasks have their own)."""
     grid: dict[str, list] = dict(_GRIDS.get(family, {}))
     if view.modality == "text" and family in _TEXT_GRIDS:
         grid = dict(_TEXT_GRIDS[family])
     if family == "sgd" and view.problem == "regression":
         grid = {k: v for k, v in grid.items() if k != "loss"}
-    items = [f'"{k}": {_literal(rng.choice(v))}' for k, v in grid.items()]
+    return grid
+
+
+def _params(family: str, view: TaskView, rng: random.Random) -> str:
+    items = [f'"{k}": {_literal(rng.choice(v))}' for k, v in param_grid(family, view).items()]
     return "{" + ", ".join(items) + "}"
 
 
