@@ -86,7 +86,10 @@ def _assert_exactly_once(learner_run: Path, actors_dirs: list[Path]) -> None:
 
 def _one_rank_update_matches(run_dir: Path) -> None:
     """Replay the run's first update on one process (same config, same batch: the samples the
-    step-1 checkpoint says were consumed) and compare with the 2-rank checkpoint's policy."""
+    step-1 checkpoint says were consumed) and compare with the 2-rank checkpoint's policy and
+    critic. The critic is what makes the comparison mean something whatever the batch holds: its
+    value loss (V - R)^2 has a gradient for any batch, while the policy's vanishes when the four
+    samples are the same memorised program (equal rewards, probabilities near 1)."""
     from mlerl.learner import ExperienceBuffer, LearnerConfig
     from mlerl.learner._process import build_learner
     from mlerl.protocol import load_run, load_section
@@ -96,7 +99,11 @@ def _one_rank_update_matches(run_dir: Path) -> None:
     config = load_section(LearnerConfig, path, "learner")
     run = load_run(path)
     learner = build_learner(config, torch.device("cpu"), run.model.path, run.seed)
-    initial = {k: v.clone() for k, v in learner.policy.state_dict().items()}
+    assert learner.critic is not None
+    models = {"policy": learner.policy, "critic": learner.critic}
+    initial = {
+        name: {k: v.clone() for k, v in m.state_dict().items()} for name, m in models.items()
+    }
     consumed = {(a, s) for a, seqs in after["extra"]["buffer"]["consumed"].items() for s in seqs}
     assert len(consumed) == config.batch_size
     replay = ExperienceBuffer(run_dir.parent / "replay", config.batch_policy)
@@ -105,17 +112,24 @@ def _one_rank_update_matches(run_dir: Path) -> None:
             replay.add(sample, sync=False)
     learner.update(replay.take(config.batch_size))
     replay.close()
-    got = learner.policy.state_dict()
-    moved = max((after["policy"][k] - initial[k]).abs().max().item() for k in after["policy"])
-    assert moved > 1e-6, "the update did not change the policy: the comparison would mean nothing"
-    for k, v in after["policy"].items():
-        assert torch.allclose(got[k], v, atol=2e-5, rtol=1e-4), k
+    for name, model in models.items():
+        got = model.state_dict()
+        assert set(got) == set(after[name]), name
+        for k, v in after[name].items():
+            assert torch.allclose(got[k], v, atol=2e-5, rtol=1e-4), (name, k)
+    # AdamW's first step moves a parameter with a non-vanishing gradient by about its lr (1e-3),
+    # fifty times the comparison's tolerance
+    moved = max(
+        (after["critic"][k] - initial["critic"][k]).abs().max().item() for k in after["critic"]
+    )
+    assert moved > 5e-4, f"the critic moved only {moved}: the comparison would mean nothing"
 
 
 def test_two_rank_learner_trains_and_survives_a_killed_rank(tmp_path, train_argv, processes):
     """`mlerl train learner_procs=2`: >= 3 updates; the first equals one rank's update on the
-    same batch; kill -9 of rank 1 mid-run ends that torchrun; the supervisor starts a new one, which resumes from
-    the last checkpoint and the journal: nothing lost, nothing duplicated, no process left."""
+    same batch; kill -9 of rank 1 mid-run ends that torchrun; the supervisor starts a new one,
+    which resumes from the last checkpoint and the journal: nothing lost, nothing duplicated, no
+    process left."""
     run_dir = tmp_path / "run"
     argv = train_argv(
         run_dir,
@@ -124,6 +138,12 @@ def test_two_rank_learner_trains_and_survives_a_killed_rank(tmp_path, train_argv
         "learner.checkpoint_every=1",
         "learner.keep_checkpoints=10",
         "eval_samples=0",
+        # GAE with a critic (not the default group baseline): its update is never empty, so the
+        # one-rank replay below always compares weights that moved
+        "learner.advantage=gae",
+        "learner.critic=copy",
+        "learner.normalize_advantages=false",
+        "learner.critic_lr=1e-3",
     )
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV
