@@ -28,7 +28,10 @@ tasks.ids=[TASK] hydra.run.dir=RUNS/TASK/ARM/seedS ARM_OVERRIDE [--updates/--eva
 [OVERRIDE ...]``. **Resumable**: a run dir holding ``report.json`` is finished and skipped; one
 holding only ``config.yaml`` (interrupted) is continued with ``mlerl train resume=DIR``; a
 baseline whose file exists is not run again; a launch that fails is reported and the grid
-goes on (the next sitting retries it). ``--no-launch`` aggregates what is there.
+goes on (the next sitting retries it). ``--no-launch`` aggregates what is there. ``--arms`` picks what to launch (e.g.
+``default,initial_bon,aide``: finding 1 first). **Across machines**: each finished run's files
+are packed into ``--archive`` (default ``OUT/NAME_runs``) and unpacked into ``--runs-dir`` when
+missing there, so a grid built on fresh machines keeps its runs (commit the archive).
 ``--quick``: one seed, the default task only, ``learner.max_updates=6`` and ``eval_samples=4``
 (the shape of every panel; aimed at < 30 min on 2 cores with the policy cached, not yet
 measured on the default policy; one seed proves nothing).
@@ -104,6 +107,18 @@ ARMS: dict[str, list[str]] = {
     "no_improve": ["actors.improvement.improve_prob=0"],
 }
 BASELINES = ("initial_bon", "aide")
+JOBS = (*ARMS, *BASELINES)  # what --arms picks from
+# What a finished run leaves that the aggregation reads: packed per run into --archive, so a grid
+# built over sittings on fresh machines (nothing under --runs-dir survives) keeps its runs.
+ARCHIVED = (
+    "config.yaml",
+    "report.json",
+    "samples.jsonl",
+    "metrics.jsonl",
+    "wall_clock_s",
+    *(f"equal_budget_{m}.json" for m in BASELINES),
+)
+GRID_FILE = "paper_miniature_grid.json"  # inside each archive: the settings the run was made with
 FAILURE_SCORE = -10.0  # the paper's Figure 9: a sample without a valid submission scores -10
 NOISE_SE = 2.0
 MIN_SEEDS = 3
@@ -603,17 +618,25 @@ def launch_train(run_dir: Path, argv: list[str]) -> None:
     (run_dir / "wall_clock_s").write_text(f"{prior + time.time() - t0:.1f}")
 
 
-def plan(runs_dir: Path, tasks: list[str], seeds: list[int]) -> list[tuple[str, str, int, str]]:
-    """The jobs still to do, in launch order: (``train`` or a baseline method, task, seed, arm)."""
+def plan(
+    runs_dir: Path, tasks: list[str], seeds: list[int], arms: list[str] | None = None
+) -> list[tuple[str, str, int, str]]:
+    """The jobs still to do, in launch order: (``train`` or a baseline method, task, seed, arm).
+    ``arms``: the RL arms and baselines to launch (default all); a baseline reads the default
+    run of its seed, which must have finished by the time it runs."""
+    wanted = set(JOBS if arms is None else arms)
     jobs = []
     for seed in seeds:
         for task in tasks:
             for arm in ARMS:
-                if not (run_dir_of(runs_dir, task, arm, seed) / "report.json").is_file():
+                if (
+                    arm in wanted
+                    and not (run_dir_of(runs_dir, task, arm, seed) / "report.json").is_file()
+                ):
                     jobs.append(("train", task, seed, arm))
             default = run_dir_of(runs_dir, task, "default", seed)
             for method in BASELINES:
-                if not (default / f"equal_budget_{method}.json").is_file():
+                if method in wanted and not (default / f"equal_budget_{method}.json").is_file():
                     jobs.append((method, task, seed, "default"))
     return jobs
 
@@ -624,9 +647,13 @@ def run_jobs(
     updates: int | None,
     eval_samples: int | None,
     overrides: list[str],
+    archive: Path | None = None,
 ) -> list[str]:
-    """Run the jobs one after the other; a failed one is reported and skipped (returned)."""
+    """Run the jobs one after the other; a failed one is reported and skipped (returned). Each
+    finished job's run dir is packed into ``archive`` (when given) at once, so a sitting cut off
+    later keeps it."""
     failed = []
+    settings = grid_settings(updates, eval_samples, overrides)
     for what, task, seed, arm in jobs:
         run_dir = run_dir_of(runs_dir, task, arm, seed)
         try:
@@ -643,6 +670,8 @@ def run_jobs(
                     read_jsonl(run_dir / "samples.jsonl"), task, int(report["k"])
                 )
                 equal_budget.launch(run_dir, report["initial"]["model"], what, seed, n)
+            if archive is not None:
+                archive_run(run_dir, archive_path(archive, task, arm, seed), settings)
         except (subprocess.CalledProcessError, RuntimeError, OSError, ValueError) as exc:
             msg = f"{what} {task} seed {seed} {arm}: {exc}"
             print(
@@ -652,6 +681,94 @@ def run_jobs(
             )
             failed.append(msg)
     return failed
+
+
+# ---- archive: the grid across sittings on fresh machines --------------------------------------
+def grid_settings(
+    updates: int | None, eval_samples: int | None, overrides: list[str]
+) -> dict[str, Any]:
+    """What every run of one grid shares besides its task, arm and seed."""
+    return {"updates": updates, "eval_samples": eval_samples, "overrides": list(overrides)}
+
+
+def archive_path(archive: Path, task: str, arm: str, seed: int) -> Path:
+    return archive / f"{task}__{arm}__seed{seed}.tar.gz"
+
+
+def archive_run(run_dir: Path, dest: Path, settings: dict[str, Any]) -> bool:
+    """Pack a finished run's ``ARCHIVED`` files and the grid's settings into ``dest`` (a
+    .tar.gz whose bytes depend only on the contents, so an unchanged run rewrites nothing).
+    Returns whether ``dest`` changed; a run without ``report.json`` is not packed."""
+    import gzip
+    import io
+    import tarfile
+
+    if not (run_dir / "report.json").is_file():
+        return False
+    members = {GRID_FILE: json.dumps(settings, sort_keys=True).encode()}
+    members.update({n: (run_dir / n).read_bytes() for n in ARCHIVED if (run_dir / n).is_file()})
+    buf = io.BytesIO()
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
+        for name in sorted(members):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(members[name]), 0o644
+            tar.addfile(info, io.BytesIO(members[name]))
+    data = buf.getvalue()
+    if dest.is_file() and dest.read_bytes() == data:
+        return False
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(dest)
+    return True
+
+
+def restore_runs(
+    archive: Path,
+    runs_dir: Path,
+    tasks: list[str],
+    seeds: list[int],
+    settings: dict[str, Any],
+) -> tuple[list[str], list[str]]:
+    """Unpack into ``runs_dir`` each archived run of this grid (tasks x arms x seeds) whose run
+    dir has no ``report.json`` here, or whose archive holds baselines the dir lacks. Only the
+    ``ARCHIVED`` names are written, as plain files. An archive made with other settings
+    (updates, K, overrides) is not mixed in: it is listed in the second return value."""
+    import tarfile
+
+    restored, refused = [], []
+    for task in tasks:
+        for arm in ARMS:
+            for seed in seeds:
+                src = archive_path(archive, task, arm, seed)
+                if not src.is_file():
+                    continue
+                run_dir = run_dir_of(runs_dir, task, arm, seed)
+                with tarfile.open(src, "r:gz") as tar:
+                    files = {
+                        m.name: tar.extractfile(m).read()  # type: ignore[union-attr]
+                        for m in tar.getmembers()
+                        if m.isfile() and (m.name in ARCHIVED or m.name == GRID_FILE)
+                    }
+                made_with = json.loads(files.pop(GRID_FILE, b"null"))
+                if made_with != settings:
+                    refused.append(f"{src.name}: made with {made_with}, this grid is {settings}")
+                    continue
+                missing = [n for n in files if not (run_dir / n).is_file()]
+                if (run_dir / "report.json").is_file() and not any(
+                    n.startswith("equal_budget_") for n in missing
+                ):
+                    continue
+                if (run_dir / "report.json").is_file():  # a finished run: add its baselines only
+                    files = {n: files[n] for n in missing if n.startswith("equal_budget_")}
+                run_dir.mkdir(parents=True, exist_ok=True)
+                for name, data in files.items():
+                    (run_dir / name).write_bytes(data)
+                restored.append(src.name)
+    return restored, refused
 
 
 # ---- aggregate ------------------------------------------------------------------------------
@@ -734,6 +851,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--name", default="paper_miniature")
     p.add_argument("--no-launch", action="store_true", help="aggregate the finished runs only")
     p.add_argument(
+        "--arms",
+        type=lambda v: [x for x in v.split(",") if x],
+        default=None,
+        help=f"what to launch, of {','.join(JOBS)} (default all; every finished run is still "
+        "aggregated); a baseline needs its seed's default run",
+    )
+    p.add_argument(
+        "--archive",
+        type=Path,
+        default=None,
+        help="where each finished run is packed and restored from, so a grid built over sittings "
+        "on fresh machines keeps its runs (default OUT/NAME_runs; none with --quick)",
+    )
+    p.add_argument("--no-archive", action="store_true", help="neither restore nor pack runs")
+    p.add_argument(
         "--chosen-on",
         type=lambda v: [int(x) for x in v.split(",") if x],
         default=[0, 1, 2],
@@ -766,6 +898,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             p.error(
                 f"override {ov!r}: {duration_ablation.override_key(ov)} is set by this script per arm or by its options"
             )
+    unknown = sorted(set(args.arms or ()) - set(JOBS))
+    if unknown or args.arms == []:
+        p.error(
+            f"--arms {unknown or '(empty)'}: expected a comma-separated subset of {','.join(JOBS)}"
+        )
+    if args.no_archive or (args.quick and args.archive is None):
+        args.archive = None
+    elif args.archive is None:
+        args.archive = args.out / f"{args.name}_runs"
     args.runs_dir = args.runs_dir.resolve()
     return args
 
@@ -782,11 +923,27 @@ def main(argv: list[str] | None = None) -> int:
         print(QUICK_CAVEAT, flush=True)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     failed: list[str] = []
+    settings = grid_settings(args.updates, args.eval_samples, args.overrides)
+    if args.archive is not None:
+        restored, refused = restore_runs(args.archive, args.runs_dir, args.tasks, seeds, settings)
+        print(f"paper_miniature: {len(restored)} run(s) restored from {args.archive}", flush=True)
+        for line in refused:
+            print(f"paper_miniature: not restored, other settings: {line}", file=sys.stderr)
     if not args.no_launch:
-        jobs = plan(args.runs_dir, args.tasks, seeds)
+        jobs = plan(args.runs_dir, args.tasks, seeds, args.arms)
         print(f"paper_miniature: {len(jobs)} job(s) to run under {args.runs_dir}", flush=True)
-        failed = run_jobs(jobs, args.runs_dir, args.updates, args.eval_samples, args.overrides)
+        failed = run_jobs(
+            jobs, args.runs_dir, args.updates, args.eval_samples, args.overrides, args.archive
+        )
     runs, baselines = collect(args.runs_dir, args.tasks, seeds)
+    if args.archive is not None:  # runs finished in an earlier sitting on this machine too
+        for r in runs:
+            if r["arm"] in ARMS:
+                archive_run(
+                    Path(r["run_dir"]),
+                    archive_path(args.archive, r["task"], r["arm"], int(r["seed"])),
+                    settings,
+                )
     if not runs:
         print(f"paper_miniature: no finished runs under {args.runs_dir}", file=sys.stderr)
         return 1
@@ -803,6 +960,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": seeds,
         "arms": ARMS,
         "overrides": args.overrides,
+        "archive": None if args.archive is None else str(args.archive),
         "updates": args.updates,
         "eval_samples": args.eval_samples,
         "verdict_rule": (

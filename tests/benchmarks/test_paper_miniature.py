@@ -490,3 +490,102 @@ def test_a_run_of_the_wrong_task_is_refused(tmp_path):
     d.rename(target)
     with pytest.raises(ValueError, match="ran task other"):
         pm.collect(tmp_path, [TASK], [3])
+
+
+# ---- --arms and the archive (a grid over sittings on fresh machines) ---------------------------
+def test_arms_picks_what_is_launched(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert pm.plan(runs, [TASK], [3, 4], ["default", "aide"]) == [
+        ("train", TASK, 3, "default"),
+        ("aide", TASK, 3, "default"),
+        ("train", TASK, 4, "default"),
+        ("aide", TASK, 4, "default"),
+    ]
+    assert len(pm.plan(runs, [TASK], [3])) == len(pm.ARMS) + len(pm.BASELINES)
+    with pytest.raises(SystemExit):
+        pm.parse_args(["--arms", "default,best_of_everything"])
+    assert "best_of_everything" in capsys.readouterr().err
+
+
+def _main(runs: Path, out: Path, *extra: str) -> dict:
+    argv = ["--no-launch", "--runs-dir", str(runs), "--tasks", TASK, "--out", str(out), *extra]
+    assert pm.main(argv) == 0
+    return json.loads((out / "paper_miniature.json").read_text())
+
+
+def test_a_grid_survives_a_fresh_machine_through_the_archive(tmp_path, capsys):
+    out = tmp_path / "out"
+    _grid(tmp_path / "first")
+    first = _main(tmp_path / "first", out)
+    archive = out / "paper_miniature_runs"
+    packed = sorted(p.name for p in archive.iterdir())
+    assert packed == sorted(
+        f"{TASK}__{arm}__seed{seed}.tar.gz" for arm in pm.ARMS for seed in SEEDS
+    )
+    stamp = {p.name: p.read_bytes() for p in archive.iterdir()}
+    # a new machine: nothing under --runs-dir; the same command gives the same summary
+    second = _main(tmp_path / "fresh", out)
+    assert "12 run(s) restored" in capsys.readouterr().out
+    assert second["summary"] == first["summary"]
+    assert {p.name: p.read_bytes() for p in archive.iterdir()} == stamp  # packed bytes are stable
+    d = pm.run_dir_of(tmp_path / "fresh", TASK, "default", 3)
+    assert (d / "equal_budget_aide.json").is_file() and (d / "samples.jsonl").is_file()
+
+
+def test_baselines_finished_later_reach_the_archive_and_a_dir_that_lacks_them(tmp_path):
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    _grid(runs, seeds=(3,))
+    default = pm.run_dir_of(runs, TASK, "default", 3)
+    saved = (default / "equal_budget_aide.json").read_text()
+    (default / "equal_budget_aide.json").unlink()
+    _main(runs, out, "--seeds", "1")  # packs the default run without AIDE
+    (default / "equal_budget_aide.json").write_text(saved)  # AIDE finishes in a later sitting
+    _main(runs, out, "--seeds", "1")
+    (default / "equal_budget_aide.json").unlink()  # this machine lost it; the archive has it
+    result = _main(runs, out, "--seeds", "1")
+    assert (default / "equal_budget_aide.json").read_text() == saved
+    assert result["summary"][TASK]["arms"]["aide"]["final_private"]["n"] == 1
+
+
+def test_an_archive_of_other_settings_is_not_mixed_in(tmp_path, capsys):
+    out = tmp_path / "out"
+    _grid(tmp_path / "a", seeds=(3,))
+    _main(tmp_path / "a", out, "--seeds", "1", "--updates", "6")
+    assert pm.main(
+        ["--no-launch", "--runs-dir", str(tmp_path / "b"), "--tasks", TASK, "--out", str(out),
+         "--seeds", "1"]
+    ) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert "not restored, other settings" in err and "'updates': 6" in err
+    assert "no finished runs" in err
+
+
+def test_restore_writes_only_the_known_files(tmp_path):
+    import io
+    import tarfile
+
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    settings = pm.grid_settings(None, None, [])
+    src = pm.archive_path(archive, TASK, "default", 3)
+    with tarfile.open(src, "w:gz") as tar:
+        for name, data in [
+            (pm.GRID_FILE, json.dumps(settings).encode()),
+            ("report.json", b"{}"),
+            ("../escaped.txt", b"x"),
+            ("checkpoints/state.pt", b"x"),
+        ]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    restored, refused = pm.restore_runs(archive, tmp_path / "runs", [TASK], [3], settings)
+    assert restored == [src.name] and refused == []
+    d = pm.run_dir_of(tmp_path / "runs", TASK, "default", 3)
+    assert sorted(p.name for p in d.iterdir()) == ["report.json"]
+    assert not (tmp_path / "runs" / TASK / "default" / "escaped.txt").exists()
+
+
+def test_quick_and_no_archive_pack_nothing(tmp_path):
+    assert pm.parse_args(["--quick"]).archive is None
+    assert pm.parse_args(["--no-archive"]).archive is None
+    assert pm.parse_args(["--out", str(tmp_path)]).archive == tmp_path / "paper_miniature_runs"
