@@ -28,10 +28,14 @@ tasks.ids=[TASK] hydra.run.dir=RUNS/TASK/ARM/seedS ARM_OVERRIDE [--updates/--eva
 [OVERRIDE ...]``. **Resumable**: a run dir holding ``report.json`` is finished and skipped; one
 holding only ``config.yaml`` (interrupted) is continued with ``mlerl train resume=DIR``; a
 baseline whose file exists is not run again; a launch that fails is reported and the grid
-goes on (the next sitting retries it). ``--no-launch`` aggregates what is there. ``--arms`` picks what to launch (e.g.
-``default,initial_bon,aide``: finding 1 first). **Across machines**: each finished run's files
-are packed into ``--archive`` (default ``OUT/NAME_runs``) and unpacked into ``--runs-dir`` when
-missing there, so a grid built on fresh machines keeps its runs (commit the archive).
+goes on (the next sitting retries it). ``--no-launch`` aggregates what is there. ``--arms``
+picks what to launch (e.g. ``default,initial_bon,aide``: finding 1 first). **Across
+machines**: each finished run's files are packed into ``--archive`` (default
+``OUT/NAME_runs``) and unpacked into ``--runs-dir`` when missing there, so a grid built on
+fresh machines keeps its runs (commit the archive). Each run records the sha256 of its initial
+policy's weights (``policy``): two builds of one configuration differ between machines, so a
+run whose initial policy is not its seed's default run's is left out of every comparison
+(``left_out_other_policy``).
 ``--quick``: one seed, the default task only, ``learner.max_updates=6`` and ``eval_samples=4``
 (the shape of every panel; aimed at < 30 min on 2 cores with the policy cached, not yet
 measured on the default policy; one seed proves nothing).
@@ -116,6 +120,7 @@ ARCHIVED = (
     "samples.jsonl",
     "metrics.jsonl",
     "wall_clock_s",
+    "policy_fingerprint",
     *(f"equal_budget_{m}.json" for m in BASELINES),
 )
 GRID_FILE = "paper_miniature_grid.json"  # inside each archive: the settings the run was made with
@@ -287,6 +292,45 @@ def paired(ref: dict[int, float | None], cand: dict[int, float | None], diff) ->
 
 
 # ---- one run dir ----------------------------------------------------------------------------
+def policy_fingerprint(run_dir: Path, report: dict[str, Any]) -> str | None:
+    """The first 16 hex digits of the sha256 of the run's initial policy weights, or None where
+    neither the weights nor a recorded fingerprint are there. Two builds of the same
+    configuration on different machines differ (the revision programs' measured effects enter
+    the corpus), so runs are compared only with runs of the same initial policy. Written into
+    the run dir (and so into the archive) the first time it is computed."""
+    import hashlib
+
+    recorded = run_dir / "policy_fingerprint"
+    if recorded.is_file():
+        return recorded.read_text().strip() or None
+    weights = Path(str((report.get("initial") or {}).get("model", ""))) / "model.safetensors"
+    if not weights.is_file():
+        return None
+    digest = hashlib.sha256()
+    with weights.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    recorded.write_text(digest.hexdigest()[:16] + "\n")
+    return digest.hexdigest()[:16]
+
+
+def same_policy_runs(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Keep the runs whose initial policy is their (task, seed)'s default run's; every finding
+    compares an arm with the default arm of the same seed, so a run of another build would
+    confound the build with the arm. Returns the kept runs and a line per dropped run."""
+    ref = {(r["task"], r["seed"]): r.get("policy") for r in runs if r["arm"] == "default"}
+    kept, dropped = [], []
+    for r in runs:
+        mine, theirs = r.get("policy"), ref.get((r["task"], r["seed"]))
+        if mine is None or theirs is None or mine == theirs:
+            kept.append(r)
+        else:
+            dropped.append(
+                f"{r['task']} {r['arm']} seed {r['seed']}: policy {mine}, default's {theirs}"
+            )
+    return kept, dropped
+
+
 def summarise_run(run_dir: Path, typical: dict[str, float]) -> dict[str, Any]:
     """Every figure of one finished RL run (one task): see the module docstring."""
     report = json.loads((run_dir / "report.json").read_text())
@@ -320,6 +364,7 @@ def summarise_run(run_dir: Path, typical: dict[str, float]) -> dict[str, Any]:
         "never_valid": learn["never_valid"],
         "curve": learn["curve"],
         "wall_clock_s": float(timing.read_text()) if timing.is_file() else None,
+        "policy": policy_fingerprint(run_dir, report),
     }
 
 
@@ -818,6 +863,7 @@ def collect(
                                 "final_private": b["final_private"],
                                 "final_public": b["final_public"],
                                 "budget_executions": b["executions"],
+                                "policy": r["policy"],  # a baseline samples the run's own
                             }
                         )
     return runs, baselines
@@ -947,6 +993,9 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         print(f"paper_miniature: no finished runs under {args.runs_dir}", file=sys.stderr)
         return 1
+    runs, other_policy = same_policy_runs(runs)
+    for line in other_policy:
+        print(f"paper_miniature: left out, another initial policy: {line}", file=sys.stderr)
     summary = summarise(runs)
     missing = plan(args.runs_dir, args.tasks, seeds)
     walls = [r["wall_clock_s"] for r in runs if r.get("wall_clock_s") is not None]
@@ -972,6 +1021,7 @@ def main(argv: list[str] | None = None) -> int:
         "training_wall_clock_s_total": sum(walls) if walls else None,
         "incomplete_jobs": [" ".join(map(str, j)) for j in missing],
         "failed_launches": failed,
+        "left_out_other_policy": other_policy,
         "runs": runs,
         "baselines": baselines,
         "summary": summary,

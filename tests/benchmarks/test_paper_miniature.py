@@ -589,3 +589,35 @@ def test_quick_and_no_archive_pack_nothing(tmp_path):
     assert pm.parse_args(["--quick"]).archive is None
     assert pm.parse_args(["--no-archive"]).archive is None
     assert pm.parse_args(["--out", str(tmp_path)]).archive == tmp_path / "paper_miniature_runs"
+
+
+def test_runs_of_another_initial_policy_are_left_out_of_the_pairs(tmp_path, capsys):
+    import hashlib
+
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    _grid(runs)
+    model = tmp_path / "policy"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights of build A")
+    for arm in pm.ARMS:
+        for seed in SEEDS:
+            report = pm.run_dir_of(runs, TASK, arm, seed) / "report.json"
+            r = json.loads(report.read_text())
+            r["initial"]["model"] = str(model)
+            report.write_text(json.dumps(r))
+    # seed 5's no_improve ran on another machine's build (restored from the archive)
+    (pm.run_dir_of(runs, TASK, "no_improve", 5) / "policy_fingerprint").write_text(
+        "0123456789abcdef\n"
+    )
+    result = _main(runs, out)
+    fp = hashlib.sha256(b"weights of build A").hexdigest()[:16]
+    assert (pm.run_dir_of(runs, TASK, "default", 3) / "policy_fingerprint").read_text() == fp + "\n"
+    assert result["left_out_other_policy"] == [
+        f"{TASK} no_improve seed 5: policy 0123456789abcdef, default's {fp}"
+    ]
+    assert "another initial policy" in capsys.readouterr().err
+    improve = result["summary"][TASK]["findings"]["improve"]
+    assert improve["seeds"] == [3, 4] and improve["n"] == 2  # seed 5's pair is gone
+    # the baselines sample the default run's own policy, so finding 1 keeps all three seeds
+    assert result["summary"][TASK]["findings"]["rl_vs_best_of_n"]["n"] == 3
+    assert {r["policy"] for r in result["runs"] if r["arm"] in pm.BASELINES} == {fp}
