@@ -33,7 +33,7 @@ picks what to launch (e.g. ``default,initial_bon,aide``: finding 1 first). **Acr
 machines**: each finished run's files are packed into ``--archive`` (default
 ``OUT/NAME_runs``) and unpacked into ``--runs-dir`` when missing there, so a grid built on
 fresh machines keeps its runs (commit the archive). Each run records the sha256 of its initial
-policy's weights (``policy``): two builds of one configuration differ between machines, so a
+policy's weights (``policy``): two builds of one configuration need not be one policy, so a
 run whose initial policy is not its seed's default run's is left out of every comparison
 (``left_out_other_policy``).
 ``--quick``: one seed, the default task only, ``learner.max_updates=6`` and ``eval_samples=4``
@@ -295,8 +295,8 @@ def paired(ref: dict[int, float | None], cand: dict[int, float | None], diff) ->
 def policy_fingerprint(run_dir: Path, report: dict[str, Any]) -> str | None:
     """The first 16 hex digits of the sha256 of the run's initial policy weights, or None where
     neither the weights nor a recorded fingerprint are there. Two builds of the same
-    configuration on different machines differ (the revision programs' measured effects enter
-    the corpus), so runs are compared only with runs of the same initial policy. Written into
+    configuration need not be one policy (the revision programs' measured scores enter the
+    corpus, and some of those programs are not seeded), so runs are compared only with runs of the same initial policy. Written into
     the run dir (and so into the archive) the first time it is computed."""
     import hashlib
 
@@ -957,6 +957,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def _shown(path: Path) -> str:
+    """A path as the results file records it: relative to the repository when inside it."""
+    path = path.resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 QUICK_CAVEAT = (
     "paper_miniature --quick: ONE seed and a few updates. This shows the shape of every panel; it "
     "proves nothing about any finding (the verdicts need >= 3 seeds and read 'too few seeds')."
@@ -1009,7 +1015,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": seeds,
         "arms": ARMS,
         "overrides": args.overrides,
-        "archive": None if args.archive is None else str(args.archive),
+        "archive": None if args.archive is None else _shown(args.archive),
         "updates": args.updates,
         "eval_samples": args.eval_samples,
         "verdict_rule": (
