@@ -200,7 +200,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def launch(run_dir: Path, model: str, method: str, seed: int, k: int) -> None:
-    """``mlerl eval`` of ``model`` (the run's initial policy) at ``k`` executions, into the run dir."""
+    """``mlerl eval`` of ``model`` (the run's initial policy) at ``k`` executions, into the run dir:
+    ``initial_bon`` (best-of-K with the run's mix of scratch and improve prompts), ``scratch_bon``
+    (best-of-K from scratch prompts only) or ``aide``."""
     out = run_dir / f"equal_budget_{method}.json"
     cmd = [
         str(REPO / ".venv" / "bin" / "mlerl"),
@@ -218,6 +220,7 @@ def launch(run_dir: Path, model: str, method: str, seed: int, k: int) -> None:
         "--out",
         str(out),
         *(["--aide"] if method == "aide" else []),
+        *(["--scratch-only"] if method == "scratch_bon" else []),
     ]
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)

@@ -12,17 +12,20 @@ arm                           override                                       fin
 ``no_duration``               ``learner.duration_weighting=none``            2 (Figure 8)
 ``no_partial_credit``         ``instrument.reward.per_marker=0``             3 (Figure 9)
 ``no_improve``                ``actors.improvement.improve_prob=0``          4 (Table 4)
-``best_of_n``, ``aide``       the default run's initial policy at the        1 (Figures 1, 7)
-                              default run's total executions
+``initial_bon``,              the default run's initial policy at the        1 (Figures 1, 7)
+``scratch_bon``, ``aide``     default run's total executions
 ============================  =============================================  =====================
 
 ``no_partial_credit`` is the paper's "without instrumentation": every failure earns -10
 whatever markers it printed (the programs are still instrumented, so the only change is the
-reward; docs/instrument.md). The two baselines are ``benchmarks/equal_budget.py``'s: ``mlerl
-eval --run DEFAULT_RUN --k N`` (and ``--aide``), N = the default run's training samples + its
-closing best-of-K, written into the default run's dir as ``equal_budget_{initial_bon,aide}.json``.
+reward; docs/instrument.md). The three baselines are ``benchmarks/equal_budget.py``'s: ``mlerl
+eval --run DEFAULT_RUN --k N`` (best-of-N with the actors' mix of scratch and improve prompts),
+the same with ``--scratch-only`` (every sample from scratch: best-of-N as usually run, the
+stronger baseline while the initial policy's revisions rarely run) and ``--aide``; N = the
+default run's training samples + its closing best-of-K, written into the default run's dir as
+``equal_budget_{initial_bon,scratch_bon,aide}.json``.
 
-Launch (one job at a time; for each seed, each task, each arm, then the two baselines, so a
+Launch (one job at a time; for each seed, each task, each arm, then the baselines, so a
 drift in the host's load hits every arm of a seed alike): ``mlerl train seed=S
 tasks.ids=[TASK] hydra.run.dir=RUNS/TASK/ARM/seedS ARM_OVERRIDE [--updates/--eval-samples]
 [OVERRIDE ...]``. **Resumable**: a run dir holding ``report.json`` is finished and skipped; one
@@ -110,7 +113,11 @@ ARMS: dict[str, list[str]] = {
     "no_partial_credit": ["instrument.reward.per_marker=0"],
     "no_improve": ["actors.improvement.improve_prob=0"],
 }
-BASELINES = ("initial_bon", "aide")
+# initial_bon samples with the actors' mix of prompts (half improve, parents drawn from its own
+# earlier samples), as RL's actors do; scratch_bon spends every execution on a scratch prompt,
+# the paper's best-of-N, which is the stronger baseline while the initial policy's revisions
+# rarely run
+BASELINES = ("initial_bon", "aide", "scratch_bon")
 JOBS = (*ARMS, *BASELINES)  # what --arms picks from
 # What a finished run leaves that the aggregation reads: packed per run into --archive, so a grid
 # built over sittings on fresh machines (nothing under --runs-dir survives) keeps its runs.
@@ -148,6 +155,12 @@ FINDINGS: dict[str, dict[str, str]] = {
         "title": "1b. RL beats AIDE driven by the initial policy at equal executions",
         "paper": "Figs. 1, 7: RL (Qwen2.5-3B) ends above AIDE (Claude-3.5-Sonnet) on most tasks",
         "figure": "final best private score, RL - AIDE (signed: + is better)",
+        "unit": "",
+    },
+    "rl_vs_scratch_best_of_n": {
+        "title": "1c. RL beats best-of-N from scratch prompts only at equal executions",
+        "paper": "Figs. 1, 7 (best-of-N as usually run: every sample from scratch)",
+        "figure": "final best private score, RL - scratch-only best-of-N (signed: + is better)",
         "unit": "",
     },
     "duration": {
@@ -408,6 +421,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         final = {arm: _by_seed(runs, arm, task, "final_private") for arm in (*ARMS, *BASELINES)}
         findings = {
             "rl_vs_best_of_n": paired(final["initial_bon"], final["default"], better),
+            "rl_vs_scratch_best_of_n": paired(final["scratch_bon"], final["default"], better),
             "rl_vs_aide": paired(final["aide"], final["default"], better),
             "duration": paired(
                 _by_seed(runs, "no_duration", task, "exec_mix_s_second_half"),
@@ -531,6 +545,15 @@ def plot(
                     if b["task"] == task and b["method"] == "initial_bon"
                 ],
                 "tab:green",
+            ),
+            (
+                "best-of-N from scratch only, initial policy",
+                [
+                    b["curve"]
+                    for b in baselines
+                    if b["task"] == task and b["method"] == "scratch_bon"
+                ],
+                "tab:olive",
             ),
             (
                 "AIDE, initial policy",

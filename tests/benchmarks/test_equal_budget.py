@@ -199,3 +199,18 @@ def test_an_unknown_baseline_is_refused_before_anything_runs(tmp_path, capsys):
             ]
         )
     assert "unknown baseline 'mcts'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("method", "flags"),
+    [("initial_bon", []), ("scratch_bon", ["--scratch-only"]), ("aide", ["--aide"])],
+)
+def test_each_baseline_launches_mlerl_eval_with_its_flag(tmp_path, monkeypatch, method, flags):
+    seen = []
+    monkeypatch.setattr(eb.subprocess, "run", lambda cmd, **kw: seen.append(cmd))
+    eb.launch(tmp_path, "/policy", method, 4, 257)
+    (cmd,) = seen
+    assert cmd[1:] == [
+        "eval", "--model", "/policy", "--run", str(tmp_path), "--k", "257", "--seeds", "1",
+        "--first-seed", "4", "--out", str(tmp_path / f"equal_budget_{method}.json"), *flags,
+    ]  # fmt: skip

@@ -156,7 +156,11 @@ FINAL = {
     "no_partial_credit": (0.041,) * 3,
     "no_improve": (0.044, 0.041, 0.040),
 }
-BASE = {"initial_bon": (0.045, 0.046, 0.047), "aide": (0.038, 0.040, 0.037)}
+BASE = {
+    "initial_bon": (0.045, 0.046, 0.047),
+    "aide": (0.038, 0.040, 0.037),
+    "scratch_bon": (0.041, 0.040, 0.041),
+}
 EXEC_V1 = {"default": (6.0, 7.0, 8.0), "no_duration": (4.0, 4.0, 5.0)}  # second half (version 1)
 VALID_V = {
     "no_partial_credit": ((False, True), (False, False), (True, True))
@@ -270,6 +274,10 @@ def test_no_launch_aggregates_a_three_seed_grid_with_hand_derived_verdicts(tmp_p
         "se"
     ] == pytest.approx(1 / 3000)
     assert f["rl_vs_aide"]["verdict"] == "not reproduced"
+    # 1c: scratch-only best-of-N - RL = 0.001, -0.001, 0.002: mean 2/3000, s.e. sqrt(7)/3000
+    assert f["rl_vs_scratch_best_of_n"]["mean"] == pytest.approx(2 / 3000)
+    assert f["rl_vs_scratch_best_of_n"]["se"] == pytest.approx(math.sqrt(7) / 3000)
+    assert f["rl_vs_scratch_best_of_n"]["verdict"] == "within noise"
     # 2: typical time, second half: 6-4, 7-4, 8-5 = 2, 3, 3: mean 8/3, s.e. 1/3
     assert f["duration"]["mean"] == pytest.approx(8 / 3) and f["duration"]["se"] == pytest.approx(
         1 / 3
@@ -452,6 +460,7 @@ def test_a_sitting_launches_only_what_is_missing_and_survives_a_failed_job(
         ("train", "no_improve", f"resume={pm.run_dir_of(runs, TASK, 'no_improve', 3)}"),
         ("initial_bon", 4, 6),
         ("aide", 4, 6),
+        ("scratch_bon", 4, 6),
     ]
     result = json.loads((out / "paper_miniature.json").read_text())
     assert len(result["failed_launches"]) == 1 and "no_improve" in result["failed_launches"][0]

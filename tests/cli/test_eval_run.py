@@ -99,3 +99,23 @@ def test_a_bad_run_config_names_the_key(tmp_path, seen, capsys):
     with pytest.raises(SystemExit) as info:
         _eval.main(["--model", str(tmp_path / "model"), "--run", str(tmp_path / "run")])
     assert info.value.code == 2 and "tasks.ids" in capsys.readouterr().err
+
+
+def test_scratch_only_keeps_the_runs_actor_settings_but_never_improves(
+    tmp_path, monkeypatch, capsys
+):
+    bases = []
+    monkeypatch.setattr(_eval, "evaluate_over_seeds", lambda *a, **kw: bases.append(kw["base"]))
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    train = validate(_compose(["transport.curve=false", "actors.temperature=0.7"]))
+    _write_run_config(train, tmp_path, tmp_path / "data", str(tmp_path / "model"))
+    argv = ["--model", str(tmp_path / "model"), "--run", str(tmp_path)]
+    assert _eval.main(argv) == 0 and _eval.main([*argv, "--scratch-only"]) == 0
+    mixed, scratch = bases
+    assert mixed.improvement.improve_prob == 0.5 and scratch.improvement.improve_prob == 0.0
+    assert scratch.temperature == mixed.temperature == 0.7
+    assert scratch.prompts == mixed.prompts
+    with pytest.raises(SystemExit) as info:
+        _eval.main([*argv, "--scratch-only", "--aide"])
+    assert info.value.code == 2 and "--scratch-only" in capsys.readouterr().err

@@ -180,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run the AIDE baseline with the policy (K executions per task) instead of best-of-K",
     )
     parser.add_argument(
+        "--scratch-only",
+        action="store_true",
+        help="best-of-K from scratch prompts only (improve_prob 0) instead of the run's mix of "
+        "scratch and improve prompts",
+    )
+    parser.add_argument(
         "--public-fraction",
         type=float,
         default=None,
@@ -205,6 +211,11 @@ def main(argv: list[str] | None = None) -> int:
             base = load_section(ActorsConfig, path, "actors")
         except (ConfigError, OSError) as exc:
             parser.error(f"--run {args.run}: {exc}")
+    if args.scratch_only:
+        if args.aide:
+            parser.error("--scratch-only is a best-of-K option; AIDE chooses its own prompts")
+        improvement = dataclasses.replace(base.improvement, improve_prob=0.0)
+        base = dataclasses.replace(base, improvement=improvement)
     fraction = run_tasks.public_fraction
     if args.public_fraction is not None:
         if not 0.0 < args.public_fraction <= 1.0:
