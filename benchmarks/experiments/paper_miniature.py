@@ -309,8 +309,9 @@ def policy_fingerprint(run_dir: Path, report: dict[str, Any]) -> str | None:
     """The first 16 hex digits of the sha256 of the run's initial policy weights, or None where
     neither the weights nor a recorded fingerprint are there. Two builds of the same
     configuration need not be one policy (the revision programs' measured scores enter the
-    corpus, and some of those programs are not seeded), so runs are compared only with runs of the same initial policy. Written into
-    the run dir (and so into the archive) the first time it is computed."""
+    corpus, and some of those programs are not seeded), so runs are compared only with runs of
+    the same initial policy. Written into the run dir (and so into the archive) the first time
+    it is computed."""
     import hashlib
 
     recorded = run_dir / "policy_fingerprint"
