@@ -118,6 +118,11 @@ ARMS: dict[str, list[str]] = {
 # the paper's best-of-N, which is the stronger baseline while the initial policy's revisions
 # rarely run
 BASELINES = ("initial_bon", "aide", "scratch_bon")
+BASELINE_STYLE = {  # the figure's label and colour of each baseline
+    "initial_bon": ("best-of-N, initial policy", "tab:green"),
+    "scratch_bon": ("best-of-N from scratch only, initial policy", "tab:olive"),
+    "aide": ("AIDE, initial policy", "tab:red"),
+}
 JOBS = (*ARMS, *BASELINES)  # what --arms picks from
 # What a finished run leaves that the aggregation reads: packed per run into --archive, so a grid
 # built over sittings on fresh machines (nothing under --runs-dir survives) keeps its runs.
@@ -538,28 +543,13 @@ def plot(
         ax = row[0]
         for name, curves, colour in (
             ("RL (training, then best-of-K)", [r["rl_curve"] for r in arm("default")], "tab:blue"),
-            (
-                "best-of-N, initial policy",
-                [
-                    b["curve"]
-                    for b in baselines
-                    if b["task"] == task and b["method"] == "initial_bon"
-                ],
-                "tab:green",
-            ),
-            (
-                "best-of-N from scratch only, initial policy",
-                [
-                    b["curve"]
-                    for b in baselines
-                    if b["task"] == task and b["method"] == "scratch_bon"
-                ],
-                "tab:olive",
-            ),
-            (
-                "AIDE, initial policy",
-                [b["curve"] for b in baselines if b["task"] == task and b["method"] == "aide"],
-                "tab:red",
+            *(
+                (
+                    label,
+                    [b["curve"] for b in baselines if b["task"] == task and b["method"] == m],
+                    colour,
+                )
+                for m, (label, colour) in BASELINE_STYLE.items()
             ),
         ):
             xs, ys = _mean_curves(curves)
@@ -826,13 +816,14 @@ def restore_runs(
                 if made_with != settings:
                     refused.append(f"{src.name}: made with {made_with}, this grid is {settings}")
                     continue
-                missing = [n for n in files if not (run_dir / n).is_file()]
-                if (run_dir / "report.json").is_file() and not any(
-                    n.startswith("equal_budget_") for n in missing
-                ):
-                    continue
                 if (run_dir / "report.json").is_file():  # a finished run: add its baselines only
-                    files = {n: files[n] for n in missing if n.startswith("equal_budget_")}
+                    files = {
+                        n: data
+                        for n, data in files.items()
+                        if n.startswith("equal_budget_") and not (run_dir / n).is_file()
+                    }
+                if not files:
+                    continue
                 run_dir.mkdir(parents=True, exist_ok=True)
                 for name, data in files.items():
                     (run_dir / name).write_bytes(data)

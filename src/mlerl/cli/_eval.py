@@ -198,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--k and --seeds must be >= 1")
     if args.first_seed < 0:
         parser.error("--first-seed must be >= 0")
+    if args.scratch_only and args.aide:
+        parser.error("--scratch-only is a best-of-K option; AIDE chooses its own prompts")
     if not (Path(args.model) / "config.json").is_file():
         parser.error(f"--model {args.model} is not a Hugging Face model directory")
     from mlerl.actors import ActorsConfig
@@ -212,8 +214,6 @@ def main(argv: list[str] | None = None) -> int:
         except (ConfigError, OSError) as exc:
             parser.error(f"--run {args.run}: {exc}")
     if args.scratch_only:
-        if args.aide:
-            parser.error("--scratch-only is a best-of-K option; AIDE chooses its own prompts")
         improvement = dataclasses.replace(base.improvement, improve_prob=0.0)
         base = dataclasses.replace(base, improvement=improvement)
     fraction = run_tasks.public_fraction
