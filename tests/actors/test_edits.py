@@ -198,6 +198,22 @@ def test_a_misquoted_assignment_still_names_the_one_line_that_assigns_it():
         apply_edits(LOOP, [(["    model = A()", "    model.fit(X, y)"], ["    model = B()"])])
 
 
+def test_a_misquoted_assignment_replaced_by_another_name_names_no_place():
+    """Seen in RL (issue 40): a misquoted ``PARAMS = ...`` search with a ``PRODUCTS = ...``
+    replacement would overwrite the program's only PARAMS line; the program then died with a
+    NameError. The anchor holds only while the replacement still assigns the same name."""
+    block = 'ONE_HOT = ["spacegroup"]\nPRODUCTS = []\nPARAMS = {"alpha": 1.0}\nprint(PARAMS)\n'
+    other = [(['PARAMS = {"n_estimators": 100}'], ['PRODUCTS = ["a*b"]'])]
+    with pytest.raises(EditError, match="not found"):
+        apply_edits(block, other)
+    with pytest.raises(EditError, match="not found"):  # a deletion names no place either
+        apply_edits(block, [(['ONE_HOT = ["sg"]'], [])])
+    same = [(['PARAMS = {"n_estimators": 100}'], ["# more capacity", 'PARAMS = {"alpha": 10.0}'])]
+    assert apply_edits(block, same) == block.replace(
+        'PARAMS = {"alpha": 1.0}', '# more capacity\nPARAMS = {"alpha": 10.0}'
+    )
+
+
 def test_a_misquoted_import_adds_the_new_import_after_the_last_one():
     edits = [
         (

@@ -110,6 +110,32 @@ def test_a_program_prints_a_hold_out_score_per_target_and_writes_a_valid_submiss
     assert report.valid_submission, report.error
 
 
+@pytest.mark.parametrize(
+    "model,params",
+    [
+        ('"random_forest"', '{"n_estimators": 20, "max_depth": None}'),
+        ('"mlp"', '{"hidden_layer_sizes": (8,), "max_iter": 50}'),
+    ],
+)
+def test_a_program_of_a_randomised_family_writes_the_same_submission_on_every_run(
+    views, model, params, tmp_path
+):
+    """Revisions are measured by running programs and RL compares their scores: a forest or a
+    network must not score differently from one run to the next."""
+    view = _view(views, MATERIALS)
+    settings = S.draw(view, random.Random(3)).replace("MODEL", model).replace("PARAMS", params)
+    (tmp_path / "input").symlink_to(view.task.public_dir)
+    (tmp_path / "p.py").write_text(S.code(view, settings))
+    outputs = []
+    for _ in range(2):
+        run = subprocess.run(
+            [sys.executable, "p.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, run.stderr
+        outputs.append((run.stdout, (tmp_path / "submission.csv").read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
 def test_the_held_out_predicates_take_any_settings_block(views):
     """A policy's answer may miss lines: the predicates then say False, they do not raise."""
     for task_id in (MATERIALS, INSULTS):

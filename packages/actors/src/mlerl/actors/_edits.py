@@ -81,7 +81,9 @@ def _anchor(
     (start, end, replacement) or None.
 
     - one assignment line (``    model = Ridge(alpha=1.0)``): the program's only line that
-      assigns the same target at the same indentation (``    model = ...``);
+      assigns the same target at the same indentation (``    model = ...``), when the
+      replacement assigns that target too (a replacement that assigns another name would
+      silently delete the line it lands on: the program then dies on the name it lost);
     - import lines only, replaced by import lines only: the new imports go after the program's
       last top-level import (an import the program lacks is nothing to replace).
     A small policy quotes the line it means to change imperfectly far more often than it
@@ -89,7 +91,8 @@ def _anchor(
     if len(want) == 1 and (m := _ASSIGN.match(want[0])):
         prefix = re.compile(rf"^{re.escape(m.group(1))}{re.escape(m.group(2))}\s*=(?!=)")
         hits = [j for j, line in enumerate(lines) if prefix.match(line)]
-        return (hits[0], hits[0] + 1, replace) if len(hits) == 1 else None
+        keeps_name = any(prefix.match(r) for r in replace)
+        return (hits[0], hits[0] + 1, replace) if len(hits) == 1 and keeps_name else None
     if all(_IMPORT.match(w) for w in want) and replace and all(_IMPORT.match(r) for r in replace):
         last = max((j for j, line in enumerate(lines) if _IMPORT.match(line)), default=-1)
         new = [r for r in replace if r.rstrip() not in {line.rstrip() for line in lines}]

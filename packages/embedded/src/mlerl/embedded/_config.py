@@ -10,7 +10,7 @@ from pathlib import Path
 from mlerl.actors import PromptConfig
 from mlerl.protocol import check
 
-BOOTSTRAP_VERSION = 9
+BOOTSTRAP_VERSION = 10
 """Part of the cache key: bump it when the corpus generator or the training code changes."""
 
 

@@ -11,10 +11,11 @@ once, in a block of settings right after a fixed import block that names every f
     PARAMS = {"n_estimators": 400, "learning_rate": 0.05, "num_leaves": 15}
 
 The body (features, a 20 % hold-out scored per target and printed, as a Kaggle solution does,
-a refit on all rows, the submission) is a pure function of the task, so programs differ only
-in their settings: a drafted program composes decisions, and a revision is an edit of a line
-or two. Tabular tasks (regression, binary, class probabilities, labels) and text tasks (TF-IDF)
-have this shape; image and span tasks keep the legacy generator (`_programs`).
+a refit on all rows, the submission, the model seeded wherever it takes a `random_state`) is a
+pure function of the task, so programs differ only in their settings: a drafted program
+composes decisions, and a revision is an edit of a line or two. Tabular tasks (regression,
+binary, class probabilities, labels) and text tasks (TF-IDF) have this shape; image and span
+tasks keep the legacy generator (`_programs`).
 
 `HELD_OUT` names, per designed task, the combination of decisions the best known
 configuration makes; the corpus never contains a draft that makes all of them, so reaching it
@@ -282,12 +283,16 @@ def render(view: TaskView, s: Settings) -> list[tuple[str, tuple[str, ...]]]:
             "X = features(train)\n"
             "X_test = features(test).reindex(columns=X.columns, fill_value=0)"
         )
-    model = (
+    seeded = (  # a seeded model: the same program gives the same submission on every run
         "def make_model():\n"
         "    model = FAMILIES[MODEL](**PARAMS)\n"
+        '    if "random_state" in model.get_params():\n'
+        "        model.set_params(random_state=0)\n"
+    )
+    model = seeded + (
         f"    return make_pipeline(StandardScaler(), model) if MODEL in {scaled!r} else model"
         if scaled
-        else "def make_model():\n    return FAMILIES[MODEL](**PARAMS)"
+        else "    return model"
     )
     score, label = _score_expr(view)
     log = view.problem == "regression" and view.modality != "text"
