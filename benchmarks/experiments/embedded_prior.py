@@ -40,7 +40,7 @@ BEST: dict[str, tuple[tuple[str, str], ...]] = {
         ("ONE_HOT", "['spacegroup']"),
         (
             "PRODUCTS",
-            "['number_of_total_atoms*percent_atom_al', 'number_of_total_atoms*percent_atom_ga']",
+            "['lattice_vector_1_ang*lattice_vector_2_ang', 'percent_atom_in*lattice_vector_3_ang']",
         ),
         ("MODEL", '"lightgbm"'),
         (

@@ -55,7 +55,7 @@ def test_the_held_out_combination_is_never_drafted(views):
         view = _view(views, task_id)
         programs = S.drafts(view, random.Random(1), 300)
         assert not any(S.held_out(view, p.choices) for p in programs)
-        drawn = [S.draw(view, random.Random(i)) for i in range(400)]
+        drawn = [S.draw(view, random.Random(i)) for i in range(4000)]
         assert any(S.held_out(view, s) for s in drawn)  # the generator alone would write it
 
 
@@ -142,3 +142,30 @@ def test_the_held_out_predicates_take_any_settings_block(views):
         view = _view(views, task_id)
         assert not S.held_out(view, S.Settings(()))
         assert not S.held_out(view, S.Settings((("LOG_TARGET", "True"),)))
+
+
+def test_the_materials_predicate_is_a_log_target_lightgbm_and_the_basal_area_product(views):
+    view = _view(views, MATERIALS)
+    best = S.Settings(
+        (
+            ("LOG_TARGET", "True"),
+            ("ONE_HOT", "[]"),
+            (
+                "PRODUCTS",
+                "['percent_atom_al*percent_atom_in', 'lattice_vector_1_ang*lattice_vector_2_ang']",
+            ),
+            ("MODEL", '"lightgbm"'),
+            ("PARAMS", '{"n_estimators": 50}'),
+        )
+    )
+    assert S.held_out(view, best)
+    swapped = "['lattice_vector_2_ang*lattice_vector_1_ang']"
+    assert S.held_out(view, best.replace("PRODUCTS", swapped))  # either order names the product
+    assert not S.held_out(
+        view, best.replace("PRODUCTS", "['lattice_vector_1_ang*lattice_vector_3_ang']")
+    )
+    assert not S.held_out(view, best.replace("LOG_TARGET", "False"))
+    assert not S.held_out(view, best.replace("MODEL", '"hist_gb"'))
+    assert not S.held_out(
+        view, best.replace("PRODUCTS", "['lattice_vector_1_ang*lattice_")
+    )  # broken
