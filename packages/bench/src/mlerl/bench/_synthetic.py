@@ -403,7 +403,7 @@ that reads the number as a quantity (a linear model, a shallow tree) misses most
 one-hot (or target) encoding recovers it."""
 
 
-def materials(n: int, seed: int) -> pd.DataFrame:
+def materials(n: int, seed: int, *, wave: float = 0.2, period: float = 6.0) -> pd.DataFrame:
     """Synthetic transparent conductors: composition, lattice, 2 positive targets.
 
     Built so that several independent modelling decisions each move the score (measured in
@@ -419,7 +419,10 @@ def materials(n: int, seed: int) -> pd.DataFrame:
       vectors, about nine periods over its range, data version 3): a model given that product
       as a feature fits it with a few dozen splits, one given the two vectors apart cannot
       from 600 rows. One product of the 28 a program may add is therefore worth a third of
-      the score (a rare decision: measured in docs/experiments/embedded-testbed.md, section 8);
+      the score (a rare decision: measured in docs/experiments/embedded-testbed.md, section 8;
+      ``wave`` is the log band gap's amplitude, a tenth of it the formation energy's, and
+      ``period`` the period in square angstroms: ``benchmarks/experiments/materials_wave.py``
+      compares other values);
     - label noise is small next to these effects, so capacity (boosting rounds, depth) keeps
       paying until the model has found them.
     """
@@ -433,7 +436,7 @@ def materials(n: int, seed: int) -> pd.DataFrame:
     c = 9 + 6 * rng.random(n)
     per_atom = a * b * c / natoms  # (n,): volume per atom, 4-45
     sg = SPACEGROUP_EFFECT[sg_idx]
-    wave = np.sin(2 * np.pi * a * b / 6.0)  # (n,): the basal area's oscillation, 22-75 A^2
+    basal = np.sin(2 * np.pi * a * b / period)  # (n,): the basal area's oscillation, 22-75 A^2
     log_gap = (
         -0.6
         + 2.2 * al**1.3
@@ -442,7 +445,7 @@ def materials(n: int, seed: int) -> pd.DataFrame:
         + sg
         - 1.0 * np.log(per_atom / 12)
         + 2.0 * al * in_
-        + 0.2 * wave
+        + wave * basal
         + rng.normal(0, 0.04, n)
     )
     bandgap = np.exp(log_gap)
@@ -453,7 +456,7 @@ def materials(n: int, seed: int) -> pd.DataFrame:
         + 0.12 * sg
         + 0.08 * np.log(per_atom / 12)
         + 0.01 * np.sin(c)
-        + 0.02 * wave
+        + wave / 10 * basal
         + rng.normal(0, 0.012, n)
     )
     return pd.DataFrame(
