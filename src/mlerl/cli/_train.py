@@ -177,14 +177,16 @@ def _prepare_tasks(train: TrainConfig, progress: Progress) -> Path:
             task = registry.get(task_id)
         except TaskError as exc:
             raise ConfigError("tasks.ids", str(exc)) from None
-        if not (task.private_dir.is_dir() and task.public_dir.is_dir()):
+        if not task.is_prepared():  # missing, or a stand-in built from another data version
+            stale = task.private_dir.is_dir() and task.public_dir.is_dir()
+            state = "was prepared from another data version" if stale else "is not prepared"
             if not train.tasks.prepare:
                 raise ConfigError(
                     "tasks.ids",
-                    f"{task_id} is not prepared under {data_dir} "
+                    f"{task_id} {state} under {data_dir} "
                     "(run `mlerl tasks prepare` or set tasks.prepare=true)",
                 )
-            progress.say(f"preparing {task_id} in {data_dir}")
+            progress.say(f"preparing {task_id} in {data_dir}" + (" (stale)" if stale else ""))
             prepare(task_id, data_dir)
     return data_dir
 
