@@ -3,9 +3,9 @@
 ``python benchmarks/experiments/materials_wave.py [--waves 0.2,0.35] [--periods 6] [--draws 256]
 [--work-dir /tmp/materials_wave] [--name materials_wave]``
 
-For each (amplitude, period) it prepares ``standin-materials-rmsle-tiny`` from
-`mlerl.bench._synthetic.materials` with that ``wave`` and ``period`` (amplitude 0: data version
-2's targets), then runs in the sandbox and grades on both halves:
+For each (amplitude, period) it prepares a variant of ``standin-materials-rmsle-tiny`` whose
+task.yaml passes that ``wave`` and ``period`` to the generator (``extra.generator``; amplitude
+0: data version 2's targets), then runs in the sandbox and grades on both halves:
 
 - one decision at a time from a strong configuration (log1p, one-hot spacegroup, the basal-area
   product, LightGBM 800 rounds): what each decision is worth on that data;
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -79,20 +79,33 @@ def best_of(valid: list[dict], n: int, reps: int = 50) -> float:
     return sum(picks) / len(picks)
 
 
+def variant_tasks_dir(wave: float, period: float, dest: Path) -> Path:
+    """A tasks dir holding the task with its generator's options in ``extra.generator`` (a
+    task variant: `mlerl.bench.prepare` passes them to the generator and stamps them)."""
+    import yaml
+
+    from mlerl.bench import Registry
+
+    builtin = Registry.load().get(TASK).task_dir
+    task_dir = dest / TASK
+    shutil.rmtree(task_dir, ignore_errors=True)
+    shutil.copytree(builtin, task_dir)
+    raw = yaml.safe_load((task_dir / "task.yaml").read_text(encoding="utf-8"))
+    raw["extra"]["generator"] = {"wave": wave, "period": period}
+    (task_dir / "task.yaml").write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return dest
+
+
 def one(wave: float, period: float, draws: int, work: Path) -> dict:
-    import mlerl.bench._synthetic as syn
     from mlerl.bench import Registry, prepare
     from mlerl.embedded import Settings, draw_settings, settings_code, task_views
 
-    original = syn.materials
-    syn.materials = functools.partial(original, wave=wave, period=period)
-    data = work / f"wave{wave}_period{period}"
-    try:
-        prepare(TASK, data, force=True)
-    finally:
-        syn.materials = original
-    task = Registry.load(data_dir=data).get(TASK)
-    view = task_views(data, [TASK])[0]
+    name = f"wave{wave}_period{period}"
+    tasks = variant_tasks_dir(wave, period, work / name / "tasks")
+    data = work / name / "data"
+    prepare(TASK, data, tasks_dir=tasks)
+    task = Registry.load(tasks_dir=tasks, data_dir=data).get(TASK)
+    view = task_views(data, [TASK], tasks_dir=tasks)[0]
     changes = decision_settings(Settings)
     rng = random.Random("materials_wave:0")
     drawn = [draw_settings(view, rng) for _ in range(draws)]

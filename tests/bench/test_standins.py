@@ -90,3 +90,34 @@ def test_a_stale_prepared_standin_is_rebuilt(tmp_path):
     assert not task.is_prepared()
     again = prepare("standin-materials-rmsle-tiny", tmp_path)
     assert again.is_prepared()
+
+
+def test_a_task_variant_passes_its_generator_options_and_stamps_them(tmp_path):
+    """A tasks dir may redefine a stand-in with `extra.generator` (the materials generator's
+    wave amplitude here): the data differ from the built-in task's, the stamp records the
+    options, and an option the generator does not take is a TaskError naming it."""
+    import shutil
+
+    import yaml
+
+    from mlerl.bench import TaskError
+
+    task_id = "standin-materials-rmsle-tiny"
+    builtin = prepare(task_id, tmp_path / "builtin")
+
+    def variant(generator, name):
+        task_dir = tmp_path / name / "tasks" / task_id
+        shutil.copytree(builtin.task_dir, task_dir)
+        raw = yaml.safe_load((task_dir / "task.yaml").read_text(encoding="utf-8"))
+        raw["extra"]["generator"] = generator
+        (task_dir / "task.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+        return task_dir.parent
+
+    tasks = variant({"wave": 0.0}, "flat")
+    flat = prepare(task_id, tmp_path / "flat" / "data", tasks_dir=tasks)
+    assert flat.is_prepared() and '"wave": 0.0' in flat.stamp_path.read_text()
+    assert flat.answers_path.read_bytes() != builtin.answers_path.read_bytes()
+    # the built-in definition sees the variant's data as stale, and the variant sees its own
+    assert not Registry.load(data_dir=tmp_path / "flat" / "data").get(task_id).is_prepared()
+    with pytest.raises(TaskError, match="bad extra.generator"):
+        prepare(task_id, tmp_path / "bad" / "data", tasks_dir=variant({"wav": 1}, "bad"))

@@ -74,7 +74,12 @@ def prepare(
             if found is None:
                 raise TaskError(f"{task.id} is marked standin but has no builder")
             builder, rows = found
-            _write_built(builder(rows, int(task.extra.get("seed", 0))), task, tmp)
+            generator = task.extra.get("generator") or {}  # a variant's generator options
+            try:
+                built = builder(rows, int(task.extra.get("seed", 0)), **generator)
+            except TypeError as exc:
+                raise TaskError(f"{task.id}: bad extra.generator {generator!r} ({exc})") from None
+            _write_built(built, task, tmp)
             (tmp / "prepared" / "standin.json").write_text(task.stamp(), encoding="utf-8")
         else:
             if raw_dir is None:

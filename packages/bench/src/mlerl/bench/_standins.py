@@ -214,8 +214,11 @@ def insults_auc(rows: int | None, seed: int = SEED, test_size: float = TEST_SIZE
 MATERIAL_TARGETS = ["formation_energy_ev_natom", "bandgap_energy_ev"]
 
 
-def materials_rmsle(rows: int | None, seed: int = SEED, test_size: float = TEST_SIZE) -> Built:
-    frame = syn.materials(rows or 3000, seed)
+def materials_rmsle(
+    rows: int | None, seed: int = SEED, test_size: float = TEST_SIZE, **generator: float
+) -> Built:
+    """``generator``: `_synthetic.materials`'s options (a task.yaml's ``extra.generator``)."""
+    frame = syn.materials(rows or 3000, seed, **generator)
     tr, te = _split(frame, seed, None, test_size)
     te = te.sort_values("id").reset_index(drop=True)  # positional grading: keep a stable order
     sample = te[["id"]].assign(formation_energy_ev_natom=0.1779, bandgap_energy_ev=1.8892)

@@ -159,18 +159,21 @@ def default_task_ids(data_dir: Path | None = None) -> list[str]:
     return [t for t in registry.ids(kind="standin") if t.endswith("-tiny")]
 
 
-def task_views(data_dir: Path, task_ids: list[str] | None = None) -> list[TaskView]:
-    """Views of `task_ids` (default: `default_task_ids`), preparing their data as needed."""
+def task_views(
+    data_dir: Path, task_ids: list[str] | None = None, tasks_dir: Path | None = None
+) -> list[TaskView]:
+    """Views of `task_ids` (default: `default_task_ids`), preparing their data as needed;
+    `tasks_dir` adds task definitions to the built-in ones (`mlerl.bench.Registry`)."""
     from mlerl.bench import Registry, prepare
 
-    registry = Registry.load(data_dir=data_dir)
+    registry = Registry.load(tasks_dir=tasks_dir, data_dir=data_dir)
     ids = task_ids if task_ids is not None else default_task_ids(data_dir)
     views = []
     for task_id in ids:
         spec = registry.get(task_id)
         public = Path(spec.public_dir)
         if not spec.is_prepared():
-            prepare(task_id, data_dir)
+            prepare(task_id, data_dir, tasks_dir=tasks_dir)
         views.append(
             view_from_public_dir(
                 task_id,
