@@ -119,5 +119,5 @@ def test_a_task_variant_passes_its_generator_options_and_stamps_them(tmp_path):
     assert flat.answers_path.read_bytes() != builtin.answers_path.read_bytes()
     # the built-in definition sees the variant's data as stale, and the variant sees its own
     assert not Registry.load(data_dir=tmp_path / "flat" / "data").get(task_id).is_prepared()
-    with pytest.raises(TaskError, match="bad extra.generator"):
+    with pytest.raises(TaskError, match=r"bad extra\.generator"):
         prepare(task_id, tmp_path / "bad" / "data", tasks_dir=variant({"wav": 1}, "bad"))
