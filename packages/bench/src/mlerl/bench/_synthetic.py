@@ -418,7 +418,7 @@ def materials(n: int, seed: int, *, wave: float = 0.2, period: float = 6.0) -> p
     - both targets oscillate with the basal cell area (the product of the first two lattice
       vectors, about nine periods over its range, data version 3): a model given that product
       as a feature fits it with a few dozen splits, one given the two vectors apart cannot
-      from 600 rows. One product of the 28 a program may add is therefore worth a third of
+      from 600 rows. One product of the 28 a program may add is therefore worth about a quarter of
       the score (a rare decision: measured in docs/experiments/embedded-testbed.md, section 8;
       ``wave`` is the log band gap's amplitude, a tenth of it the formation energy's, and
       ``period`` the period in square angstroms: ``benchmarks/experiments/materials_wave.py``
