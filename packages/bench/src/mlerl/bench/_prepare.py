@@ -78,6 +78,8 @@ def prepare(
             try:
                 built = builder(rows, int(task.extra.get("seed", 0)), **generator)
             except TypeError as exc:
+                if not generator:  # a builder's own bug, not the task's options
+                    raise
                 raise TaskError(f"{task.id}: bad extra.generator {generator!r} ({exc})") from None
             _write_built(built, task, tmp)
             (tmp / "prepared" / "standin.json").write_text(task.stamp(), encoding="utf-8")
