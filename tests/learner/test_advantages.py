@@ -143,3 +143,48 @@ def test_group_baselines_of_a_pair_after_a_singleton():
 def test_terminal_reward_of_a_first_token_before_two_pads():
     tr = terminal_rewards(torch.tensor([4.0]), torch.tensor([[1.0, 0.0, 0.0]]))
     assert tr.tolist() == [[4.0, 0.0, 0.0]]
+
+
+def test_validity_strata_compare_working_programs_at_their_own_scale():
+    # One failure (-9.8) and three valid programs. Between strata, a 1-vs-3 split of a GRPO
+    # group is -sqrt(3) for the one and +1/sqrt(3) for the three; within the valid stratum,
+    # (-0.02, 0, +0.02) over its population std 0.02*sqrt(2/3) is -sqrt(1.5), 0, +sqrt(1.5);
+    # the failure's stratum of one adds 0.
+    rewards = torch.tensor([-9.8, 0.75, 0.77, 0.79])
+    got = group_advantages(
+        rewards,
+        ["g"] * 4,
+        AdvantageEstimator.grpo,
+        std_normalise=True,
+        std_floor=0.01,
+        strata=[False, True, True, True],
+    )
+    s3, s15 = 3**0.5, 1.5**0.5
+    want = torch.tensor([-s3, 1 / s3 - s15, 1 / s3, 1 / s3 + s15])
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=0)
+    # unstratified, the same group's valid programs differ by 0.02 / 4.577 = 0.0044 apiece
+    flat = group_advantages(
+        rewards, ["g"] * 4, AdvantageEstimator.grpo, std_normalise=True, std_floor=0.01
+    )
+    assert float(flat[3] - flat[2]) == pytest.approx(0.02 / 4.5770, abs=1e-4)
+
+
+def test_strata_leave_a_single_stratum_group_unchanged_and_apply_to_rloo():
+    rewards = torch.tensor([0.0, 1.0, 3.0, 5.0, 2.0, 4.0])
+    groups = ["a", "a", "a", "a", "b", "b"]
+    one = group_advantages(
+        rewards[4:], groups[4:], AdvantageEstimator.grpo, std_normalise=True, strata=[1, 1]
+    )
+    torch.testing.assert_close(one, torch.tensor([-1.0, 1.0]), atol=1e-5, rtol=0)
+    # RLOO in group a, strata {0, 1} and {3, 5}: stratum means 0.5 and 4 around 2.25 give
+    # 4/3 * -1.75 = -7/3 and +7/3 between; within, 2 * (r - mean): -1, +1 and -2, +2
+    got = group_advantages(rewards, groups, AdvantageEstimator.rloo, strata=[0, 0, 1, 1, 0, 0])
+    want = torch.tensor([-10 / 3, -4 / 3, 1 / 3, 13 / 3, -2.0, 2.0])
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+
+
+def test_strata_must_name_every_sample():
+    with pytest.raises(ValueError, match="3 strata for 2 samples"):
+        group_advantages(
+            torch.zeros(2), ["g", "g"], AdvantageEstimator.grpo, strata=[True, True, False]
+        )

@@ -279,3 +279,36 @@ def test_improve_group_task_gives_lone_revisions_a_baseline_and_leaves_scratch_g
     assert m["task"]["split/kind/scratch/adv_std"] == pytest.approx(5.25, rel=1e-5)
     with pytest.raises(ConfigError, match="improve_group"):
         LearnerConfig(improve_group="parent")
+
+
+def test_validity_strata_reach_the_update_from_the_config(make_sample, tiny_model):
+    # learner.advantage_strata=validity: a scratch group of one failure and three valid programs.
+    # Unstratified, GRPO with std gives advantages of population std 1; stratified they are
+    # (-sqrt 3, 1/sqrt 3 - sqrt 1.5, 1/sqrt 3, 1/sqrt 3 + sqrt 1.5), mean 0, variance
+    # (3 + 3 * 1/3 + 2 * 1.5) / 4 = 7/4 (tests/learner/test_advantages.py derives them).
+    samples = [
+        msgspec.structs.replace(
+            make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7], valid_submission=r > 0
+        )
+        for i, r in enumerate((-9.8, 0.75, 0.77, 0.79))
+    ]
+    base = dict(
+        BASE,
+        batch_size=4,
+        micro_batch_size=4,
+        advantage="grpo",
+        critic="none",
+        duration_weighting="none",
+        grpo_std=True,
+        grpo_std_floor=0.01,
+    )
+    m = {
+        strata: Learner(LearnerConfig(**base, advantage_strata=strata), tiny_model()).update(
+            samples
+        )
+        for strata in ("none", "validity")
+    }
+    assert m["none"]["split/kind/scratch/adv_std"] == pytest.approx(1.0, rel=1e-4)
+    assert m["validity"]["split/kind/scratch/adv_std"] == pytest.approx(1.75**0.5, rel=1e-4)
+    with pytest.raises(ConfigError, match="advantage_strata"):
+        LearnerConfig(advantage_strata="score")

@@ -89,6 +89,16 @@ class ImproveGroup(str, enum.Enum):
     (``actors.improvement.revisions``) share it."""
 
 
+class Strata(str, enum.Enum):
+    none = "none"
+    """A group's samples are compared with each other whatever they are."""
+    validity = "validity"
+    """Samples with and without a valid submission form two strata of each group: the strata are
+    ranked against each other, and the samples of each stratum among themselves at that
+    stratum's own scale (``group_advantages``), so one failure in a group does not mute the
+    differences between its working programs."""
+
+
 class BatchPolicy(str, enum.Enum):
     first_completed = "first_completed"
     """The paper's Algorithm 1: the B samples that completed first; later ones wait."""
@@ -154,6 +164,9 @@ class LearnerConfig:
     Task-dependent (the reward is the task's metric); batch whitening (``normalize_advantages``)
     rescales the batch afterwards and undoes it, so use it without whitening."""
     improve_group: ImproveGroup = ImproveGroup.task
+    advantage_strata: Strata = Strata.none
+    """With a group baseline (``grpo``/``rloo``): split each group into strata (``validity``: a
+    valid submission or not) and add a within-stratum advantage to the strata's ranking."""
     """With a group baseline (``grpo``/``rloo``): the group of an IMPROVE sample (issue 28).
     ``task`` by default, so a revision used once is not a group of one with advantage 0; over
     held-out seeds 3-5 it scored the same as ``prompt`` (docs/experiments/improve-group.md)."""
@@ -285,4 +298,5 @@ _ENUM_FIELDS: dict[str, type[enum.Enum]] = {
     "loss_agg": LossAgg,
     "duration_weighting": DurationWeighting,
     "improve_group": ImproveGroup,
+    "advantage_strata": Strata,
 }

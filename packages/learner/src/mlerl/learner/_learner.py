@@ -44,6 +44,7 @@ from mlerl.learner._config import (
     LearnerConfig,
     LossAgg,
     RatioBase,
+    Strata,
 )
 from mlerl.learner._diagnostics import gather_rows, per_sample_stats, split_metrics
 from mlerl.learner._duration_weights import duration_weights, update_running_mean, weight_stats
@@ -179,6 +180,11 @@ class Learner:
                 cfg.advantage,
                 std_normalise=cfg.grpo_std,
                 std_floor=cfg.grpo_std_floor,
+                strata=(
+                    [s.valid_submission for s in kept]
+                    if cfg.advantage_strata is Strata.validity
+                    else None
+                ),
             )
         local = list(range(self.rank, n, self.world))
         prep = self._prepare(
