@@ -312,3 +312,5 @@ def test_validity_strata_reach_the_update_from_the_config(make_sample, tiny_mode
     assert m["validity"]["split/kind/scratch/adv_std"] == pytest.approx(1.75**0.5, rel=1e-4)
     with pytest.raises(ConfigError, match="advantage_strata"):
         LearnerConfig(advantage_strata="score")
+    with pytest.raises(ConfigError, match="advantage_strata.*group baseline"):
+        LearnerConfig(advantage="gae", advantage_strata="validity")

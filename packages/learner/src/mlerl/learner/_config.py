@@ -164,12 +164,13 @@ class LearnerConfig:
     Task-dependent (the reward is the task's metric); batch whitening (``normalize_advantages``)
     rescales the batch afterwards and undoes it, so use it without whitening."""
     improve_group: ImproveGroup = ImproveGroup.task
-    advantage_strata: Strata = Strata.none
-    """With a group baseline (``grpo``/``rloo``): split each group into strata (``validity``: a
-    valid submission or not) and add a within-stratum advantage to the strata's ranking."""
     """With a group baseline (``grpo``/``rloo``): the group of an IMPROVE sample (issue 28).
     ``task`` by default, so a revision used once is not a group of one with advantage 0; over
     held-out seeds 3-5 it scored the same as ``prompt`` (docs/experiments/improve-group.md)."""
+    advantage_strata: Strata = Strata.none
+    """With a group baseline (``grpo``/``rloo``): split each group into strata (``validity``: a
+    valid submission or not) and add a within-stratum advantage to the strata's ranking
+    (docs/experiments/advantage-strata.md; off by default)."""
     normalize_advantages: bool = False
     """Whiten advantages over the batch (masked), as some PPO variants do."""
     critic: CriticKind = CriticKind.copy
@@ -274,6 +275,11 @@ class LearnerConfig:
             not (self.advantage is AdvantageEstimator.gae and self.critic is CriticKind.none),
             "critic",
             "advantage 'gae' needs a critic; use 'grpo' or 'rloo' without one",
+        )
+        check(
+            self.advantage is not AdvantageEstimator.gae or self.advantage_strata is Strata.none,
+            "advantage_strata",
+            "needs a group baseline (advantage 'grpo' or 'rloo'); GAE has no groups to split",
         )
         check(self.duration_floor_s >= 0, "duration_floor_s", "must be >= 0")
         check(self.duration_clip >= 1, "duration_clip", "must be >= 1")
