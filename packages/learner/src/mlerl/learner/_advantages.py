@@ -57,6 +57,14 @@ def gae(
     return advantages, returns
 
 
+def _positions(keys: Sequence[object]) -> list[list[int]]:
+    """The positions of each distinct key, in order of first appearance."""
+    out: dict[object, list[int]] = {}
+    for i, key in enumerate(keys):
+        out.setdefault(key, []).append(i)
+    return list(out.values())
+
+
 def _baseline(
     r: Tensor, estimator: AdvantageEstimator, std_normalise: bool, std_floor: float, eps: float
 ) -> Tensor:
@@ -106,24 +114,21 @@ def group_advantages(
         raise ValueError(f"advantage: {len(strata)} strata for {len(group_ids)} samples")
     rewards = rewards.float()
     out = torch.zeros_like(rewards)
-    groups: dict[object, list[int]] = {}
-    for i, g in enumerate(group_ids):
-        groups.setdefault(g, []).append(i)
-    for idx in groups.values():
+    for idx in _positions(group_ids):
         r = rewards[idx]
         if strata is None:
             out[idx] = _baseline(r, estimator, std_normalise, std_floor, eps)
             continue
-        by_stratum: dict[object, list[int]] = {}
-        for j, i in enumerate(idx):
-            by_stratum.setdefault(strata[i], []).append(j)
+        by_stratum = _positions([strata[i] for i in idx])
         means = torch.empty_like(r)
         within = torch.empty_like(r)
-        for members in by_stratum.values():
+        for members in by_stratum:
             rs = r[members]
             means[members] = rs.mean()
             within[members] = _baseline(rs, estimator, std_normalise, std_floor, eps)
         if len(by_stratum) == 1:
+            # exactly the unstratified advantage: the between term of equal means is 0 only up
+            # to rounding, and with a std floor of 0 that rounding would be divided by eps
             out[idx] = within
         else:
             out[idx] = _baseline(means, estimator, std_normalise, std_floor, eps) + within
