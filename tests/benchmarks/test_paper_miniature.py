@@ -630,3 +630,73 @@ def test_runs_of_another_initial_policy_are_left_out_of_the_pairs(tmp_path, caps
     # the baselines sample the default run's own policy, so finding 1 keeps all three seeds
     assert result["summary"][TASK]["findings"]["rl_vs_best_of_n"]["n"] == 3
     assert {r["policy"] for r in result["runs"] if r["arm"] in pm.BASELINES} == {fp}
+
+
+# ---- finding 2 retimed side by side (--retime) -------------------------------------------------
+def _write_retime(run_dir: Path, default_s: float, none_s: float) -> None:
+    side = lambda m: {"n": 2, "mean_s": m, "times": []}  # noqa: E731
+    body = {"k": 2, "a": side(default_s), "b": side(none_s), "a_minus_b": default_s - none_s}
+    (run_dir / pm.RETIME_FILE).write_text(json.dumps(body))
+
+
+def test_retimed_means_are_finding_2s_figure_and_the_typical_time_stays_beside_it(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    _grid(runs)
+    # retimed default - none: 10 - 11, 12 - 10, 9 - 9 = -1, 2, 0: mean 1/3, s.e. sqrt(7/3)/sqrt(3)
+    for seed, (d, n) in zip(SEEDS, ((10.0, 11.0), (12.0, 10.0), (9.0, 9.0)), strict=True):
+        _write_retime(pm.run_dir_of(runs, TASK, "default", seed), d, n)
+    f = _main(runs, out, "--no-archive")["summary"][TASK]["findings"]["duration"]
+    assert f["measure"] == "retimed" and f["n"] == 3
+    assert f["mean"] == pytest.approx(1 / 3) and f["se"] == pytest.approx(math.sqrt(7 / 9))
+    assert f["verdict"] == "within noise"
+    # the typical-time figure of the hand-made grid (8/3, see above) is kept for the reader
+    assert f["typical_time_difference"]["mean"] == pytest.approx(8 / 3)
+    # without the files the figure is the typical time again
+    for seed in SEEDS:
+        (pm.run_dir_of(runs, TASK, "default", seed) / pm.RETIME_FILE).unlink()
+    f = _main(runs, out, "--no-archive")["summary"][TASK]["findings"]["duration"]
+    assert f["measure"] == "typical_time" and f["mean"] == pytest.approx(8 / 3)
+
+
+def test_retime_jobs_time_each_finished_seed_once_and_survive_a_failure(tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    _grid(runs, seeds=(3, 4))
+    _write_run(runs, "default", 2, 5)  # seed 5: its no_duration run has not finished
+    calls = []
+
+    def fake(a, b, k, seed):
+        calls.append((a.parent.name, b.parent.name, k, seed))
+        if seed == 4:
+            raise RuntimeError("sandbox gone")
+        return {"k": k, "a": {"n": k, "mean_s": 2.0}, "b": {"n": k, "mean_s": 1.0}}
+
+    monkeypatch.setattr(pm.retime, "measure", fake)
+    failed = pm.retime_jobs(runs, [TASK], [3, 4, 5], 8)
+    assert calls == [("default", "no_duration", 8, 3), ("default", "no_duration", 8, 4)]
+    assert failed == [f"retime {TASK} seed 4: sandbox gone"]
+    written = pm.run_dir_of(runs, TASK, "default", 3) / pm.RETIME_FILE
+    assert json.loads(written.read_text())["a"]["mean_s"] == 2.0
+    calls.clear()
+    pm.retime_jobs(runs, [TASK], [3, 4, 5], 8)  # the next sitting retries seed 4 only
+    assert calls == [("default", "no_duration", 8, 4)]
+    assert pm.retime_row(pm.run_dir_of(runs, TASK, "default", 3)) == {
+        "default_s": 2.0, "no_duration_s": 1.0, "n": [8, 8], "k": 8
+    }  # fmt: skip
+    assert pm.retime_row(pm.run_dir_of(runs, TASK, "default", 4)) is None
+
+
+def test_a_retime_reaches_the_archive_and_a_fresh_machine(tmp_path):
+    out = tmp_path / "out"
+    _grid(tmp_path / "first", seeds=(3,))
+    _write_retime(pm.run_dir_of(tmp_path / "first", TASK, "default", 3), 5.0, 4.0)
+    _main(tmp_path / "first", out, "--seeds", "1")
+    result = _main(tmp_path / "fresh", out, "--seeds", "1")
+    assert (pm.run_dir_of(tmp_path / "fresh", TASK, "default", 3) / pm.RETIME_FILE).is_file()
+    f = result["summary"][TASK]["findings"]["duration"]
+    assert f["measure"] == "retimed" and f["per_seed"] == {"3": 1.0}
+
+
+def test_retime_must_not_be_negative(capsys):
+    with pytest.raises(SystemExit):
+        pm.parse_args(["--retime", "-1"])
+    assert "--retime must be >= 0" in capsys.readouterr().err
