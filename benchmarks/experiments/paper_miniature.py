@@ -80,7 +80,9 @@ interval excludes any effect in the paper's direction; an exact tie in every see
 
 Writes ``NAME.json`` (``runs``: every run's figures; ``baselines``; ``summary``) and
 ``NAME.png`` (one panel per finding, one row per task) to ``--out`` and prints the README table
-(:func:`readme_table`).
+(:func:`readme_table`). It does not replace a ``NAME.json`` that holds runs this aggregation
+lacks (an experiment on a subset aimed at the committed results by mistake) unless
+``--overwrite``.
 """
 
 from __future__ import annotations
@@ -950,6 +952,18 @@ def retime_jobs(runs_dir: Path, tasks: list[str], seeds: list[int], k: int) -> l
     return failed
 
 
+def lost_runs(path: Path, runs: list[dict[str, Any]]) -> list[str]:
+    """The runs (arm task seed) that the results file at ``path`` holds and ``runs`` lacks: what
+    writing ``runs`` over it would lose (none when there is no readable file)."""
+    try:
+        old = json.loads(path.read_text()).get("runs", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    key = lambda r: (r["arm"], r["task"], int(r["seed"]))  # noqa: E731
+    have = {key(r) for r in runs}
+    return [f"{a} {t} seed {s}" for a, t, s in sorted({key(r) for r in old} - have)]
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     overrides = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
@@ -976,7 +990,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runs-dir", type=Path, default=Path("/tmp/paper_miniature"))
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--name", default="paper_miniature")
-    p.add_argument("--no-launch", action="store_true", help="aggregate the finished runs only")
+    p.add_argument(
+        "--no-launch",
+        action="store_true",
+        help="launch no training or baseline: aggregate the finished runs (--retime still runs)",
+    )
     p.add_argument(
         "--arms",
         type=lambda v: [x for x in v.split(",") if x],
@@ -992,6 +1010,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "on fresh machines keeps its runs (default OUT/NAME_runs; none with --quick)",
     )
     p.add_argument("--no-archive", action="store_true", help="neither restore nor pack runs")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write the results even where OUT/NAME.json holds runs this aggregation lacks "
+        "(by default that is refused: a subset or another runs dir would replace a whole grid)",
+    )
     p.add_argument(
         "--retime",
         type=int,
@@ -1095,6 +1119,16 @@ def main(argv: list[str] | None = None) -> int:
     runs, other_policy = same_policy_runs(runs)
     for line in other_policy:
         print(f"paper_miniature: left out, another initial policy: {line}", file=sys.stderr)
+    lost = lost_runs(args.out / f"{args.name}.json", runs)
+    if lost and not args.overwrite:
+        print(
+            f"paper_miniature: not written: {args.out / f'{args.name}.json'} holds {len(lost)} "
+            f"run(s) this aggregation of {args.runs_dir} lacks ({', '.join(lost[:6])}"
+            f"{', ...' if len(lost) > 6 else ''}). Pass --out/--name for a separate result, or "
+            "--overwrite to replace it.",
+            file=sys.stderr,
+        )
+        return 1
     summary = summarise(runs)
     missing = plan(args.runs_dir, args.tasks, seeds)
     walls = [r["wall_clock_s"] for r in runs if r.get("wall_clock_s") is not None]

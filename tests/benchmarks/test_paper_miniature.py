@@ -700,3 +700,24 @@ def test_retime_must_not_be_negative(capsys):
     with pytest.raises(SystemExit):
         pm.parse_args(["--retime", "-1"])
     assert "--retime must be >= 0" in capsys.readouterr().err
+
+
+def test_a_subset_does_not_replace_a_whole_grid_unless_asked(tmp_path, capsys):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    _grid(runs)
+    _main(runs, out, "--no-archive")
+    whole = (out / "paper_miniature.json").read_text()
+    other = tmp_path / "other"
+    _grid(other, seeds=(3,))  # an experiment on one seed, aimed by mistake at the same --out
+    argv = ["--no-launch", "--runs-dir", str(other), "--tasks", TASK, "--out", str(out)]
+    assert pm.main([*argv, "--seeds", "1", "--no-archive"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "not written" in err and "holds 14 run(s)" in err
+    )  # 4 arms + 3 baselines, seeds 4 and 5 and "default rmsle-task seed 4" in err
+    assert (out / "paper_miniature.json").read_text() == whole
+    assert pm.main([*argv, "--seeds", "1", "--no-archive", "--overwrite"]) == 0
+    assert {r["seed"] for r in json.loads((out / "paper_miniature.json").read_text())["runs"]} == {
+        3
+    }
+    assert pm.lost_runs(tmp_path / "none.json", []) == []
