@@ -622,6 +622,13 @@ def plot(
                     xs, ys = _per_version(rs, key)
                 if xs:
                     ax.plot(xs, ys, color=colour, label=f"{name} ({len(rs)} seeds)")
+                retimed = [r["retime"] for r in arm("default") if r.get("retime")]
+                if key == "exec" and retimed:  # the same programs run again side by side
+                    side = "default_s" if name == "default" else "no_duration_s"
+                    mean = sum(x[side] for x in retimed) / len(retimed)
+                    ax.axhline(mean, color=colour, ls="--", label=f"{name}, 2nd half retimed")
+            if key == "exec":
+                title += "\n(solid: as recorded, with each sitting's load)"
             ax.set(title=title, xlabel="training step (policy version)", ylabel=ylabel)
         ax = row[3]  # paired: one line per seed from the default to scratch only, the mean in black
         pairs = (
