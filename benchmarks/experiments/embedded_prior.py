@@ -49,12 +49,12 @@ BEST: dict[str, tuple[tuple[str, str], ...]] = {
             '"verbose": -1}',
         ),
     ),
-    "standin-insults-auc-tiny": (
+    "standin-insults-auc-tiny": (  # data version 3 (settings_best_of_n_insults_v3.json)
         ("ANALYZER", '"char_wb"'),
         ("NGRAMS", "(2, 5)"),
         ("MAX_FEATURES", "50000"),
-        ("MODEL", '"logistic"'),
-        ("PARAMS", '{"C": 30.0, "max_iter": 1000}'),
+        ("MODEL", '"sgd"'),
+        ("PARAMS", '{"alpha": 1e-05, "max_iter": 1000, "loss": "log_loss"}'),
     ),
 }
 """The best configuration known per task in the settings space, by public score

@@ -121,3 +121,22 @@ def test_a_task_variant_passes_its_generator_options_and_stamps_them(tmp_path):
     assert not Registry.load(data_dir=tmp_path / "flat" / "data").get(task_id).is_prepared()
     with pytest.raises(TaskError, match=r"bad extra\.generator"):
         prepare(task_id, tmp_path / "bad" / "data", tasks_dir=variant({"wav": 1}, "bad"))
+
+
+def test_insults_irony_hashtag_inverts_its_word():
+    """Data version 3: a hashtagged praise word addressed to the reader is an insult, a
+    hashtagged insult is not; the word tokenizer cannot see the tag, and each insult shares its
+    first three letters with a praise word (only five-character n-grams tie the tag to it)."""
+    from mlerl.bench import _synthetic as syn
+
+    assert all(
+        i[:3] == p[:3] and i[3] != p[3] for i, p in zip(syn.INSULTS, syn.PRAISE, strict=True)
+    )
+    frame = syn.insults(3000, 0)
+    text = frame["Comment"].str.strip('"')
+    you = text.str.contains(r"\b(?:you|ur)\b") & ~text.str.contains(r"\b(?:not|never|hardly)\b")
+    for words, want in ((syn.PRAISE, 1), (syn.INSULTS, 0)):
+        tagged = text.str.contains("|".join(f"#{w}\\b" for w in words))
+        share = frame.loc[you & tagged, "Insult"].mean()
+        assert abs(share - want) < 0.1, (words, share)
+    assert 0.25 < text.str.contains("#").mean() < 0.45

@@ -144,6 +144,32 @@ def test_the_held_out_predicates_take_any_settings_block(views):
         assert not S.held_out(view, S.Settings((("LOG_TARGET", "True"),)))
 
 
+def test_the_insults_predicate_is_char_ngrams_to_five_and_a_weak_linear_model(views):
+    view = _view(views, INSULTS)
+    best = S.Settings(
+        (
+            ("ANALYZER", '"char_wb"'),
+            ("NGRAMS", "(2, 5)"),
+            ("MAX_FEATURES", "5000"),
+            ("MODEL", '"logistic"'),
+            ("PARAMS", '{"C": 30.0, "max_iter": 1000}'),
+        )
+    )
+    sgd = best.replace("MODEL", '"sgd"')
+    assert S.held_out(view, best)
+    assert S.held_out(view, best.replace("PARAMS", '{"C": 10.0, "max_iter": 1000}'))
+    assert S.held_out(view, sgd.replace("PARAMS", '{"alpha": 1e-05, "loss": "log_loss"}'))
+    assert not S.held_out(view, sgd.replace("PARAMS", '{"alpha": 0.001, "loss": "log_loss"}'))
+    assert not S.held_out(view, best.replace("PARAMS", '{"C": 1.0, "max_iter": 1000}'))
+    assert not S.held_out(view, best.replace("NGRAMS", "(2, 4)"))
+    assert not S.held_out(view, best.replace("ANALYZER", '"word"'))
+    assert not S.held_out(
+        view, best.replace("MODEL", '"naive_bayes"').replace("PARAMS", '{"alpha": 0.1}')
+    )
+    assert not S.held_out(view, best.replace("NGRAMS", "(2, 5"))  # broken
+    assert not S.held_out(view, best.replace("PARAMS", '{"C": "big"}'))
+
+
 def test_the_materials_predicate_is_a_log_target_lightgbm_and_the_basal_area_product(views):
     view = _view(views, MATERIALS)
     best = S.Settings(

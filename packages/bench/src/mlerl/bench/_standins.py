@@ -38,7 +38,7 @@ docs/experiments/embedded-testbed.md)."""
 
 DATA_VERSION: dict[str, int] = {
     "standin-materials-rmsle": 3,
-    "standin-insults-auc": 2,
+    "standin-insults-auc": 3,
     "standin-cancer-auc": 2,
     "standin-diabetes-pearson": 2,
     "standin-digits-colauc": 2,

@@ -175,21 +175,12 @@ NEGATIVE = [
     "horrid",
 ]
 INTENSIFIERS = ["so", "really", "very", "soo", "totally"]
-INSULTS = [
-    "idiot",
-    "moron",
-    "stupid",
-    "loser",
-    "pathetic",
-    "clueless",
-    "dumb",
-    "ignorant",
-    "fool",
-    "troll",
-    "liar",
-    "clown",
-]
-PRAISE = ["smart", "right", "kind", "helpful", "brilliant", "fair", "honest", "correct"]
+INSULTS = ["stupid", "moron", "pathetic", "creep", "fraud", "troll", "brat", "snake"]
+PRAISE = ["sturdy", "moral", "patient", "creative", "frank", "trooper", "brave", "snazzy"]
+"""Pairs (data version 3): each insult shares its first three letters with a praise word
+(stupid, sturdy), so the character n-grams that tie an irony hashtag to its word ("#st",
+"#stu", " #stu") are the same for both up to four characters, and only the five-character
+"#stup" / "#stur" tell an ironic insult from ironic praise (`_comment`)."""
 NEUTRAL = [
     "late",
     "early",
@@ -360,19 +351,33 @@ def _obfuscate(word: str, rng: np.random.Generator) -> str:
     return word[:i] + (LEET[word[i]] if kind == 0 else "*") + word[i + 1 :]
 
 
+IRONY = "#"
+"""The irony hashtag ("you are so #brave"): it inverts the word it is attached to. The default
+word tokenizer (runs of two or more word characters) drops it; character n-grams keep it."""
+
+
 def _comment(rng: np.random.Generator) -> tuple[str, int]:
-    """An insult needs: addressed to the reader ("you ..."), an insulting word (often
-    obfuscated), and no negation. Third-person insults and negated ones are not insults."""
+    """An insult needs: addressed to the reader ("you ..."), no negation, and a word that
+    insults as meant: an insulting word (often obfuscated) said plainly, or praise with the
+    irony hashtag (``you are so #brave``). A hashtagged insult is banter; third-person and
+    negated insults are not insults. Within a second-person, unnegated comment the label is
+    therefore an exclusive or of the word's polarity and the tag: a linear model can fit it
+    only from features that tie the two, which the word tokenizer never has (it drops the
+    ``#``) and character n-grams have from five characters on (`PRAISE`)."""
     second = rng.random() < 0.55
-    insulting = rng.random() < 0.5
-    negated = rng.random() < 0.25
-    pool = INSULTS if insulting else (PRAISE if rng.random() < 0.4 else NEUTRAL)
+    kind = rng.choice(3, p=[0.45, 0.3, 0.25])  # insulting, praise, neutral
+    insulting, praise = kind == 0, kind == 1
+    negated = rng.random() < 0.2
+    ironic = rng.random() < 0.35
+    pool = INSULTS if insulting else (PRAISE if praise else NEUTRAL)
     word = pool[int(rng.integers(len(pool)))]
-    if not insulting and rng.random() < 0.5:
+    if kind == 2 and rng.random() < 0.5:
         word = _nonce(rng)
-    if insulting and rng.random() < 0.6:
+    if insulting and not ironic and rng.random() < 0.6:
         word = _obfuscate(word, rng)
     neg = NEGATIONS[int(rng.integers(len(NEGATIONS)))] + " " if negated else ""
+    if ironic:
+        word = IRONY + word
     if second:
         address = ADDRESS[int(rng.integers(len(ADDRESS)))]
         if negated:
@@ -382,12 +387,22 @@ def _comment(rng: np.random.Generator) -> tuple[str, int]:
         core = f"{THIRD[int(rng.integers(len(THIRD)))]} is {neg}{word}"
     pre = CHATTER[int(rng.integers(len(CHATTER)))] if rng.random() < 0.6 else ""
     post = CHATTER[int(rng.integers(len(CHATTER)))] if rng.random() < 0.6 else ""
-    label = int(second and insulting and not negated)
+    label = int(second and not negated and (insulting != ironic) and kind != 2)
     return " ".join(x for x in (pre, core, post) if x), label
 
 
 def insults(n: int, seed: int) -> pd.DataFrame:
-    """Columns id, Comment, Insult (0/1, 3% of labels flipped)."""
+    """Columns id, Comment, Insult (0/1, 3% of labels flipped).
+
+    Built (data version 3) so that one composition of decisions is clearly best (issue #40;
+    about 3 % of the corpus generator's draws, against 0.15 % for the materials stand-in's
+    basal-area product): obfuscated insults ("stup*d", "m0ron") favour character n-grams over
+    words; the irony hashtag (35 % of comments, `IRONY`) inverts its word, and an ironic insult
+    and ironic praise differ only in five-character n-grams ("#stup" / "#stur", `PRAISE`), so
+    only character n-grams up to five characters fit it; and the few, rare n-grams that carry
+    it need a weakly regularised linear model (naive Bayes, LightGBM and strong regularisation
+    leave most of it). Measured in docs/experiments/embedded-testbed.md, section 9.
+    """
     rng = np.random.default_rng(seed)
     rows = [_comment(rng) for _ in range(n)]
     flip = rng.random(n) < 0.03
