@@ -133,6 +133,9 @@ BASELINE_STYLE = {  # the figure's label and colour of each baseline
     "aide": ("AIDE, initial policy", "tab:red"),
 }
 JOBS = (*ARMS, *BASELINES)  # what --arms picks from
+# --retime K: the duration arms' second-half programs run again side by side in one sitting
+# (retime.py), written into the default run's dir: finding 2's figure where it is there
+RETIME_FILE = "retime_duration.json"
 # What a finished run leaves that the aggregation reads: packed per run into --archive, so a grid
 # built over sittings on fresh machines (nothing under --runs-dir survives) keeps its runs.
 ARCHIVED = (
@@ -143,11 +146,8 @@ ARCHIVED = (
     "wall_clock_s",
     "policy_fingerprint",
     *(f"equal_budget_{m}.json" for m in BASELINES),
-    "retime_duration.json",
+    RETIME_FILE,
 )
-# --retime K: the duration arms' second-half programs run again side by side in one sitting
-# (retime.py), written into the default run's dir: finding 2's figure where it is there
-RETIME_FILE = "retime_duration.json"
 GRID_FILE = "paper_miniature_grid.json"  # inside each archive: the settings the run was made with
 FAILURE_SCORE = -10.0  # the paper's Figure 9: a sample without a valid submission scores -10
 NOISE_SE = 2.0
@@ -444,7 +444,13 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             _by_seed(runs, "default", task, "exec_mix_s_second_half"),
             minus,
         )
-        retimed = {s: v for s, v in _by_seed(runs, "default", task, "retime").items() if v}
+        # a seed counts where its no_duration run is in the pairs (same initial policy)
+        paired_none = _by_seed(runs, "no_duration", task, "final_private")
+        retimed = {
+            s: v
+            for s, v in _by_seed(runs, "default", task, "retime").items()
+            if v and s in paired_none
+        }
         findings = {
             "rl_vs_best_of_n": paired(final["initial_bon"], final["default"], better),
             "rl_vs_scratch_best_of_n": paired(final["scratch_bon"], final["default"], better),

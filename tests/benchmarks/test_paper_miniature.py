@@ -721,3 +721,15 @@ def test_a_subset_does_not_replace_a_whole_grid_unless_asked(tmp_path, capsys):
         3
     }
     assert pm.lost_runs(tmp_path / "none.json", []) == []
+
+
+def test_a_retime_counts_only_where_its_no_duration_run_is_paired(tmp_path):
+    import shutil
+
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    _grid(runs)
+    for seed in SEEDS:
+        _write_retime(pm.run_dir_of(runs, TASK, "default", seed), 6.0, 5.0)
+    shutil.rmtree(pm.run_dir_of(runs, TASK, "no_duration", 5))  # seed 5's ablation is gone
+    f = _main(runs, out, "--no-archive")["summary"][TASK]["findings"]["duration"]
+    assert f["measure"] == "retimed" and f["seeds"] == [3, 4] and f["mean"] == pytest.approx(1.0)
