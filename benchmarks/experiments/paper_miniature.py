@@ -475,6 +475,10 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         findings["duration"]["measure"] = "retimed" if retimed else "typical_time"
         if retimed:
             findings["duration"]["typical_time_difference"] = typical_time
+        # like for like: RL from scratch prompts only against best-of-N from scratch prompts only
+        findings["rl_vs_scratch_best_of_n"]["scratch_only_rl"] = paired(
+            final["scratch_bon"], final["no_improve"], better
+        )
         findings["duration"]["score_difference"] = paired(
             final["no_duration"], final["default"], better
         )

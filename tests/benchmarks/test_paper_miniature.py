@@ -278,6 +278,12 @@ def test_no_launch_aggregates_a_three_seed_grid_with_hand_derived_verdicts(tmp_p
     assert f["rl_vs_scratch_best_of_n"]["mean"] == pytest.approx(2 / 3000)
     assert f["rl_vs_scratch_best_of_n"]["se"] == pytest.approx(math.sqrt(7) / 3000)
     assert f["rl_vs_scratch_best_of_n"]["verdict"] == "within noise"
+    # beside it, like for like: scratch-only best-of-N - the no_improve run = -0.003, -0.001,
+    # +0.001: mean -0.001, s.e. 2/sqrt(3) / 1000
+    like = f["rl_vs_scratch_best_of_n"]["scratch_only_rl"]
+    assert like["mean"] == pytest.approx(-0.001) and like["se"] == pytest.approx(
+        0.002 / math.sqrt(3)
+    )
     # 2: typical time, second half: 6-4, 7-4, 8-5 = 2, 3, 3: mean 8/3, s.e. 1/3
     assert f["duration"]["mean"] == pytest.approx(8 / 3) and f["duration"]["se"] == pytest.approx(
         1 / 3
