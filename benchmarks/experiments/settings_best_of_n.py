@@ -48,12 +48,12 @@ def main() -> int:
     args = p.parse_args()
 
     import lightgbm as lgb
+    import pandas as pd
     from sklearn import linear_model, naive_bayes
     from sklearn.feature_extraction.text import TfidfVectorizer
     from threadpoolctl import threadpool_limits
 
     from mlerl.bench import Registry, load_answers, part_scores, prepare, score_frame
-    from mlerl.bench._reference import load_public
     from mlerl.embedded import Settings, draw_settings, held_out, task_views
 
     t0 = time.time()
@@ -62,7 +62,8 @@ def main() -> int:
     view = task_views(args.data_dir, [args.task])[0]
     if view.modality != "text" or view.problem != "binary":
         raise SystemExit(f"{args.task}: a text binary classification stand-in is needed")
-    train, test = load_public(task)
+    train = pd.read_csv(task.public_dir / "train.csv")
+    test = pd.read_csv(task.public_dir / "test.csv")
     answers = load_answers(task)
     text, label = view.text_column, view.label_column
     families = {
