@@ -195,23 +195,66 @@ def test_a_misquoted_assignment_still_names_the_one_line_that_assigns_it():
     with pytest.raises(EditError, match="not found"):  # a name assigned twice is ambiguous
         apply_edits(twice, [(["x = 3"], ["x = 4"])])
     with pytest.raises(EditError, match="not found"):  # several misquoted lines name no place
-        apply_edits(LOOP, [(["    model = A()", "    model.fit(X, y)"], ["    model = B()"])])
+        apply_edits(LOOP, [(["    model = A()", "    model.fit(X, y)"], ["    model.fit(X)"])])
 
 
-def test_a_misquoted_assignment_replaced_by_another_name_names_no_place():
-    """Seen in RL (issue 40): a misquoted ``PARAMS = ...`` search with a ``PRODUCTS = ...``
-    replacement would overwrite the program's only PARAMS line; the program then died with a
-    NameError. The anchor holds only while the replacement still assigns the same name."""
+def test_a_misquoted_search_lands_on_the_setting_its_replacement_assigns():
+    """Seen in RL (issue 40): the small policy quotes a parent's settings line wrongly in about
+    half of its edits (``PARAMS = {"n_estimators": 100}`` for a parent whose PARAMS differ) while
+    its replacement is a well-formed setting (``PRODUCTS = ["a*b"]``). The replacement names the
+    place: the program's one ``PRODUCTS = ...`` line. (The single-assignment anchor used to put
+    it on the PARAMS line, and the program died with a NameError on PARAMS.)"""
     block = 'ONE_HOT = ["spacegroup"]\nPRODUCTS = []\nPARAMS = {"alpha": 1.0}\nprint(PARAMS)\n'
     other = [(['PARAMS = {"n_estimators": 100}'], ['PRODUCTS = ["a*b"]'])]
-    with pytest.raises(EditError, match="not found"):
-        apply_edits(block, other)
-    with pytest.raises(EditError, match="not found"):  # a deletion names no place either
-        apply_edits(block, [(['ONE_HOT = ["sg"]'], [])])
-    same = [(['PARAMS = {"n_estimators": 100}'], ["# more capacity", 'PARAMS = {"alpha": 10.0}'])]
-    assert apply_edits(block, same) == block.replace(
-        'PARAMS = {"alpha": 1.0}', '# more capacity\nPARAMS = {"alpha": 10.0}'
+    assert apply_edits(block, other) == block.replace("PRODUCTS = []", 'PRODUCTS = ["a*b"]')
+    two = [(["MODEL = 'knn'"], ["# both", "ONE_HOT = []", 'PARAMS = {"alpha": 9.0}'])]
+    assert apply_edits(block, two) == (
+        '# both\nONE_HOT = []\nPRODUCTS = []\nPARAMS = {"alpha": 9.0}\nprint(PARAMS)\n'
     )
+    with pytest.raises(EditError, match="edit 1: the search text is not found"):
+        apply_edits(block, [(['ONE_HOT = ["sg"]'], [])])  # a deletion names no place
+    with pytest.raises(EditError, match="not found"):  # a name the program never assigns
+        apply_edits(block, [(["MODEL = 'knn'"], ["MODEL = 'ridge'"])])
+    with pytest.raises(EditError, match="not found"):  # not only assignments
+        apply_edits(block, [(["MODEL = 'knn'"], ["PRODUCTS = []", "print(1)"])])
+    with pytest.raises(EditError, match="not found"):  # the same name twice
+        apply_edits(block, [(["MODEL = 'knn'"], ["PRODUCTS = []", "PRODUCTS = ['a*b']"])])
+    with pytest.raises(EditError, match="not found"):  # a replacement that does not parse
+        apply_edits(block, [(["MODEL = 'knn'"], ["PRODUCTS = ['a*b'"])])
+    twice = "x = 1\nprint(x)\nx = 2\n"
+    with pytest.raises(EditError, match="not found"):  # a name assigned twice is ambiguous
+        apply_edits(twice, [(["y = 3"], ["x = 4"])])
+    with pytest.raises(EditError, match="not found"):  # exact matching only
+        apply_edits(block, other, anchored=False)
+
+
+def test_a_misquoted_search_replaces_a_whole_multiline_assignment_at_its_indentation():
+    prog = 'PARAMS = {\n    "alpha": 1.0,\n}\nfor c in cols:\n    model = Ridge(**PARAMS)\n'
+    edits = [(["PARAMS = {'alpha': 5}"], ['PARAMS = {"alpha": 10.0}'])]
+    assert apply_edits(prog, edits) == (
+        'PARAMS = {"alpha": 10.0}\nfor c in cols:\n    model = Ridge(**PARAMS)\n'
+    )
+    inner = [(["    model = Lasso()", "x = 1"], ["    model = Ridge(alpha=3.0)", "    other = 1"])]
+    with pytest.raises(EditError, match="not found"):  # `other` is assigned nowhere
+        apply_edits(prog, inner)
+    with pytest.raises(EditError, match="not found"):  # `model` at indentation 0: no such line
+        apply_edits(prog, [(["model = Lasso()", "x = 1"], ["model = Ridge()"])])
+    moved = apply_edits(prog, [(["model = Lasso()", "x = 1"], ["    model = Ridge()"])])
+    assert moved == prog.replace("Ridge(**PARAMS)", "Ridge()")
+
+
+def test_an_improve_answer_with_a_misquoted_setting_runs_the_revised_program():
+    parent = 'MODEL = "ridge"\nPARAMS = {"alpha": 1.0}\nprint(MODEL, PARAMS)\n'
+    answer = (
+        "To improve the validation score I will change MODEL.\n\n```python\n"
+        + _block(('MODEL = "grad_boost"', 'MODEL = "knn"'))
+        + "\n```\n"
+    )
+    parsed = parse_response(answer, parent=parent)
+    assert parsed.status is ParseStatus.OK
+    assert parsed.code == parent.replace('"ridge"', '"knn"')
+    same = answer.replace('MODEL = "knn"', 'MODEL = "ridge"')
+    assert parse_response(same, parent=parent).status is ParseStatus.UNCHANGED
 
 
 def test_a_misquoted_import_adds_the_new_import_after_the_last_one():
@@ -227,7 +270,7 @@ def test_a_misquoted_import_adds_the_new_import_after_the_last_one():
     already = [(["import numpy as np"], ["import pandas as pd"])]
     assert apply_edits(LOOP, already) == LOOP  # nothing to add
     with pytest.raises(EditError, match="not found"):  # an import replaced by code names no place
-        apply_edits(LOOP, [(["import numpy as np"], ['train = pd.read_csv("x")'])])
+        apply_edits(LOOP, [(["import numpy as np"], ['print(pd.read_csv("x"))'])])
 
 
 def test_a_revision_that_changes_nothing_is_not_run_again():

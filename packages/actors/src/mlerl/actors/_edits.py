@@ -10,15 +10,18 @@ writing the whole program again (the ``edit`` improve format of :class:`PromptCo
     >>>>>>> REPLACE
 
 :func:`parse_edits` reads the blocks, :func:`apply_edits` applies them to the parent (each
-search must match exactly once), and :func:`make_edits` writes the edits that turn one program
+search must match exactly once; a search found nowhere may still name one place, see
+:func:`apply_edits`), and :func:`make_edits` writes the edits that turn one program
 into another (the embedded bootstrap's revision examples); ``apply_edits(a, make_edits(a, b))
 == b`` for any two programs.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
+import textwrap
 
 SEARCH, DIVIDER, REPLACE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
 
@@ -92,12 +95,105 @@ def _anchor(
         prefix = re.compile(rf"^{re.escape(m.group(1))}{re.escape(m.group(2))}\s*=(?!=)")
         hits = [j for j, line in enumerate(lines) if prefix.match(line)]
         keeps_name = any(prefix.match(r) for r in replace)
-        return (hits[0], hits[0] + 1, replace) if len(hits) == 1 and keeps_name else None
+        if len(hits) != 1 or not keeps_name:
+            return None
+        return hits[0], _statement_end(lines, hits[0]), replace
     if all(_IMPORT.match(w) for w in want) and replace and all(_IMPORT.match(r) for r in replace):
         last = max((j for j, line in enumerate(lines) if _IMPORT.match(line)), default=-1)
         new = [r for r in replace if r.rstrip() not in {line.rstrip() for line in lines}]
         return last + 1, last + 1, new
     return None
+
+
+def _statement_end(lines: list[str], start: int) -> int:
+    """The line after the statement that begins on line ``start`` (a dict literal may span
+    several); ``start + 1`` where the program does not parse."""
+    try:
+        tree = ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return start + 1
+    ends = [
+        node.end_lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt) and node.lineno - 1 == start and node.end_lineno
+    ]
+    return max(ends, default=start + 1)
+
+
+def _assignments(lines: list[str]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """Where each (name, indentation) is assigned in a parsable program: a list of [start, end)
+    line spans, one per statement ``name = ...`` (a single plain name as the only target; a
+    statement may span lines, as a dict literal does). Empty for an unparsable program."""
+    try:
+        tree = ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.end_lineno is not None
+        ):
+            key = (node.targets[0].id, node.col_offset)
+            spans.setdefault(key, []).append((node.lineno - 1, node.end_lineno))
+    return spans
+
+
+def _statements(replace: list[str]) -> list[tuple[str, int, list[str]]] | None:
+    """A replacement made only of assignments ``name = ...`` (comments and blank lines go with
+    the statement after them): (name, indentation, its lines) each, or None."""
+    text = "\n".join(replace)
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not tree.body:
+        return None
+    out, start = [], 0
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.end_lineno is not None
+        ):
+            return None
+        first = replace[node.lineno - 1]
+        indent = len(first) - len(first.lstrip())
+        out.append((node.targets[0].id, indent, replace[start : node.end_lineno]))
+        start = node.end_lineno
+    if any(r.strip() for r in replace[start:]):
+        return None  # trailing comments belong to no assignment
+    return out
+
+
+def _by_target(lines: list[str], replace: list[str]) -> list[str] | None:
+    """``lines`` with each assignment of ``replace`` put in place of the program's one
+    assignment of the same name at the same indentation, or None when the replacement is not
+    all assignments or one of its names is assigned nowhere or more than once there.
+
+    The settings-block programs keep one decision on one line (``MODEL = "lightgbm"``), so an
+    edit whose search text is found nowhere still says which decision it changes: the name its
+    replacement assigns. A 4 M-parameter policy quotes the parent's line wrongly in about half
+    of its edits while writing a well-formed new setting (issue 40)."""
+    stmts = _statements(replace)
+    if stmts is None:
+        return None
+    spans = _assignments(lines)
+    places = []
+    for name, indent, new in stmts:
+        found = spans.get((name, indent), [])
+        if len(found) != 1:
+            return None
+        places.append((found[0], new))
+    if len({span for span, _ in places}) != len(places):
+        return None  # the same name twice in one replacement
+    out = list(lines)
+    for (start, end), new in sorted(places, reverse=True):
+        out[start:end] = new
+    return out
 
 
 def apply_edits(parent: str, edits: list[Edit], anchored: bool = True) -> str:
@@ -106,7 +202,9 @@ def apply_edits(parent: str, edits: list[Edit], anchored: bool = True) -> str:
     An edit's search lines must match consecutive lines of the program (as edited so far)
     exactly once, compared without trailing whitespace. With ``anchored`` a search found
     nowhere may still name its place (:func:`_anchor`: the one line assigning the same name, or
-    the imports). An empty search, a search that names no place and an ambiguous one (found
+    the imports), or else the replacement names it (:func:`_by_target`: a replacement made only
+    of assignments replaces the program's one assignment of each name at the same
+    indentation). An empty search, a search that names no place and an ambiguous one (found
     twice or more) raise :class:`EditError`: guessing between places would reward edits the
     prompt does not ask for."""
     lines = parent.splitlines()
@@ -120,11 +218,15 @@ def apply_edits(parent: str, edits: list[Edit], anchored: bool = True) -> str:
             lines[at[0] : at[0] + len(want)] = replace
             continue
         place = _anchor(lines, want, replace) if anchored and not at else None
-        if place is None:
+        if place is not None:
+            start, end, new = place
+            lines[start:end] = new
+            continue
+        retargeted = _by_target(lines, replace) if anchored and not at else None
+        if retargeted is None:
             found = "not found" if not at else f"found {len(at)} times"
             raise EditError(f"edit {i}: the search text is {found} in the previous solution")
-        start, end, new = place
-        lines[start:end] = new
+        lines = retargeted
     return "\n".join(lines).strip("\n") + "\n"
 
 

@@ -13,8 +13,9 @@ in this order; the first that applies gives the :class:`mlerl.protocol.ParseStat
    reward and executes nothing) rather than "take the longest": the format is part of the task,
    and guessing would reward outputs the prompt forbids.
 5. ``EDIT_MISMATCH`` (only with ``parent``, the code an IMPROVE prompt showed, when the block
-   holds search/replace edits, see :mod:`mlerl.actors._edits`): an edit is malformed or its search
-   text is not found exactly once in the parent.
+   holds search/replace edits, see :mod:`mlerl.actors._edits`): an edit is malformed or names
+   no single place in the parent (its search text is found twice or more, or found nowhere and
+   neither the search nor the replacement names one line unambiguously).
 6. ``SYNTAX_ERROR``: ``ast.parse`` rejects the block (including null bytes or nesting too deep),
    or, for edits, the program they produce.
 7. ``UNCHANGED`` (only with ``parent``): the revised program is the parent program (the same
