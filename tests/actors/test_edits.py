@@ -228,6 +228,30 @@ def test_a_misquoted_search_lands_on_the_setting_its_replacement_assigns():
         apply_edits(block, other, anchored=False)
 
 
+def test_an_edit_that_swaps_one_setting_for_another_sets_the_new_one_and_keeps_the_old():
+    """Seen in RL (issue 40): the search quotes a real settings line (``PRODUCTS = []``, common
+    in parents) and the replacement sets another (``ONE_HOT = []``). Read literally the edit
+    deletes PRODUCTS and the program dies on it; it is read as setting ONE_HOT."""
+    block = 'ONE_HOT = ["spacegroup"]\nPRODUCTS = []\nPARAMS = {"alpha": 1.0}\nprint(PARAMS)\n'
+    swap = [(["PRODUCTS = []"], ["ONE_HOT = []"])]
+    assert apply_edits(block, swap) == block.replace('ONE_HOT = ["spacegroup"]', "ONE_HOT = []")
+    assert apply_edits(block, swap, anchored=False) == block.replace(  # literal: a deletion
+        'ONE_HOT = ["spacegroup"]\nPRODUCTS = []\n', 'ONE_HOT = ["spacegroup"]\nONE_HOT = []\n'
+    )
+    same_name = [(["PRODUCTS = []"], ["PRODUCTS = ['a*b']"])]  # the ordinary edit, literal
+    assert apply_edits(block, same_name) == block.replace("PRODUCTS = []", "PRODUCTS = ['a*b']")
+    both = [(["PRODUCTS = []", 'PARAMS = {"alpha": 1.0}'], ['PARAMS = {"alpha": 2.0}'])]
+    assert apply_edits(block, both) == block.replace(  # shares a name: literal, PRODUCTS goes
+        'PRODUCTS = []\nPARAMS = {"alpha": 1.0}', 'PARAMS = {"alpha": 2.0}'
+    )
+    rename = "model = Ridge()\nmodel.fit(X, y)\n"  # a new name: literal
+    assert apply_edits(rename, [(["model = Ridge()"], ["clf = Ridge()"])]) == (
+        "clf = Ridge()\nmodel.fit(X, y)\n"
+    )
+    code_too = [(["PRODUCTS = []"], ["ONE_HOT = []", "print(1)"])]  # not only assignments
+    assert apply_edits(block, code_too) == block.replace("PRODUCTS = []", "ONE_HOT = []\nprint(1)")
+
+
 def test_a_misquoted_search_replaces_a_whole_multiline_assignment_at_its_indentation():
     prog = 'PARAMS = {\n    "alpha": 1.0,\n}\nfor c in cols:\n    model = Ridge(**PARAMS)\n'
     edits = [(["PARAMS = {'alpha': 5}"], ['PARAMS = {"alpha": 10.0}'])]

@@ -169,6 +169,26 @@ def _statements(replace: list[str]) -> list[tuple[str, int, list[str]]] | None:
     return out
 
 
+def _setting_swap(lines: list[str], search: list[str], replace: list[str]) -> list[str] | None:
+    """An edit of assignments only whose replacement assigns none of the names its search
+    assigns, but only names the program assigns once elsewhere (search ``PRODUCTS = []``,
+    replacement ``ONE_HOT = []``): ``lines`` with the replacement put in place of those
+    assignments (:func:`_by_target`), the searched lines kept; None for any other edit.
+
+    Read literally such an edit deletes one setting and assigns another a second time, and the
+    program dies on the name it lost (``NameError: name 'PRODUCTS' is not defined``: 33 of the
+    failed revisions of six runs of the embedded policy, whose search lines quote a common
+    settings line rather than the one it changes; issue 40). No edit means that: it reads as
+    setting the names its replacement assigns."""
+    searched = _statements(search)
+    if searched is None:
+        return None
+    replaced = _statements(replace)
+    if replaced is None or {n for n, _, _ in searched} & {n for n, _, _ in replaced}:
+        return None
+    return _by_target(lines, replace)
+
+
 def _by_target(lines: list[str], replace: list[str]) -> list[str] | None:
     """``lines`` with each assignment of ``replace`` put in place of the program's one
     assignment of the same name at the same indentation, or None when the replacement is not
@@ -204,9 +224,10 @@ def apply_edits(parent: str, edits: list[Edit], anchored: bool = True) -> str:
     nowhere may still name its place (:func:`_anchor`: the one line assigning the same name, or
     the imports), or else the replacement names it (:func:`_by_target`: a replacement made only
     of assignments replaces the program's one assignment of each name at the same
-    indentation). An empty search, a search that names no place and an ambiguous one (found
-    twice or more) raise :class:`EditError`: guessing between places would reward edits the
-    prompt does not ask for."""
+    indentation). An edit of assignments whose replacement assigns other names than its search
+    sets those names, found or not (:func:`_setting_swap`). An empty search, a search that
+    names no place and an ambiguous one (found twice or more) raise :class:`EditError`:
+    guessing between places would reward edits the prompt does not ask for."""
     lines = parent.splitlines()
     for i, (search, replace) in enumerate(edits, 1):
         want = [s.rstrip() for s in search]
@@ -214,6 +235,9 @@ def apply_edits(parent: str, edits: list[Edit], anchored: bool = True) -> str:
             raise EditError(f"edit {i}: the search text is empty")
         have = [s.rstrip() for s in lines]
         at = [j for j in range(len(have) - len(want) + 1) if have[j : j + len(want)] == want]
+        if anchored and (retargeted := _setting_swap(lines, search, replace)) is not None:
+            lines = retargeted
+            continue
         if len(at) == 1:
             lines[at[0] : at[0] + len(want)] = replace
             continue
@@ -251,8 +275,9 @@ def _widen(a: list[str], lo: int, hi: int) -> tuple[int, int]:
 def make_edits(parent: str, revised: str) -> list[Edit]:
     """Edits that turn ``parent`` into ``revised``: one per changed region, each search widened
     with unchanged neighbours until it is non-empty and unique; regions that then touch are
-    merged. Falls back to one edit spanning every change when the per-region edits would not
-    reproduce ``revised`` (a later search made ambiguous by an earlier replacement)."""
+    merged. Falls back to one edit spanning every change, widened until it reproduces
+    ``revised``, when the per-region edits would not (a later search made ambiguous by an
+    earlier replacement, or an edit :func:`apply_edits` reads as setting other names)."""
     a = [line.rstrip() for line in parent.splitlines()]
     b = [line.rstrip() for line in revised.splitlines()]
     ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
@@ -282,7 +307,16 @@ def make_edits(parent: str, revised: str) -> list[Edit]:
     except EditError:
         pass
     lo, hi = _widen(a, changed[0][0], changed[-1][1])
-    return [(a[lo:hi], b[lo : len(b) - (len(a) - hi)])]
+    while True:  # wider until the edit applies literally (a search of the whole program does)
+        edit = [(a[lo:hi], b[lo : len(b) - (len(a) - hi)])]
+        if (lo, hi) == (0, len(a)):
+            return edit
+        try:
+            if apply_edits(parent, edit) == target:
+                return edit
+        except EditError:
+            pass
+        lo, hi = max(0, lo - 1), min(len(a), hi + 1)
 
 
 def edit_answer(parent: str, revised: str) -> str:
