@@ -130,15 +130,17 @@ def _assignments(lines: list[str]) -> dict[tuple[str, int], list[tuple[int, int]
         return {}
     spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.end_lineno is not None
-        ):
-            key = (node.targets[0].id, node.col_offset)
-            spans.setdefault(key, []).append((node.lineno - 1, node.end_lineno))
+        if isinstance(node, ast.stmt) and (name := _assigned_name(node)) and node.end_lineno:
+            spans.setdefault((name, node.col_offset), []).append((node.lineno - 1, node.end_lineno))
     return spans
+
+
+def _assigned_name(node: ast.stmt) -> str | None:
+    """``name`` for a statement ``name = ...`` (one plain name, the only target), else None."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        return target.id if isinstance(target, ast.Name) else None
+    return None
 
 
 def _statements(replace: list[str]) -> list[tuple[str, int, list[str]]] | None:
@@ -153,16 +155,12 @@ def _statements(replace: list[str]) -> list[tuple[str, int, list[str]]] | None:
         return None
     out, start = [], 0
     for node in tree.body:
-        if not (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.end_lineno is not None
-        ):
+        name = _assigned_name(node)
+        if name is None or node.end_lineno is None:
             return None
         first = replace[node.lineno - 1]
         indent = len(first) - len(first.lstrip())
-        out.append((node.targets[0].id, indent, replace[start : node.end_lineno]))
+        out.append((name, indent, replace[start : node.end_lineno]))
         start = node.end_lineno
     if any(r.strip() for r in replace[start:]):
         return None  # trailing comments belong to no assignment
@@ -186,19 +184,21 @@ def _setting_swap(lines: list[str], search: list[str], replace: list[str]) -> li
     replaced = _statements(replace)
     if replaced is None or {n for n, _, _ in searched} & {n for n, _, _ in replaced}:
         return None
-    return _by_target(lines, replace)
+    return _by_target(lines, replaced)
 
 
-def _by_target(lines: list[str], replace: list[str]) -> list[str] | None:
-    """``lines`` with each assignment of ``replace`` put in place of the program's one
-    assignment of the same name at the same indentation, or None when the replacement is not
-    all assignments or one of its names is assigned nowhere or more than once there.
+def _by_target(
+    lines: list[str], stmts: list[tuple[str, int, list[str]]] | None
+) -> list[str] | None:
+    """``lines`` with each assignment of a replacement (``stmts``, its :func:`_statements`) put
+    in place of the program's one assignment of the same name at the same indentation, or None
+    when the replacement is not all assignments (``stmts`` None) or one of its names is
+    assigned nowhere or more than once there.
 
     The settings-block programs keep one decision on one line (``MODEL = "lightgbm"``), so an
     edit whose search text is found nowhere still says which decision it changes: the name its
     replacement assigns. A 4 M-parameter policy quotes the parent's line wrongly in about half
     of its edits while writing a well-formed new setting (issue 40)."""
-    stmts = _statements(replace)
     if stmts is None:
         return None
     spans = _assignments(lines)
@@ -246,7 +246,7 @@ def apply_edits(parent: str, edits: list[Edit], anchored: bool = True) -> str:
             start, end, new = place
             lines[start:end] = new
             continue
-        retargeted = _by_target(lines, replace) if anchored and not at else None
+        retargeted = _by_target(lines, _statements(replace)) if anchored and not at else None
         if retargeted is None:
             found = "not found" if not at else f"found {len(at)} times"
             raise EditError(f"edit {i}: the search text is {found} in the previous solution")
