@@ -134,8 +134,11 @@ SlurmctldHost=mlerl-ctl($NET.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-# a requeued job waits out the credential lifetime before it starts again: 30 s, not 120
-AuthInfo=cred_expire=30
+# AuthInfo's cred_expire stays at Slurm's default (120 s), which is also how long a requeued
+# job waits before it starts again. At 30 s a requeued job's step could start on a node that
+# had just come back while a message meant for the dead instance's step of the same id was
+# still on its way: the requeued learner step (2.2 in both instances) was SIGKILLed ~50 s after
+# its node went DOWN, twice in 11 runs; each run whose step 2.2 started after that survived.
 CredType=cred/munge
 StateSaveLocation=$ROOT/ctld
 SlurmdSpoolDir=$ROOT/spool-%n
@@ -159,6 +162,9 @@ SlurmdTimeout=10
 SlurmctldTimeout=10
 MessageTimeout=5
 KillWait=5
+# debug: each RPC a daemon sends or handles is in its log (a fault test that fails says why)
+SlurmctldDebug=debug2
+SlurmdDebug=debug
 MinJobAge=600
 InactiveLimit=0
 EOF
@@ -185,10 +191,10 @@ for i in $(seq 1 "$N"); do
     # its own network namespace, hostname (UTS namespace) and /etc/hosts (a mount namespace that
     # still sees the host's mounts: `ip netns exec` would remount /sys and hide the cgroups)
     # a node that died whole (the learner-node fault of the slurm tests) left its jobs' scripts
-    # in its spool; a slurmd started over them purges them as vestigial, and when slurmctld has
-    # already requeued that job onto this node the purge cancels the new instance's step (seen
-    # once: the requeued learner step Killed 0.6 s after launch). Nothing of the node runs any
-    # more, so its spool holds nothing live: start from an empty one.
+    # in its spool, which a slurmd started over them purges as vestigial, again and again.
+    # (That purge was first blamed for a requeued learner step SIGKILLed after its node came
+    # back; it was not: see cred_expire above.) Nothing of the node runs any more, so its
+    # spool holds nothing live: start from an empty one.
     if [[ -z "$(ip netns pids "$n" 2>/dev/null)" ]]; then rm -rf "$ROOT/spool-$n"; fi
     mkdir -p "$ROOT/spool-$n"
     nsenter --net="/run/netns/$n" unshare --mount --propagation slave --uts \

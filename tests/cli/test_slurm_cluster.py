@@ -74,6 +74,17 @@ def overrides(e2e_root: Path) -> list[str]:
     return [a for a in args[4:] if not a.startswith(("hydra.run.dir=", "prepare_only="))]
 
 
+def _daemon_logs(since: str, lines: int = 80) -> str:
+    """The tail of slurmctld's and each slurmd's log, at most ``lines`` lines after the last
+    line that contains ``since`` (a fault test that fails shows which RPC ended which step)."""
+    out = []
+    for path in sorted(Path("/var/lib/mlerl-slurm/log").glob("*.log")):
+        text = path.read_text(errors="replace")
+        part = text[text.rfind(since) :] if since in text else text
+        out.append(f"--- {path.name} ---\n" + "\n".join(part.splitlines()[-lines:]))
+    return "\n".join(out)
+
+
 def _node_processes(node: str) -> list[str]:
     """Command lines of a node's processes other than its slurmd (zombies left out)."""
     out = []
@@ -284,7 +295,9 @@ def test_job_on_three_nodes_through_scancel_and_dead_nodes(cluster, overrides, t
     info = _wait_job(job, 900)
     TIMES["learner node killed -> requeued job completed"] = round(time.monotonic() - start, 1)
     out = _out(run_dir, job)  # the requeued run's output replaces the first's
-    assert info["JobState"] == "COMPLETED", (info, out[-4000:])
+    assert info["JobState"] == "COMPLETED", (
+        f"{info}\n{out[-4000:]}\n{_daemon_logs(f'Requeuing JobId={job}')}"
+    )
     assert info["NodeList"] == "mlerl-n[1-3]"
     steps = _steps(run_dir)
     assert steps[-1] == 6 and before < 6, steps
