@@ -162,7 +162,8 @@ SlurmdTimeout=10
 SlurmctldTimeout=10
 MessageTimeout=5
 KillWait=5
-# debug: each RPC a daemon sends or handles is in its log (a fault test that fails says why)
+# debug levels: the controller logs each RPC it sends, a node each signal and kill it handles
+# (a fault test that fails prints their tails)
 SlurmctldDebug=debug2
 SlurmdDebug=debug
 MinJobAge=600
