@@ -76,7 +76,7 @@ def overrides(e2e_root: Path) -> list[str]:
 
 def _daemon_logs(since: str, lines: int = 80) -> str:
     """The tail of slurmctld's and each slurmd's log, at most ``lines`` lines after the last
-    line that contains ``since`` (a fault test that fails shows which RPC ended which step)."""
+    line that contains ``since`` (a fault test that fails shows what the daemons saw)."""
     out = []
     for path in sorted(Path("/var/lib/mlerl-slurm/log").glob("*.log")):
         text = path.read_text(errors="replace")
