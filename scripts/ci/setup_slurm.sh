@@ -163,7 +163,7 @@ SlurmctldTimeout=10
 MessageTimeout=5
 KillWait=5
 # the daemons log at info (the default). At debug (slurmd) and debug2 (slurmctld) the restart of
-# a torchrun learner over two nodes failed every time (3 of 3): the restarted rank 1 reached rank
+# a torchrun learner over two nodes failed in both runs (2 of 2): the restarted rank 1 reached rank
 # 0's address of the previous round (gloo: connection refused). docs/faults.md has more.
 MinJobAge=600
 InactiveLimit=0
