@@ -163,8 +163,8 @@ SlurmctldTimeout=10
 MessageTimeout=5
 KillWait=5
 # the daemons log at info (the default). At debug (slurmd) and debug2 (slurmctld) the restart of
-# a torchrun learner over two nodes failed in both runs (2 of 2): the restarted rank 1 reached rank
-# 0's address of the previous round (gloo: connection refused). docs/faults.md has more.
+# a torchrun learner over two nodes failed in both runs (2 of 2): the restarted rank 1 got
+# `Connection refused` from rank 0's gloo address (likely the previous round's; docs/faults.md).
 MinJobAge=600
 InactiveLimit=0
 EOF

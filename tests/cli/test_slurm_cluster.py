@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 NODES = ["mlerl-n1", "mlerl-n2", "mlerl-n3"]
 SETUP = Path(__file__).resolve().parents[2] / "scripts" / "ci" / "setup_slurm.sh"
+LOGS = Path("/var/lib/mlerl-slurm/log")  # the daemons' logs (setup_slurm.sh: $ROOT/log)
 ENDED = {
     "COMPLETED",
     "FAILED",
@@ -78,7 +79,7 @@ def _daemon_logs(since: str, lines: int = 80) -> str:
     """The tail of slurmctld's and each slurmd's log, at most ``lines`` lines after the last
     line that contains ``since`` (a fault test that fails shows what the daemons saw)."""
     out = []
-    for path in sorted(Path("/var/lib/mlerl-slurm/log").glob("*.log")):
+    for path in sorted(LOGS.glob("*.log")):
         text = path.read_text(errors="replace")
         part = text[text.rfind(since) :] if since in text else text
         out.append(f"--- {path.name} ---\n" + "\n".join(part.splitlines()[-lines:]))
@@ -281,9 +282,7 @@ def test_job_on_three_nodes_through_scancel_and_dead_nodes(cluster, overrides, t
         TIMES["learner node killed -> no process on any node"] = round(time.monotonic() - start, 1)
         assert info["JobState"] in ("PENDING", "REQUEUED") and info["Restarts"] == "1", info
         assert processes(str(run_dir)) == []
-        log = Path(
-            "/var/lib/mlerl-slurm/log/slurmctld.log"
-        ).read_text()  # kept across restarts: this job's part
+        log = (LOGS / "slurmctld.log").read_text()  # kept across restarts: this job's part
         log = log[log.rfind(f"_slurm_rpc_submit_batch_job: JobId={job} ") :]
         assert f"requeue job JobId={job} due to failure of node mlerl-n1" in log
     finally:
