@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mlerl.cli._slurm import SlurmJob, script
+from mlerl.cli._slurm import TORCHRUN_ENV, SlurmJob, script
 
 SRUN = r"""#!/bin/bash
 # srun stand-in: run the command once per node of --nodelist, with SLURMD_NODENAME set
@@ -47,14 +47,16 @@ def _shims(tmp_path: Path, nodes: list[str]) -> dict[str, str]:
 
 
 def _recording_python(tmp_path: Path) -> Path:
-    """An interpreter stand-in that records its argv and node, one JSON line per call."""
+    """An interpreter stand-in that records its argv, node and torchrun environment
+    (``TORCHRUN_ENV``'s names), one JSON line per call."""
     log = tmp_path / "calls.jsonl"
     py = tmp_path / "py"
     # the learner stand-in lingers a moment: its end stops the actor step, which must have run
     py.write_text(
         f"#!{sys.executable}\nimport json, os, sys, time\n"
         f"open({str(log)!r}, 'a').write(json.dumps({{'node': os.environ.get('SLURMD_NODENAME'), "
-        f"'head': os.environ.get('HEAD'), 'argv': sys.argv[1:]}}) + '\\n')\n"
+        f"'head': os.environ.get('HEAD'), 'argv': sys.argv[1:], "
+        f"'env': {{k: os.environ.get(k) for k in {sorted(TORCHRUN_ENV)!r}}}}}) + '\\n')\n"
         "if 'torch.distributed.run' in sys.argv: time.sleep(3)\n"
     )
     py.chmod(0o755)
@@ -178,6 +180,7 @@ def test_each_node_runs_the_expected_command(tmp_path):
                 "--rdzv_id=4242",
                 "--max-restarts=3",
             } <= set(c["argv"])
+            assert c["env"] == TORCHRUN_ENV  # a fresh c10d store per restart round
             assert c["argv"][-4:] == [
                 "-m",
                 "mlerl.learner",

@@ -13,7 +13,8 @@ Steps of the generated script (``RUN_DIR`` on a filesystem every node sees):
 1. on the head node, ``mlerl train role=learner prepare_only=true``: tasks, policy, CURVE keys
    and ``RUN_DIR/config.yaml``, nothing started;
 2. the learner: ``srun`` over the learner nodes, each running torchrun with
-   ``--nnodes=L --nproc_per_node=G`` and ``python -m mlerl.learner --config RUN_DIR/config.yaml``;
+   ``--nnodes=L --nproc_per_node=G`` and ``python -m mlerl.learner --config RUN_DIR/config.yaml``
+   (environment ``TORCHRUN_ENV``: a fresh rendezvous store per restart round);
 3. the actors: ``srun`` over the actor nodes, each running ``mlerl train role=actors`` with its
    own run directory ``RUN_DIR/hosts/<node>`` and actor ids ``<node>-<i>`` (unique across nodes,
    stable across restarts), reading the keys from ``RUN_DIR/keys``;
@@ -35,6 +36,15 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+TORCHRUN_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+"""The environment of the learner's torchrun on every learner node: each restart round gets a
+fresh c10d store. By default torchrun's agents share one store across rounds and the ranks' gloo
+addresses are keyed by rank alone, so after a rank dies the first rank to start again can read a
+peer's address of the previous round and fail (``Connection refused``), again and again until
+``--max-restarts`` is spent: a node whose ranks were healthy restarts them later, as a
+"membership change". ``tests/cli/test_torchrun_restart.py`` shows it with two agents on one
+host."""
 
 
 @dataclass
@@ -133,6 +143,9 @@ def script(job: SlurmJob) -> str:
         '  "${OVERRIDES[@]}"',
         "",
         f"# 2. the learner: {L} node(s) x {G} rank(s), torchrun's c10d rendezvous on the head node",
+        "# (a fresh c10d store per restart round: a shared one hands restarted ranks stale "
+        "addresses)",
+        *(f"export {k}={shlex.quote(v)}" for k, v in TORCHRUN_ENV.items()),
         f'srun --nodes={L} --ntasks={L} --ntasks-per-node=1 --nodelist="$LEARNER_NODES" \\',
         f'  "$PY" -m torch.distributed.run --nnodes={L} --nproc_per_node={G} \\',
         f'  --rdzv_backend=c10d --rdzv_endpoint="$HEAD:{job.rdzv_port}" --rdzv_id="$SLURM_JOB_ID" '
