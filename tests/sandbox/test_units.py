@@ -13,6 +13,7 @@ from mlerl.protocol import ConfigError, ExecStatus
 from mlerl.sandbox import CapturedOutput, ExecutionRequest, Limits, SandboxConfig
 from mlerl.sandbox._output import OutputSink, StreamCapture
 from mlerl.sandbox._runner import Admission, Outcome, decide
+from mlerl.sandbox._types import THREAD_VARIABLES, thread_env
 from mlerl.sandbox._workdir import collect
 
 
@@ -353,3 +354,10 @@ def test_outermost_roots_and_path_prefixes():
     assert _under("/opt/venv", ["/opt/venv"]) and _under("/opt/venv/x", ["/opt/venv/"])
     assert not _under("/opt/venv2", ["/opt/venv"]) and not _under("/opt", ["/opt/venv"])
     assert _parents("/a/b/c") == ["/a", "/a/b"] and _parents("/a") == []
+
+
+@pytest.mark.parametrize(("cpus", "threads"), [(0.25, "1"), (1.0, "1"), (1.5, "2"), (4.0, "4")])
+def test_thread_env_rounds_the_cpu_share_up(cpus: float, threads: str) -> None:
+    env = thread_env(Limits(cpus=cpus))
+    assert set(env) == set(THREAD_VARIABLES) and "LOKY_MAX_CPU_COUNT" in env
+    assert set(env.values()) == {threads}

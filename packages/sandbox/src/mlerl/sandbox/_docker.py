@@ -32,7 +32,13 @@ import aiohttp
 
 from mlerl.sandbox._output import OutputSink
 from mlerl.sandbox._runner import Admission, Outcome, admitted, exit_or_limit, started
-from mlerl.sandbox._types import ExecutionRequest, ExecutionResult, OutputCallback, SandboxConfig
+from mlerl.sandbox._types import (
+    ExecutionRequest,
+    ExecutionResult,
+    OutputCallback,
+    SandboxConfig,
+    thread_env,
+)
 from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_alive, owner_tag, stage_inputs
 
 LABEL = "mlerl.sandbox"
@@ -74,8 +80,7 @@ def container_config(
     if site:
         binds.append(f"{site}:{SITE_MOUNT}:ro")
         env["PYTHONPATH"] = SITE_MOUNT
-    threads = str(max(1, int(lim.cpus + 0.999)))
-    env |= {"OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+    env |= thread_env(lim)
     env |= request.env
     deadline = time.time() + lim.wall_time_s + lim.kill_grace_s
     uid = config.sandbox_uid

@@ -54,6 +54,7 @@ from mlerl.sandbox._types import (
     OutputCallback,
     SandboxConfig,
     SandboxUnavailable,
+    thread_env,
 )
 from mlerl.sandbox._warm import WarmPath
 from mlerl.sandbox._workdir import WorkDir, create_workdir, owner_tag, stage_inputs
@@ -71,7 +72,6 @@ INSTALL_HINT = (
 
 
 def _base_env(limits: Limits, home: str) -> dict[str, str]:
-    threads = str(max(1, math.ceil(limits.cpus)))
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": home,
@@ -79,9 +79,7 @@ def _base_env(limits: Limits, home: str) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLCONFIGDIR": home,
-        "OMP_NUM_THREADS": threads,
-        "OPENBLAS_NUM_THREADS": threads,
-        "MKL_NUM_THREADS": threads,
+        **thread_env(limits),
     }
 
 
