@@ -143,14 +143,13 @@ def _no_job_left():
     yield
     if not SUBMITTED:
         return
-    left = set(SUBMITTED) & set(_sh("squeue", "-h", "-r", "-o", "%A", check=False).split())
-    if left:
-        _sh("scancel", *sorted(left), check=False)
-        _wait_for(
-            lambda: not set(left) & set(_sh("squeue", "-h", "-r", "-o", "%A", check=False).split()),
-            120,
-            "the jobs a test left to end",
-        )
+
+    def left() -> set[str]:  # this module's jobs still queued or running
+        return set(SUBMITTED) & set(_sh("squeue", "-h", "-r", "-o", "%A", check=False).split())
+
+    if jobs := left():
+        _sh("scancel", *sorted(jobs), check=False)
+        _wait_for(lambda: not left(), 120, "the jobs a test left to end")
 
 
 def _write(
