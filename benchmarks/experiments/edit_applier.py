@@ -2,10 +2,10 @@
 parse and run under any commit.
 
 ``python benchmarks/experiments/edit_applier.py sample --model-dir DIR --run RUN_DIR --parents 16
---per-parent 8 --answers ANSWERS.json``
+--per-parent 8 --answers ANSWERS.json [--latest]``
     Improve answers of the policy in ``DIR`` (T = 0.9, 320 new tokens: the embedded actors'
-    settings) for the first ``--parents`` distinct programs that ran to the end in
-    ``RUN_DIR/samples.jsonl`` (each prompt shows the parent's plan, code and terminal output as
+    settings) for the first (``--latest``: last) ``--parents`` distinct programs that ran to
+    the end in ``RUN_DIR/samples.jsonl`` (each prompt shows the parent's plan, code and terminal output as
     the run recorded them).
 
 ``python benchmarks/experiments/edit_applier.py score --answers ANSWERS.json [--name NAME]``
@@ -33,16 +33,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the
 from _common import RESULTS, command_line, git_commit, machine_info
 
 
-def parents_of(samples: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+def parents_of(samples: list[dict[str, Any]], n: int, latest: bool = False) -> list[dict[str, Any]]:
     """The first ``n`` distinct programs of a run that ran to the end (status ``ok``), in the
-    order they finished."""
+    order they finished; with ``latest`` the last ``n`` (the kind of parent late training
+    revises), in the same order."""
     seen: set[str] = set()
     out = []
-    for row in samples:
+    for row in reversed(samples) if latest else samples:
         if row.get("status") == "ok" and row.get("code") and row["code"] not in seen:
             seen.add(row["code"])
             out.append(row)
-    return out[:n]
+    return out[:n][::-1] if latest else out[:n]
 
 
 def beats(child: float, parent: float | None, lower: bool) -> bool:
@@ -61,7 +62,7 @@ def sample(args: argparse.Namespace) -> int:
     built = (read_manifest(args.model_dir) or {}).get("config") or {}
     prompts = PromptConfig(**built["prompts"]) if built.get("prompts") else PromptConfig()
     rows = [json.loads(line) for line in (args.run / "samples.jsonl").open()]
-    parents = parents_of(rows, args.parents)
+    parents = parents_of(rows, args.parents, args.latest)
     task_id = parents[0]["task_id"]
     task = task_views(default_data_dir(), [task_id])[0].task
     if task is None:
@@ -148,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--run", type=Path, required=True, help="a run dir whose samples are parents")
     s.add_argument("--parents", type=int, default=16)
     s.add_argument("--per-parent", type=int, default=8)
+    s.add_argument("--latest", action="store_true", help="the run's last parents, not its first")
     s.add_argument("--answers", type=Path, required=True)
     c = sub.add_parser("score")
     c.add_argument("--answers", type=Path, required=True)

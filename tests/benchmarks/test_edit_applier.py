@@ -24,6 +24,12 @@ def test_parents_are_the_first_distinct_programs_that_ran_to_the_end():
     ]
     assert [r["code"] for r in edit_applier.parents_of(rows, 2)] == ["b", "d"]
     assert [r["code"] for r in edit_applier.parents_of(rows, 10)] == ["b", "d", "e"]
+    # the latest: the last distinct ones, in the order they finished
+    assert [r["code"] for r in edit_applier.parents_of(rows, 2, latest=True)] == ["d", "e"]
+    assert [r["code"] for r in edit_applier.parents_of(rows + rows[1:2], 2, latest=True)] == [
+        "e",
+        "b",
+    ]
 
 
 def test_a_revision_beats_its_parent_in_the_task_direction_and_never_a_missing_one():

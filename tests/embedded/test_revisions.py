@@ -1,12 +1,16 @@
 """Revisions of settings-block programs, measured by running parent and child (issue #40)."""
 
+import hashlib
+import json
 import random
+from dataclasses import asdict
 
 import pytest
 
 from mlerl.embedded import _revisions as R
 from mlerl.embedded import _settings as S
 from mlerl.embedded import generate_corpus
+from mlerl.embedded._corpus import corpus_hash
 from mlerl.embedded._evaluate import ProgramRun, observe_programs
 
 MATERIALS, INSULTS = "standin-materials-rmsle-tiny", "standin-insults-auc-tiny"
@@ -100,6 +104,7 @@ def test_only_revisions_that_both_ran_and_changed_the_submission_are_kept(views)
         "unchanged": 1,
         "failed": 1,
         "no_score": 1,
+        "reversed": 0,
     }
     kept = [e for e in out if e.kind == "improve"]
     assert [round(e.effect, 4) for e in kept] == [0.01, -0.02, 0.005, 0.0, -0.01]
@@ -108,6 +113,66 @@ def test_only_revisions_that_both_ran_and_changed_the_submission_are_kept(views)
     assert [e for e in out if e.kind != "improve"] == [e for e in ex if e.kind != "improve"]
     with pytest.raises(ValueError, match="results"):
         R.measure_revisions(ex, [view], lambda items: [])
+
+
+def test_hindsight_writes_each_revision_reversed_and_keeps_the_direction_that_helped(views):
+    view = _view(views, MATERIALS)
+    plain = generate_corpus([view], 0, 20, 0, 0, shape="settings", revisions_per_task=6)
+    both = generate_corpus(
+        [view], 0, 20, 0, 0, shape="settings", revisions_per_task=6, revision_hindsight=True
+    )
+    # the drawn revisions are the same; each is followed by its reverse
+    assert [e for e in both if not e.hindsight] == plain
+    forward = [e for e in both if e.measure and not e.hindsight]
+    back = [e for e in both if e.hindsight]
+    assert len(forward) == len(back) == 6
+    for f, r in zip(forward, back, strict=True):
+        assert both.index(r) == both.index(f) + 1
+        assert r.parent[1] == f.code and r.code == f.parent[1]
+        assert r.measure and r.kind == "improve"
+    # a reverse names the same settings, changed back
+    assert [r.answer.split(".")[0] for r in back] == [f.answer.split(".")[0] for f in forward]
+    # a corpus without reverses hashes as before the field existed (cached policies keep keys)
+    old = hashlib.sha256()
+    for e in plain:
+        fields = asdict(e)
+        del fields["hindsight"]
+        old.update(json.dumps(fields, sort_keys=True).encode())
+    assert corpus_hash(plain) == old.hexdigest()[:16]
+    assert corpus_hash(both) != corpus_hash(plain)
+
+    # parents 0.05; children: better, worse, same submission, crashed, no score, same score
+    table = {}
+    for e in forward:
+        table[e.parent[1]] = ProgramRun("validation rmsle a: 0.0500", "p" + e.parent[1][-40:], 1.0)
+    outcomes = [
+        ProgramRun("validation rmsle a: 0.0400", "better", 1.0),
+        ProgramRun("validation rmsle a: 0.0700", "worse", 1.0),
+        None,
+        ProgramRun("Traceback: boom", None, 1.0),
+        ProgramRun("no score printed", "other", 1.0),
+        ProgramRun("validation rmsle a: 0.0500", "same score", 1.0),
+    ]
+    for e, run in zip(forward, outcomes, strict=True):
+        table[e.code] = run or table[e.parent[1]]
+    out, counts = R.measure_revisions(both, [view], _fake_runs(table))
+    assert counts == {
+        "kept": 3,
+        "helped": 1,
+        "hurt": 1,
+        "unchanged": 1,
+        "failed": 1,
+        "no_score": 1,
+        "reversed": 1,
+    }
+    kept = [e for e in out if e.kind == "improve"]
+    # one example per kept pair: the better child as drawn, the worse one reversed, the
+    # same score as drawn
+    assert [e.hindsight for e in kept] == [False, True, False]
+    assert [round(e.effect, 4) for e in kept] == [0.01, 0.02, 0.0]
+    assert kept[1].code == forward[1].parent[1]
+    assert "validation rmsle a: 0.0700" in kept[1].messages[-1][1]  # the worse child's output
+    assert forward[1].code in kept[1].messages[-1][1]  # revised: the worse child's program
 
 
 def test_real_runs_measure_a_revision(views):

@@ -46,6 +46,11 @@ class BootstrapConfig:
     programs: 129-142 s on 2 cores) and kept when both ran, their submissions differ and both
     printed a hold-out score; each kept one is labelled with its measured effect
     (`_revisions`)."""
+    revision_hindsight: bool = False
+    """Settings shape: also write each drawn revision reversed (its child revised back into its
+    parent; no extra runs: the same two programs) and keep, per pair, the direction that
+    measured a help, so SFT sees one revision per kept pair and every one that changed the
+    hold-out score helps. False (the default): revisions that hurt are kept as drawn."""
     revision_repeats: int = 8
     """Times SFT sees each kept revision per pass over the drafts: 64 revisions beside 3,000
     drafts would be 2 % of the examples for the half of RL's prompts that are improve prompts."""
@@ -144,6 +149,8 @@ class BootstrapConfig:
         build does not depend on the guard when the guard never bound the schedule."""
         fields = asdict(self)
         fields.pop("sft_seconds")
+        if not fields["revision_hindsight"]:  # came after policies were cached: keep their keys
+            fields.pop("revision_hindsight")
         blob = json.dumps(
             {"corpus": corpus_hash, "version": BOOTSTRAP_VERSION, **fields}, sort_keys=True
         )

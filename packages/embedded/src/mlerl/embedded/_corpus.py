@@ -319,6 +319,7 @@ def generate_corpus(
     fix_share: float = 0.5,
     shape: str = "legacy",
     revisions_per_task: int = 0,
+    revision_hindsight: bool = False,
 ) -> list[Example]:
     """Deterministic corpus for `views`; duplicate answers are dropped (an
     improve answer only when it revises the same parent).
@@ -332,8 +333,9 @@ def generate_corpus(
     text) as settings-block programs: `drafts_per_task` distinct drafts drawn independently,
     none making the task's held-out best combination (`_settings.HELD_OUT`), no injected bugs;
     `revisions_per_task` revisions of the first drafts (two per parent, one decision changed
-    each) that `measure_revisions` must run before SFT; instrument examples as usual. Other
-    tasks keep the legacy generator."""
+    each) that `measure_revisions` must run before SFT, with `revision_hindsight` each also
+    written reversed (`revision_examples`); instrument examples as usual. Other tasks keep the
+    legacy generator."""
     if shape not in ("legacy", "settings"):
         raise ValueError(f"shape must be 'legacy' or 'settings', got {shape!r}")
     for name, value in (("mistake_rate", mistake_rate), ("fix_share", fix_share)):
@@ -346,7 +348,11 @@ def generate_corpus(
             programs = settings_drafts(view, rng, drafts_per_task)
             examples.extend(_draft(view, p, prompts) for p in programs)
             examples.extend(_instrument(view, p) for p in programs[:instruments_per_task])
-            examples.extend(revision_examples(view, programs, revisions_per_task, rng, prompts))
+            examples.extend(
+                revision_examples(
+                    view, programs, revisions_per_task, rng, prompts, revision_hindsight
+                )
+            )
             continue
         legacy = drafts_per_task if shape == "legacy" else min(drafts_per_task, LEGACY_DRAFTS)
         for _ in range(legacy):
@@ -371,10 +377,14 @@ def generate_corpus(
 
 
 def corpus_hash(examples: list[Example]) -> str:
-    """sha256 over the examples' content (order-sensitive), hex, 16 characters."""
+    """sha256 over the examples' content (order-sensitive), hex, 16 characters. `hindsight`
+    enters only where set: it came after policies were cached, which keep their keys."""
     h = hashlib.sha256()
     for ex in examples:
-        h.update(json.dumps(asdict(ex), sort_keys=True).encode())
+        fields = asdict(ex)
+        if not fields["hindsight"]:
+            del fields["hindsight"]
+        h.update(json.dumps(fields, sort_keys=True).encode())
     return h.hexdigest()[:16]
 
 

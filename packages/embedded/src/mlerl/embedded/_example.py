@@ -26,6 +26,10 @@ class Example:
     prompt shows no output yet and it has no `effect`."""
     effect: float | None = None
     """A measured revision's change of the printed hold-out score, positive = better."""
+    hindsight: bool = False
+    """The reverse of a drawn revision (its child revised back into its parent), written only
+    with `BootstrapConfig.revision_hindsight`: `measure_revisions` keeps exactly one direction
+    of the pair, the one that measured a help."""
 
     def chat(self) -> list[dict[str, str]]:
         return [{"role": r, "content": c} for r, c in self.messages]

@@ -173,6 +173,7 @@ def corpus_for(cfg: BootstrapConfig, data_dir: Path) -> list[Example]:
         cfg.fix_share,
         cfg.shape,
         cfg.revisions_per_task,
+        cfg.revision_hindsight,
     )
 
 

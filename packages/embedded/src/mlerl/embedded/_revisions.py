@@ -9,7 +9,8 @@ from its parent's: the prompt shows the parent's real terminal output (its hold-
 included) and the example records the measured effect on the printed hold-out score.
 Revisions that help and revisions that hurt both stay, so the initial policy proposes edits
 without knowing which help: telling them apart from the parent's output is what RL has to
-learn.
+learn. With hindsight (`BootstrapConfig.revision_hindsight`) a revision that hurt is kept
+reversed instead: its child, with the child's real output, revised back into its parent.
 """
 
 from __future__ import annotations
@@ -186,11 +187,14 @@ def revision_examples(
     n: int,
     rng: random.Random,
     prompts: PromptConfig | None,
+    hindsight: bool = False,
 ) -> list[Example]:
-    """`n` unmeasured revision examples of settings-block drafts: two children per parent."""
-    from mlerl.actors import edit_answer
+    """`n` unmeasured revision examples of settings-block drafts: two children per parent.
 
-    edit = getattr(prompts, "improve_format", "rewrite") == "edit"
+    `hindsight` also writes each revision's reverse (the child revised back into its parent,
+    an `Example.hindsight` example) right after it, without drawing from `rng`, so the drawn
+    revisions are the same either way; `measure_revisions` then keeps the direction that
+    helped."""
     out = []
     siblings: set[Settings] = set()
     for i in range(min(n, 2 * len(programs))):
@@ -207,31 +211,48 @@ def revision_examples(
             continue
         siblings.add(revised)
         child = settings_program(view, revised)
-        if edit:  # one single-line edit per changed setting: the actor anchors a line it misquotes
-            old = dict(settings.lines)
-            code = "\n".join(
-                edit_answer(parent.code, settings_program(view, settings.replace(k, v)).code)
-                for k, v in revised.lines
-                if old[k] != v
-            )
-            text = lead(settings, revised)
-        else:
-            code, text = child.code, lead(settings, revised) + " " + child.plan
-        out.append(
-            Example(
-                "improve",
-                view.id,
-                _msgs(improve_messages(view.task, parent.plan, parent.code, "", prompts)),
-                format_answer(text, code),
-                child.family,
-                True,
-                None,
-                child.code,
-                (parent.plan, parent.code),
-                measure=True,
-            )
-        )
+        out.append(_revision(view, parent, child, prompts))
+        if hindsight:
+            out.append(_revision(view, child, parent, prompts, hindsight=True))
     return out
+
+
+def _revision(
+    view: TaskView,
+    parent: Program,
+    child: Program,
+    prompts: PromptConfig | None,
+    hindsight: bool = False,
+) -> Example:
+    """The unmeasured improve example that revises `parent` into `child` (settings programs)."""
+    from mlerl.actors import edit_answer
+
+    old, new = parent.choices, child.choices
+    assert isinstance(old, Settings) and isinstance(new, Settings)
+    if getattr(prompts, "improve_format", "rewrite") == "edit":
+        # one single-line edit per changed setting: the actor anchors a line it misquotes
+        lines = dict(old.lines)
+        code = "\n".join(
+            edit_answer(parent.code, settings_program(view, old.replace(k, v)).code)
+            for k, v in new.lines
+            if lines[k] != v
+        )
+        text = lead(old, new)
+    else:
+        code, text = child.code, lead(old, new) + " " + child.plan
+    return Example(
+        "improve",
+        view.id,
+        _msgs(improve_messages(view.task, parent.plan, parent.code, "", prompts)),
+        format_answer(text, code),
+        child.family,
+        True,
+        None,
+        child.code,
+        (parent.plan, parent.code),
+        measure=True,
+        hindsight=hindsight,
+    )
 
 
 def measure_revisions(
@@ -246,7 +267,12 @@ def measure_revisions(
 
     `run` takes (task, program) pairs and returns a `ProgramRun` for each
     (`mlerl.embedded._evaluate.observe_programs` runs them in the sandbox, as the actors do).
-    Returns the examples and counts (kept, helped, hurt, unchanged, failed, no score)."""
+    Where a revision's reverse was written (`Example.hindsight`), exactly one direction of
+    the pair is kept: the revision unless it hurt, else its reverse (the child's output in
+    the prompt, the parent as the answer).
+
+    Returns the examples and counts of the drawn revisions (kept, helped, hurt, unchanged,
+    failed, no score) and of the hurt ones kept reversed (reversed)."""
     views_by_id = {v.id: v for v in views}
     todo = [ex for ex in examples if ex.measure]
     codes: dict[tuple[str, str], None] = {}
@@ -259,7 +285,10 @@ def measure_revisions(
     if len(runs) != len(keys):
         raise ValueError(f"run returned {len(runs)} results for {len(keys)} programs")
     ran = dict(zip(keys, runs, strict=True))
-    counts = dict.fromkeys(("kept", "helped", "hurt", "unchanged", "failed", "no_score"), 0)
+    reversed_ = {(ex.task_id, ex.code, ex.parent[1]) for ex in todo if ex.hindsight and ex.parent}
+    counts = dict.fromkeys(
+        ("kept", "helped", "hurt", "unchanged", "failed", "no_score", "reversed"), 0
+    )
     out = []
     for ex in examples:
         if not ex.measure:
@@ -268,19 +297,26 @@ def measure_revisions(
         assert ex.parent is not None
         view = views_by_id[ex.task_id]
         a, b = ran[(ex.task_id, ex.parent[1])], ran[(ex.task_id, ex.code)]
+        measured = None
         if a.submission is None or b.submission is None:
-            counts["failed"] += 1
-            continue
-        if a.submission == b.submission:
-            counts["unchanged"] += 1
-            continue
-        measured = effect(view, a.output, b.output)
-        if measured is None:
-            counts["no_score"] += 1
-            continue
-        counts["kept"] += 1
-        if measured.gain != 0:
-            counts["helped" if measured.gain > 0 else "hurt"] += 1
+            status = "failed"
+        elif a.submission == b.submission:
+            status = "unchanged"
+        else:
+            measured = effect(view, a.output, b.output)
+            status = "no_score" if measured is None else "kept"
+        if ex.hindsight:  # the same two runs as its revision, which alone is counted
+            if measured is None or measured.gain <= 0:
+                continue
+            counts["reversed"] += 1
+        else:
+            counts[status] += 1
+            if measured is None:
+                continue
+            if measured.gain != 0:
+                counts["helped" if measured.gain > 0 else "hurt"] += 1
+            if measured.gain < 0 and (ex.task_id, ex.parent[1], ex.code) in reversed_:
+                continue  # its reverse, a measured help, is kept instead
         messages = improve_messages(view.task, ex.parent[0], ex.parent[1], a.output, prompts)
         out.append(replace(ex, messages=_msgs(messages), measure=False, effect=measured.gain))
     return out, counts
