@@ -182,6 +182,10 @@ async def test_improve_prompts_revise_earlier_solutions(tmp_path, tasks):
     assert improve and scratch
     ids = {s.sample_id for s in sender.sent}
     assert all(s.parent_id in ids for s in improve)
+    # each carries its parent's reward (the learner's improve_baseline=parent reads it)
+    by_id = {s.sample_id: s for s in sender.sent}
+    assert all(s.parent_reward == by_id[s.parent_id].reward for s in improve)
+    assert all(s.parent_reward is None for s in scratch)
     # the IMPROVE conversation shows the previous code and its terminal output
     convs = [c for call in actor.engine.calls for c in call]
     revise = [

@@ -314,3 +314,37 @@ def test_validity_strata_reach_the_update_from_the_config(make_sample, tiny_mode
         LearnerConfig(advantage_strata="score")
     with pytest.raises(ConfigError, match="advantage_strata.*group baseline"):
         LearnerConfig(advantage="gae", advantage_strata="validity")
+
+
+def test_the_parent_baseline_reaches_the_update_from_the_config(make_sample, tiny_model):
+    # learner.improve_baseline=parent: the two lone revisions (rewards 0.4, -9.5) of parents
+    # that earned 0.3 and 0.5 are compared on their gains, +0.1 and -10.0: GRPO without std
+    # gives them +-(0.1 - -10.0) / 2 = +-5.05 (on their rewards, +-4.95); scratch unchanged.
+    scratch, lone = _scratch_pair_and_lone_revisions(make_sample)
+    lone = [
+        msgspec.structs.replace(s, parent_reward=p) for s, p in zip(lone, (0.3, 0.5), strict=True)
+    ]
+    base = dict(
+        BASE,
+        batch_size=4,
+        micro_batch_size=4,
+        advantage="grpo",
+        critic="none",
+        duration_weighting="none",
+    )
+    m = {
+        b: Learner(LearnerConfig(**base, improve_baseline=b), tiny_model()).update(scratch + lone)
+        for b in ("group", "parent")
+    }
+    assert m["group"]["split/kind/improve/adv_std"] == pytest.approx(4.95, rel=1e-5)
+    assert m["parent"]["split/kind/improve/adv_std"] == pytest.approx(5.05, rel=1e-5)
+    assert m["parent"]["split/kind/scratch/adv_std"] == pytest.approx(5.25, rel=1e-5)
+    # a revision from a sender that predates the field keeps its reward
+    old = [msgspec.structs.replace(s, parent_reward=None) for s in lone]
+    cfg = LearnerConfig(**base, improve_baseline="parent")
+    m_old = Learner(cfg, tiny_model()).update(scratch + old)
+    assert m_old["split/kind/improve/adv_std"] == pytest.approx(4.95, rel=1e-5)
+    with pytest.raises(ConfigError, match="improve_baseline"):
+        LearnerConfig(improve_baseline="grandparent")
+    with pytest.raises(ConfigError, match="improve_baseline.*group baseline"):
+        LearnerConfig(advantage="gae", improve_baseline="parent")

@@ -42,6 +42,7 @@ def test_sample_log_keeps_the_newest_rows_since_the_last_update(tmp_path, make_s
                 score=0.5,
                 private_score=0.4,
                 valid_submission=True,
+                parent_reward=0.5,
             ),
             step=7,
         )
@@ -69,6 +70,11 @@ def test_sample_log_keeps_the_newest_rows_since_the_last_update(tmp_path, make_s
     log.close()
     records = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert len(records) == 3 and records[0]["code"] == "x" * 5000 and records[0]["plan"] == "plan 1"
+    assert [r["parent_reward"] for r in records] == [
+        0.5,
+        0.5,
+        0.5,
+    ]  # what the revision started from
     assert table_row(records[0])[SAMPLES_TABLE_COLUMNS.index("program")].startswith(
         "x" * 4000 + "\n"
     )

@@ -67,6 +67,11 @@ MALFORMED = {
     "disordered timestamps": (_raw_sample(t_exec_finished=100.5), "t_exec_finished"),
     "improve without parent": (_raw_sample(prompt_kind="improve"), "parent_id"),
     "scratch with parent": (_raw_sample(parent_id="a0:1"), "parent_id"),
+    "parent reward without parent": (_raw_sample(parent_reward=0.5), "parent_reward"),
+    "non-finite parent reward": (
+        _raw_sample(prompt_kind="improve", parent_id="a0:1", parent_reward=float("nan")),
+        "parent_reward",
+    ),
     "bad enum": (_raw_sample(exec_status="exploded"), "exec_status"),
     "unknown type": (msgspec.msgpack.encode({"type": "bogus", "v": 1}), "type"),
     "inline without payload": (

@@ -55,6 +55,7 @@ def make_sample(
         task_id=action.task_id,
         prompt_kind=action.kind,
         parent_id=action.parent.sample_id if action.parent else None,
+        parent_reward=float(action.parent.reward) if action.parent else None,
         prompt_ids=list(c.prompt_ids),
         response_ids=list(c.token_ids),
         behaviour_logprobs=list(c.logprobs),

@@ -8,7 +8,8 @@ returns G_t = R. Group baselines give one advantage per sample, broadcast over i
 Guarantees: padding positions (mask 0) get advantage 0; a group of one sample gets advantage 0
 under GRPO and RLOO (no baseline can be formed from it, so it carries no signal rather than a
 fake one). Optional strata (valid submission or not) rank the strata against each other and
-the samples within each stratum at its own scale.
+the samples within each stratum at its own scale. :func:`gains_over_parents` turns a revision's
+reward into its gain over its parent before any baseline.
 """
 
 from __future__ import annotations
@@ -79,6 +80,17 @@ def _baseline(
     if std_normalise:
         return centred / (max(float(r.std(unbiased=False)), std_floor) + eps)
     return centred
+
+
+def gains_over_parents(rewards: Tensor, parent_rewards: Sequence[float | None]) -> Tensor:
+    """(B,) rewards with each parent's reward subtracted where one is given (an IMPROVE sample's
+    gain over the solution it revised); the others unchanged."""
+    if len(parent_rewards) != rewards.numel():
+        raise ValueError(
+            f"advantage: {len(parent_rewards)} parent rewards for {rewards.numel()} samples"
+        )
+    parents = torch.tensor([0.0 if p is None else p for p in parent_rewards], dtype=rewards.dtype)
+    return rewards - parents
 
 
 @torch.no_grad()

@@ -99,6 +99,17 @@ class Strata(str, enum.Enum):
     differences between its working programs."""
 
 
+class ImproveBaseline(str, enum.Enum):
+    group = "group"
+    """An IMPROVE sample's reward enters its group baseline as it is: revisions of good parents
+    look good whatever they changed."""
+    parent = "parent"
+    """An IMPROVE sample's reward minus its parent's (``Sample.parent_reward``) enters the group
+    baseline: what the revision gained. The parent's reward is in the prompt's state, not the
+    action, so subtracting it leaves the gradient's expectation unchanged; a sample without
+    the field keeps its reward."""
+
+
 class BatchPolicy(str, enum.Enum):
     first_completed = "first_completed"
     """The paper's Algorithm 1: the B samples that completed first; later ones wait."""
@@ -171,6 +182,9 @@ class LearnerConfig:
     """With a group baseline (``grpo``/``rloo``): split each group into strata (``validity``: a
     valid submission or not) and add a within-stratum advantage to the strata's ranking
     (docs/experiments/advantage-strata.md; off by default)."""
+    improve_baseline: ImproveBaseline = ImproveBaseline.group
+    """With a group baseline (``grpo``/``rloo``): what an IMPROVE sample is compared on
+    (``parent``: its gain over the solution it revised; docs/learner.md, Advantages)."""
     normalize_advantages: bool = False
     """Whiten advantages over the batch (masked), as some PPO variants do."""
     critic: CriticKind = CriticKind.copy
@@ -281,6 +295,12 @@ class LearnerConfig:
             "advantage_strata",
             "needs a group baseline (advantage 'grpo' or 'rloo'); GAE has no groups to split",
         )
+        check(
+            self.advantage is not AdvantageEstimator.gae
+            or self.improve_baseline is ImproveBaseline.group,
+            "improve_baseline",
+            "needs a group baseline (advantage 'grpo' or 'rloo'); GAE's critic is the baseline",
+        )
         check(self.duration_floor_s >= 0, "duration_floor_s", "must be >= 0")
         check(self.duration_clip >= 1, "duration_clip", "must be >= 1")
         check(0 <= self.duration_ema < 1, "duration_ema", "must be in [0, 1)")
@@ -305,4 +325,5 @@ _ENUM_FIELDS: dict[str, type[enum.Enum]] = {
     "duration_weighting": DurationWeighting,
     "improve_group": ImproveGroup,
     "advantage_strata": Strata,
+    "improve_baseline": ImproveBaseline,
 }

@@ -29,7 +29,13 @@ from typing import Any
 
 import torch
 
-from mlerl.learner._advantages import gae, group_advantages, terminal_rewards, whiten
+from mlerl.learner._advantages import (
+    gae,
+    gains_over_parents,
+    group_advantages,
+    terminal_rewards,
+    whiten,
+)
 from mlerl.learner._batch import (
     CausalLM,
     TokenBatch,
@@ -40,6 +46,7 @@ from mlerl.learner._batch import (
 )
 from mlerl.learner._config import (
     AdvantageEstimator,
+    ImproveBaseline,
     ImproveGroup,
     LearnerConfig,
     LossAgg,
@@ -175,7 +182,9 @@ class Learner:
         if cfg.advantage is not AdvantageEstimator.gae:
             groups = [advantage_group(s, cfg.improve_group) for s in kept]
             seq_adv = group_advantages(
-                rewards,
+                gains_over_parents(rewards, [s.parent_reward for s in kept])
+                if cfg.improve_baseline is ImproveBaseline.parent
+                else rewards,
                 groups,
                 cfg.advantage,
                 std_normalise=cfg.grpo_std,

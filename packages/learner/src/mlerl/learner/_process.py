@@ -220,6 +220,7 @@ class SampleLog:
             "kind": sample.prompt_kind.value,
             "sample_id": sample.sample_id,
             "parent_id": sample.parent_id,
+            "parent_reward": sample.parent_reward,
             "parse": sample.parse_status.value,
             "response_tokens": len(sample.response_ids),
             "markers": list(sample.markers),

@@ -95,6 +95,10 @@ class Sample(_Message, tag="sample", kw_only=True, frozen=True):
     prompt_kind: PromptKind
     parent_id: str | None = None
     """The sample whose solution an IMPROVE prompt revises."""
+    parent_reward: float | None = None
+    """That sample's reward, as the actor recorded it when it chose the parent (the learner's
+    ``improve_baseline: parent`` reads it); None for SCRATCH and from senders that predate
+    the field."""
     prompt_ids: list[int]
     response_ids: list[int]
     behaviour_logprobs: list[float]
@@ -154,6 +158,13 @@ class Sample(_Message, tag="sample", kw_only=True, frozen=True):
             raise ProtocolError(f"reward: must be finite, got {self.reward}")
         if (self.prompt_kind is PromptKind.IMPROVE) != (self.parent_id is not None):
             raise ProtocolError("parent_id: must be set exactly when prompt_kind is 'improve'")
+        if self.parent_reward is not None and (
+            self.parent_id is None or not math.isfinite(self.parent_reward)
+        ):
+            raise ProtocolError(
+                f"parent_reward: must be finite and only set with parent_id, got "
+                f"{self.parent_reward}"
+            )
         stamps = [
             ("t_sampled", self.t_sampled),
             ("t_exec_started", self.t_exec_started),
