@@ -67,7 +67,15 @@ def test_the_lead_names_each_changed_line():
     )
 
 
-def _fake_runs(table):
+def _fake_runs(revisions, outcomes):
+    """A `run` for `measure_revisions`: every parent of `revisions` printed a hold-out score of
+    0.05; each child ended as its outcome (None: its parent's submission again)."""
+    table = {}
+    for e in revisions:
+        table[e.parent[1]] = ProgramRun("validation rmsle a: 0.0500", "p" + e.parent[1][-40:], 1.0)
+    for e, outcome in zip(revisions, outcomes, strict=True):
+        table[e.code] = outcome or table[e.parent[1]]
+
     def run(items):
         return [table[code] for _, code in items]
 
@@ -81,9 +89,6 @@ def test_only_revisions_that_both_ran_and_changed_the_submission_are_kept(views)
     assert len(todo) == 8 and all(e.kind == "improve" and e.effect is None for e in todo)
     assert {e.parent[1] for e in todo} == set([e.code for e in ex if e.kind == "draft"][:4])
     # parents: 0.05; children: better, worse, same submission, crashed, no score, ...
-    table = {}
-    for e in todo:
-        table[e.parent[1]] = ProgramRun("validation rmsle a: 0.0500", "p" + e.parent[1][-40:], 1.0)
     outcomes = [
         ProgramRun("validation rmsle a: 0.0400", "better", 1.0),
         ProgramRun("validation rmsle a: 0.0700", "worse", 1.0),
@@ -94,9 +99,7 @@ def test_only_revisions_that_both_ran_and_changed_the_submission_are_kept(views)
         ProgramRun("validation rmsle a: 0.0500", "same score", 1.0),
         ProgramRun("validation rmsle a: 0.0600", "worse2", 1.0),
     ]
-    for e, run in zip(todo, outcomes, strict=True):
-        table[e.code] = run or table[e.parent[1]]
-    out, counts = R.measure_revisions(ex, [view], _fake_runs(table))
+    out, counts = R.measure_revisions(ex, [view], _fake_runs(todo, outcomes))
     assert counts == {
         "kept": 5,
         "helped": 2,
@@ -142,9 +145,6 @@ def test_hindsight_writes_each_revision_reversed_and_keeps_the_direction_that_he
     assert corpus_hash(both) != corpus_hash(plain)
 
     # parents 0.05; children: better, worse, same submission, crashed, no score, same score
-    table = {}
-    for e in forward:
-        table[e.parent[1]] = ProgramRun("validation rmsle a: 0.0500", "p" + e.parent[1][-40:], 1.0)
     outcomes = [
         ProgramRun("validation rmsle a: 0.0400", "better", 1.0),
         ProgramRun("validation rmsle a: 0.0700", "worse", 1.0),
@@ -153,9 +153,7 @@ def test_hindsight_writes_each_revision_reversed_and_keeps_the_direction_that_he
         ProgramRun("no score printed", "other", 1.0),
         ProgramRun("validation rmsle a: 0.0500", "same score", 1.0),
     ]
-    for e, run in zip(forward, outcomes, strict=True):
-        table[e.code] = run or table[e.parent[1]]
-    out, counts = R.measure_revisions(both, [view], _fake_runs(table))
+    out, counts = R.measure_revisions(both, [view], _fake_runs(forward, outcomes))
     assert counts == {
         "kept": 3,
         "helped": 1,

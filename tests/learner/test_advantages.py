@@ -202,26 +202,21 @@ def test_a_revision_is_compared_on_its_gain_over_its_parent():
     # (+0.04 against +0.02) comes first, though its own reward (0.74) is the lower one:
     # centred gains -0.01, +0.01 over their population std 0.01 give -1, +1. Between strata,
     # a 2-vs-1 split gives +1/sqrt 2 to each valid one and -sqrt 2 to the failure.
-    got = group_advantages(
-        gains[:3],
-        ["g"] * 3,
-        AdvantageEstimator.grpo,
-        std_normalise=True,
-        std_floor=0.001,
-        strata=[True, True, False],
+    got, raw = (
+        group_advantages(
+            r[:3],
+            ["g"] * 3,
+            AdvantageEstimator.grpo,
+            std_normalise=True,
+            std_floor=0.001,
+            strata=[True, True, False],
+        )
+        for r in (gains, rewards)
     )
     r2 = 2**0.5
     # (float32 gains and the eps of the std division: 1e-3)
     torch.testing.assert_close(got, torch.tensor([1 / r2 - 1, 1 / r2 + 1, -r2]), atol=1e-3, rtol=0)
     # on the rewards themselves the order of the two valid children is the other way round
-    raw = group_advantages(
-        rewards[:3],
-        ["g"] * 3,
-        AdvantageEstimator.grpo,
-        std_normalise=True,
-        std_floor=0.001,
-        strata=[True, True, False],
-    )
     assert float(raw[0]) > float(raw[1])
     with pytest.raises(ValueError, match="2 parent rewards for 4 samples"):
         gains_over_parents(rewards, [0.8, None])

@@ -54,6 +54,8 @@ BASE = dict(
     kl_coef=0.0,
     entropy_coef=0.0,
 )
+GROUP_BATCH = dict(BASE, batch_size=4, micro_batch_size=4, critic="none", duration_weighting="none")
+"""Four samples, no critic, no duration weights: the group-baseline tests' setting."""
 
 
 def test_duration_weights_reach_the_policy_gradient(make_sample, tiny_model):
@@ -186,13 +188,7 @@ def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions
     # once is a group of one (advantage 0); revisions of one parent share their prompt, so they
     # form a group (actors.improvement.revisions). The per-kind zero-advantage share shows which.
 
-    cfg = LearnerConfig(
-        **dict(BASE, batch_size=4, micro_batch_size=4),
-        advantage="grpo",
-        critic="none",
-        duration_weighting="none",
-        improve_group="prompt",
-    )
+    cfg = LearnerConfig(**GROUP_BATCH, advantage="grpo", improve_group="prompt")
     scratch, lone = _scratch_pair_and_lone_revisions(make_sample)
     grouped = [
         _improve(make_sample(seq=2 + i, reward=r), [8, 9, 10]) for i, r in enumerate((0.4, -9.5))
@@ -219,12 +215,7 @@ def test_under_the_default_grouping_no_prompt_kind_has_a_zero_advantage_by_const
     # issue 28: with the LearnerConfig default (improve_group=task) a revision used once, the
     # paper's protocol, still has a baseline; only equal rewards give a zero advantage.
 
-    cfg = LearnerConfig(
-        **dict(BASE, batch_size=4, micro_batch_size=4),
-        advantage=advantage,
-        critic="none",
-        duration_weighting="none",
-    )
+    cfg = LearnerConfig(**GROUP_BATCH, advantage=advantage)
     scratch, lone = _scratch_pair_and_lone_revisions(make_sample)
     m = Learner(cfg, tiny_model()).update(scratch + lone)
     assert (
@@ -259,13 +250,9 @@ def test_improve_group_task_gives_lone_revisions_a_baseline_and_leaves_scratch_g
     assert advantage_group(other_task, ImproveGroup.task) != advantage_group(
         lone[0], ImproveGroup.task
     )
-    base = dict(BASE, batch_size=4, micro_batch_size=4)
     m = {
         g: Learner(
-            LearnerConfig(
-                **base, advantage="grpo", critic="none", duration_weighting="none", improve_group=g
-            ),
-            tiny_model(),
+            LearnerConfig(**GROUP_BATCH, advantage="grpo", improve_group=g), tiny_model()
         ).update(scratch + lone)
         for g in ("prompt", "task")
     }
@@ -292,16 +279,7 @@ def test_validity_strata_reach_the_update_from_the_config(make_sample, tiny_mode
         )
         for i, r in enumerate((-9.8, 0.75, 0.77, 0.79))
     ]
-    base = dict(
-        BASE,
-        batch_size=4,
-        micro_batch_size=4,
-        advantage="grpo",
-        critic="none",
-        duration_weighting="none",
-        grpo_std=True,
-        grpo_std_floor=0.01,
-    )
+    base = dict(GROUP_BATCH, advantage="grpo", grpo_std=True, grpo_std_floor=0.01)
     m = {
         strata: Learner(LearnerConfig(**base, advantage_strata=strata), tiny_model()).update(
             samples
@@ -324,14 +302,7 @@ def test_the_parent_baseline_reaches_the_update_from_the_config(make_sample, tin
     lone = [
         msgspec.structs.replace(s, parent_reward=p) for s, p in zip(lone, (0.3, 0.5), strict=True)
     ]
-    base = dict(
-        BASE,
-        batch_size=4,
-        micro_batch_size=4,
-        advantage="grpo",
-        critic="none",
-        duration_weighting="none",
-    )
+    base = dict(GROUP_BATCH, advantage="grpo")
     m = {
         b: Learner(LearnerConfig(**base, improve_baseline=b), tiny_model()).update(scratch + lone)
         for b in ("group", "parent")
