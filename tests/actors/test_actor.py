@@ -336,3 +336,17 @@ def test_no_task_is_rejected(tmp_path):
             pipeline=FakePipeline(),
             state=ActorState(tmp_path / "s"),
         )
+
+
+async def test_a_sample_that_beats_the_actors_best_carries_its_submission(tmp_path, tasks):
+    # every valid program scores 0.8 (the fake grader): on each task the first valid sample is
+    # a new best and carries its submission file, later ties do not
+    sender = FakeSender()
+    actor = make_actor(tmp_path, tasks, sender=sender, max_samples=8)
+    await run(actor)
+    for task in ("t1", "t2"):
+        valid = [s for s in sender.sent if s.task_id == task and s.valid_submission]
+        assert valid, task
+        assert valid[0].submission == b"id,target\n1,0.5\n"
+        assert all(s.submission is None for s in valid[1:])
+    assert all(s.submission is None for s in sender.sent if not s.valid_submission)

@@ -132,6 +132,7 @@ def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch, w
         if isinstance(v, dict) and v["_type"] == "table-file"
     }
     assert set(tables) == {
+        "the_run_s_best_solution_per_task_chosen_on_the_public_score",
         "trained_vs_initial_policy_best_of_2_samples_per_task_seed_5",
         "aide_with_the_initial_policy_2_program_executions_per_task",
     }
@@ -213,3 +214,65 @@ def test_markdown_shows_each_kinds_validity_and_which_kind_the_best_came_from():
     assert f"| {AUC} | initial | 0.75 | 0.25 | scratch |" in text
     assert f"| {AUC} | trained | 0.75 | 0.25 | improve |" in text
     assert f"| {LOSS} | trained | 0.75 | 0.25 | - |" in text
+
+
+def test_best_so_far_is_chosen_on_public_and_shown_on_private():
+    records = [
+        {"valid": False, "score": None},
+        {"valid": True, "score": 0.06, "private_score": 0.07},
+        {"valid": True, "score": 0.05, "private_score": 0.09},  # better public, worse private
+        {"valid": True, "score": 0.05, "private_score": 0.01},  # a tie on public: kept out
+        {"valid": True, "score": 0.08, "private_score": 0.02},
+    ]
+    assert _report.best_so_far(records, lower_is_better=True) == [None, 0.07, 0.09, 0.09, 0.09]
+    assert _report.best_so_far(records, lower_is_better=False) == [None, 0.07, 0.07, 0.07, 0.02]
+
+
+def test_the_report_opens_with_the_runs_best_solution(tmp_path):
+    import msgspec
+
+    from mlerl.learner._process import SampleLog
+    from mlerl.protocol import ExecStatus, PromptKind, Sample
+
+    def sample(seq, task, public, private, kind=PromptKind.SCRATCH):
+        return Sample(
+            sample_id=f"a0:{seq}",
+            actor_id="a0",
+            seq=seq,
+            task_id=task,
+            prompt_kind=kind,
+            prompt_ids=[1],
+            response_ids=[2],
+            behaviour_logprobs=[-1.0],
+            policy_version=seq,
+            t_sampled=1.0,
+            exec_status=ExecStatus.OK,
+            reward=0.5,
+            valid_submission=public is not None,
+            score=public,
+            private_score=private,
+            reward_parts={} if public is None else {"score": -public},
+            parent_id="a0:1" if kind is PromptKind.IMPROVE else None,
+        )
+
+    log = SampleLog(tmp_path, method="m", seed=0)
+    for step, s in enumerate(
+        [
+            sample(0, LOSS, None, None),
+            sample(1, LOSS, 0.30, 0.31),
+            sample(2, LOSS, 0.20, 0.22, PromptKind.IMPROVE),
+            sample(3, AUC, None, None),
+        ]
+    ):
+        kept = b"id,p\n" if s.valid_submission else None
+        log.add(msgspec.structs.replace(s, submission=kept), step)
+        log.flush()
+    log.close()
+    found = _report.run_best(tmp_path, [AUC, LOSS], {AUC: False, LOSS: True})
+    assert found[LOSS]["best"]["sample_id"] == "a0:2" and found[LOSS]["executions"] == 3
+    assert found[LOSS]["best_vs_executions"] == [None, 0.31, 0.22]
+    assert found[AUC]["best"] is None and found[AUC]["executions"] == 1
+    text = _report.best_markdown(found, [AUC, LOSS], tmp_path)
+    assert text.startswith("# The run's best solution per task")
+    assert f"| {LOSS} | 0.2200 (0.2000) | 3 of 3 | 2 | improve | a0:2 |" in text
+    assert f"| {AUC} | no valid solution |" in text

@@ -71,7 +71,10 @@ def test_train_runs_end_to_end(tmp_path, train, processes, backend, wandb_offlin
     if backend == "local":
         report = json.loads((run_dir / "report.json").read_text())
         assert report["k"] == 2 and set(report) >= {"initial", "trained", "aide", "plots"}
-        assert (run_dir / "report.md").read_text().startswith("# Trained vs initial policy")
+        text = (run_dir / "report.md").read_text()
+        assert text.startswith("# The run's best solution per task")
+        assert "\n# Trained vs initial policy" in text
+        _assert_best_solution_kept(run_dir, report["run"]["standin-cancer-auc-tiny"])
         assert any(p.endswith("best_score_vs_time.png") for p in report["plots"])
         # AIDE with the initial policy: the same K executions, best so far after each
         aide = report["aide"]["per_seed"][0]["tasks"]["standin-cancer-auc-tiny"]
@@ -83,6 +86,24 @@ def test_train_runs_end_to_end(tmp_path, train, processes, backend, wandb_offlin
         assert any(p.endswith("rl_vs_aide.png") for p in report["plots"])
         _assert_wandb_browsable(wandb_offline(run_dir))
         _assert_eval_of_trained_policy(run_dir)
+
+
+def _assert_best_solution_kept(run_dir: Path, found: dict) -> None:
+    """``best/<task>/`` holds the valid record of ``samples.jsonl`` with the best public score,
+    whole, and the report's curve ends on its private score."""
+    records = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    valid = [r for r in records if r["valid"] and r["task_id"] == "standin-cancer-auc-tiny"]
+    assert found["executions"] == sum(r["task_id"] == "standin-cancer-auc-tiny" for r in records)
+    if not valid:
+        assert found["best"] is None
+        return
+    top = max(r["score"] for r in valid)  # AUC: higher is better; the first of ties is kept
+    first = next(r for r in valid if r["score"] == top)
+    assert found["best"]["sample_id"] == first["sample_id"]
+    d = run_dir / "best" / "standin-cancer-auc-tiny"
+    assert (d / "program.py").read_text() == first["code"]
+    assert (d / "submission.csv").read_text().splitlines()[0]  # the actor sent it whole
+    assert found["best_vs_executions"][-1] == first["private_score"]
 
 
 def _assert_wandb_browsable(run) -> None:

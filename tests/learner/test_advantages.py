@@ -220,3 +220,76 @@ def test_a_revision_is_compared_on_its_gain_over_its_parent():
     assert float(raw[0]) > float(raw[1])
     with pytest.raises(ValueError, match="2 parent rewards for 4 samples"):
         gains_over_parents(rewards, [0.8, None])
+
+
+def test_entropic_weights_aim_at_the_best_sample_within_the_kl_budget():
+    import math
+
+    from mlerl.learner._advantages import entropic_beta, kl_to_uniform
+
+    # Rewards (0, 0, 1). A tilt of exp(beta r) with beta = ln 2 gives q = (1/4, 1/4, 1/2):
+    # KL(q || uniform of 3) = 2 * 1/4 * ln(3/4) + 1/2 * ln(3/2) = 1/2 * ln(9/8). With that
+    # budget the advantages are 3 q - 1 = (-1/4, -1/4, +1/2): they sum to zero and the best
+    # sample gets all the positive weight.
+    budget = 0.5 * math.log(9 / 8)
+    r = torch.tensor([0.0, 0.0, 1.0])
+    assert kl_to_uniform(math.log(2), r) == pytest.approx(budget, abs=1e-12)
+    assert entropic_beta(r, budget) == pytest.approx(math.log(2), rel=1e-9)
+    got = group_advantages(r, ["g"] * 3, AdvantageEstimator.entropic, kl_budget=budget)
+    torch.testing.assert_close(got, torch.tensor([-0.25, -0.25, 0.5]), atol=1e-6, rtol=0)
+    # the rewards' scale does not matter: beta shrinks by the same factor (ln 2 / 10)
+    scaled = group_advantages(10 * r, ["g"] * 3, AdvantageEstimator.entropic, kl_budget=budget)
+    torch.testing.assert_close(scaled, got, atol=1e-6, rtol=0)
+    assert entropic_beta(10 * r, budget) == pytest.approx(math.log(2) / 10, rel=1e-9)
+    # std normalisation does not apply to it
+    normed = group_advantages(
+        r, ["g"] * 3, AdvantageEstimator.entropic, kl_budget=budget, std_normalise=True
+    )
+    torch.testing.assert_close(normed, got, atol=1e-6, rtol=0)
+
+
+def test_entropic_edge_groups():
+    import math
+
+    ent = AdvantageEstimator.entropic
+    # two samples under ln 2: the KL can never exceed the budget, so all the weight goes to the
+    # better one: 2 * (0, 1) - 1
+    pair = group_advantages(torch.tensor([0.3, 0.1]), [0, 0], ent, kl_budget=math.log(2))
+    torch.testing.assert_close(pair, torch.tensor([1.0, -1.0]), atol=1e-6, rtol=0)
+    # a group of one and a group of ties carry no signal
+    got = group_advantages(torch.tensor([5.0, 0.2, 0.2, 0.2]), ["a", "b", "b", "b"], ent)
+    assert got.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_entropic_composes_with_validity_strata_and_parent_gains():
+    import math
+
+    from mlerl.learner._advantages import gains_over_parents
+
+    # One failure (-10) and three valid programs (0, 0, 1), budget ln 4 (the most a group of 4
+    # can take): between strata the tilt puts all weight on the three valid (stratum mean 1/3
+    # against -10): 4 * (0, 1/3, 1/3, 1/3) - 1 = (-1, 1/3, 1/3, 1/3); within the valid stratum
+    # (budget ln 4 > ln 3) all of it on the best: 3 * (0, 0, 1) - 1 = (-1, -1, 2).
+    got = group_advantages(
+        torch.tensor([-10.0, 0.0, 0.0, 1.0]),
+        ["g"] * 4,
+        AdvantageEstimator.entropic,
+        kl_budget=math.log(4),
+        strata=[False, True, True, True],
+    )
+    want = torch.tensor([-1.0, 1 / 3 - 1, 1 / 3 - 1, 1 / 3 + 2])
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    # on gains over parents: children 0.82 (parent 0.80) and 0.74 (parent 0.70): the larger
+    # gain (+0.04) is the group's best
+    gains = gains_over_parents(torch.tensor([0.82, 0.74]), [0.80, 0.70])
+    pair = group_advantages(gains, [0, 0], AdvantageEstimator.entropic)
+    torch.testing.assert_close(pair, torch.tensor([-1.0, 1.0]), atol=1e-6, rtol=0)
+
+
+def test_entropic_kl_budget_is_checked():
+    from mlerl.learner import LearnerConfig
+    from mlerl.protocol import ConfigError
+
+    for bad in (0.0, -1.0, float("inf")):
+        with pytest.raises(ConfigError, match="entropic_kl"):
+            LearnerConfig(advantage="entropic", critic="none", entropic_kl=bad)

@@ -107,7 +107,7 @@ def test_a_not_run_samples_reward_reaches_the_gradient(
     assert same is not differs
 
 
-@pytest.mark.parametrize("advantage", ["grpo", "rloo"])
+@pytest.mark.parametrize("advantage", ["grpo", "rloo", "entropic"])
 def test_group_baselines_with_the_default_critic_build_none(advantage, make_sample, tiny_model):
     cfg = LearnerConfig(
         batch_size=4,
@@ -292,6 +292,28 @@ def test_validity_strata_reach_the_update_from_the_config(make_sample, tiny_mode
         LearnerConfig(advantage_strata="score")
     with pytest.raises(ConfigError, match="advantage_strata.*group baseline"):
         LearnerConfig(advantage="gae", advantage_strata="validity")
+
+
+def test_the_entropic_advantage_reaches_the_update_from_the_config(make_sample, tiny_model):
+    # learner.advantage=entropic, entropic_kl=ln 4 (the most a group of four can take): all the
+    # weight on the best of (-9.8, 0.75, 0.77, 0.79), advantages 4 * (0, 0, 0, 1) - 1 =
+    # (-1, -1, -1, 3), population std sqrt((1 + 1 + 1 + 9) / 4) = sqrt 3; GRPO without std
+    # gives the same group a std of 4.577 (the failure dominates it).
+    import math
+
+    samples = [
+        msgspec.structs.replace(
+            make_sample(seq=i, reward=r), prompt_ids=[5, 6, 7], valid_submission=r > 0
+        )
+        for i, r in enumerate((-9.8, 0.75, 0.77, 0.79))
+    ]
+    base = dict(GROUP_BATCH, entropic_kl=math.log(4))
+    m = {
+        adv: Learner(LearnerConfig(**base, advantage=adv), tiny_model()).update(samples)
+        for adv in ("grpo", "entropic")
+    }
+    assert m["entropic"]["split/kind/scratch/adv_std"] == pytest.approx(3**0.5, rel=1e-4)
+    assert m["grpo"]["split/kind/scratch/adv_std"] == pytest.approx(4.5770, rel=1e-3)
 
 
 def test_the_parent_baseline_reaches_the_update_from_the_config(make_sample, tiny_model):

@@ -72,6 +72,11 @@ MALFORMED = {
         _raw_sample(prompt_kind="improve", parent_id="a0:1", parent_reward=float("nan")),
         "parent_reward",
     ),
+    "submission of an invalid sample": (
+        _raw_sample(valid_submission=False, submission=b"id,y\n"),
+        "submission",
+    ),
+    "submission not bytes": (_raw_sample(valid_submission=True, submission=7), "submission"),
     "bad enum": (_raw_sample(exec_status="exploded"), "exec_status"),
     "unknown type": (msgspec.msgpack.encode({"type": "bogus", "v": 1}), "type"),
     "inline without payload": (

@@ -40,11 +40,20 @@ from mlerl.cli._progress import Progress
 def write_report(
     train: TrainConfig, run_dir: Path, initial_model: Path, progress: Progress
 ) -> Path:
+    task_ids = list(train.tasks.ids)
+    found = run_best(run_dir, task_ids, progress.directions)
+    lead = best_markdown(found, task_ids, run_dir)
+    if train.eval_samples == 0:  # no closing comparison: the run's best alone
+        (run_dir / "report.md").write_text(lead)
+        for line in lead.splitlines():
+            progress.say(line)
+        return run_dir / "report.md"
     plots = _plots(run_dir, progress)
     trained_model = run_dir / "policy"
     if not (trained_model / "config.json").is_file():
         progress.say(f"no trained policy in {trained_model}; skipping the comparison")
-        _to_wandb(train, run_dir, "", plots)
+        (run_dir / "report.md").write_text(lead)
+        _to_wandb(train, run_dir, lead, plots)
         return run_dir
     kwargs: dict[str, Any] = dict(
         k=train.eval_samples,
@@ -64,14 +73,15 @@ def write_report(
     report: dict[str, Any] = {
         "k": train.eval_samples,
         "seed": train.seed,
+        "run": found,
         "initial": before,
         "trained": after,
         "aide": aide,
     }
-    figure = plot_rl_vs_aide(report, list(train.tasks.ids), run_dir / "plots" / "rl_vs_aide.png")
+    figure = plot_rl_vs_aide(report, task_ids, run_dir / "plots" / "rl_vs_aide.png")
     report["plots"] = [str(p) for p in plots + ([figure] if figure else [])]
     (run_dir / "report.json").write_text(json.dumps(report, indent=1))
-    text = render_markdown(report, list(train.tasks.ids))
+    text = lead + "\n" + render_markdown(report, task_ids)
     unisolated = run_dir / "UNISOLATED"  # written at start-up by an opted-in unisolated run
     if unisolated.is_file():
         text = f"**{unisolated.read_text().strip()}**\n\n{text}"
@@ -80,6 +90,79 @@ def write_report(
     for line in text.splitlines():
         progress.say(line)
     return run_dir / "report.md"
+
+
+def best_so_far(records: list[dict[str, Any]], lower_is_better: bool) -> list[float | None]:
+    """After each record (one execution, in the order the learner received them), the private
+    score of the best public score so far (None before the first valid one)."""
+    out: list[float | None] = []
+    best: float | None = None
+    shown: float | None = None
+    for r in records:
+        public = r.get("score") if r.get("valid") else None
+        if public is not None and better(public, best, lower_is_better):
+            best, shown = public, r.get("private_score", public)
+        out.append(shown)
+    return out
+
+
+def run_best(
+    run_dir: Path, task_ids: list[str], directions: dict[str, bool]
+) -> dict[str, dict[str, Any]]:
+    """Per task: the run's best solution (``best/<task>/solution.json``; None when no valid
+    sample) and its best-so-far curve over the run's executions (``samples.jsonl``)."""
+    from mlerl.learner import read_best
+
+    best = read_best(run_dir)
+    path = run_dir / "samples.jsonl"
+    records: list[dict[str, Any]] = []
+    if path.is_file():
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    records.append(json.loads(line))
+                except ValueError:  # a last line a crash cut
+                    continue
+    out: dict[str, dict[str, Any]] = {}
+    for task in task_ids:
+        mine = [r for r in records if r.get("task_id") == task]
+        lower = directions.get(task, True)
+        out[task] = {
+            "best": best.get(task),
+            "executions": len(mine),
+            "lower_is_better": lower,
+            "best_vs_executions": best_so_far(mine, lower),
+        }
+    return out
+
+
+def best_markdown(found: dict[str, dict[str, Any]], task_ids: list[str], run_dir: Path) -> str:
+    """The report's opening section: each task's best solution of the run (chosen on public)."""
+    lines = [
+        "# The run's best solution per task (chosen on the public score)",
+        "",
+        "| task | best: private (public) | found at execution | step | kind | sample |",
+        "|---|---|---|---|---|---|",
+    ]
+    for task in task_ids:
+        f = found.get(task) or {}
+        b = f.get("best")
+        if b is None:
+            lines.append(f"| {task} | no valid solution | - | - | - | - |")
+            continue
+        lines.append(
+            f"| {task} | {_fmt(b['private_score'])} ({_fmt(b['public_score'])}) | "
+            f"{b['executions']} of {f['executions']} | {b['step']} | {b['kind']} | "
+            f"{b['sample_id']} |"
+        )
+    lines += [
+        "",
+        f"Each solution's plan, program, output and submission: `{run_dir / 'best'}/<task>/`. "
+        "The comparisons below give the initial policy, the trained policy and AIDE K "
+        "executions each, fewer than the run used; for every arm at the run's own number of "
+        "executions: `benchmarks/experiments/discovery.py`.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _to_wandb(train: TrainConfig, run_dir: Path, markdown: str, plots: list[Path]) -> None:
@@ -181,6 +264,16 @@ def plot_rl_vs_aide(report: dict[str, Any], task_ids: list[str], out: Path) -> P
     fig, axes = plt.subplots(len(task_ids), 2, figsize=(9, 3 * len(task_ids)), squeeze=False)
     for row, task in zip(axes, task_ids, strict=True):
         lower = False
+        run = (report.get("run") or {}).get(task) or {}
+        if run.get("best_vs_executions"):
+            ys = [math.nan if b is None else b for b in run["best_vs_executions"]]
+            row[0].plot(
+                range(1, len(ys) + 1),
+                ys,
+                label="the RL run (its training samples)",
+                color="C2",
+                drawstyle="steps-post",
+            )
         for key, label, color in curves:
             summary = report[key]["per_seed"][0]["tasks"][task]
             lower = summary["lower_is_better"]

@@ -126,7 +126,7 @@ def run(train: TrainConfig, run_dir: Path) -> int:
     if code == 124:
         progress.say(f"time limit of {train.time_limit_s:.0f} s reached")
         code = 0
-    if code == 0 and train.role != "actors" and train.eval_samples > 0:
+    if code == 0 and train.role != "actors":
         from mlerl.cli._report import write_report
 
         write_report(train, run_dir, Path(model_path), progress)

@@ -126,6 +126,8 @@ class Actor:
         self._waiting_since: float | None = None
         self.health = InfraHealth(config.infra)
         self.infra_down = ""
+        self._best_signed: dict[str, float] = {}
+        """Per task: the best signed public score this actor has sent a submission for."""
         self._held: list[_Held] = []  # not_run, unsent until an execution got through
         self._wake = asyncio.Event()  # the scheduler has something to look at
         self._infra_news = asyncio.Event()  # an execution's outcome, or a sample held back
@@ -358,7 +360,13 @@ class Actor:
     ) -> None:
         async with self._send_lock:
             sample = make_sample(
-                self.actor_id, self.state.next_seq, action, executed, reward, parts
+                self.actor_id,
+                self.state.next_seq,
+                action,
+                executed,
+                reward,
+                parts,
+                submission=self._new_best(action.task_id, executed, parts),
             )
             self.state.record(sample)
             self.buffer.add(solution(sample.sample_id, action, executed, reward))
@@ -367,6 +375,17 @@ class Actor:
         if self.config.max_samples and self.stats["sent"] >= self.config.max_samples:
             self.stop()
         self._wake.set()
+
+    def _new_best(self, task_id: str, executed: Executed, parts: dict[str, float]) -> bytes | None:
+        """The submission to send when this valid sample beats the actor's best so far on the
+        task (``parts["score"]``, the public score signed so that higher is better); else None."""
+        if not executed.graded.valid or executed.submission is None or "score" not in parts:
+            return None
+        signed = parts["score"]
+        if task_id in self._best_signed and signed <= self._best_signed[task_id]:
+            return None
+        self._best_signed[task_id] = signed
+        return executed.submission
 
     def _drop(self, aid: int, why: str) -> None:
         self.actions.pop(aid, None)

@@ -50,6 +50,9 @@ class Executed:
     """The execution's duration (0 when nothing ran)."""
     output: str = ""
     """The end of stdout + stderr, cleaned of nonces, at most ``output_tail_chars``."""
+    submission: bytes | None = None
+    """A valid submission's bytes when at most ``SUBMISSION_KEEP_BYTES`` (the run's best is kept
+    whole); None otherwise."""
 
 
 def _stdout_to(scanner: Scanner) -> OutputCallback:
@@ -97,6 +100,17 @@ async def execute(
     return Executed(ExecStatus.INFRA_ERROR)
 
 
+SUBMISSION_KEEP_BYTES = 16 << 20
+"""Largest submission an actor keeps in memory and may send with its best sample of a task."""
+
+
+def _kept_submission(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.stat().st_size <= SUBMISSION_KEEP_BYTES else None
+    except OSError:
+        return None
+
+
 async def grade(
     result: ExecutionResult,
     markers: list[str],
@@ -116,6 +130,7 @@ async def grade(
     out, err = result.stdout.text(), result.stderr.text()
     joined = out + ("\n" if out and err and not out.endswith("\n") else "") + err
     output = pipeline.clean(joined, nonce)
+    kept = _kept_submission(Path(submission)) if graded.valid and submission else None
     return Executed(
         status=result.status,
         markers=markers,
@@ -125,6 +140,7 @@ async def grade(
         t_graded=clock(),
         duration_s=result.duration_s,
         output=output[len(output) - tail_chars :] if tail_chars else "",
+        submission=kept,
     )
 
 

@@ -39,7 +39,13 @@ def _not_before(t: float | None, earlier: float) -> float | None:
 
 
 def make_sample(
-    actor_id: str, seq: int, action: Action, out: Executed, reward: float, parts: dict[str, float]
+    actor_id: str,
+    seq: int,
+    action: Action,
+    out: Executed,
+    reward: float,
+    parts: dict[str, float],
+    submission: bytes | None = None,
 ) -> Sample:
     c, parsed, p = action.completion, action.parsed, action.params
     assert c is not None and parsed is not None and p is not None
@@ -80,6 +86,7 @@ def make_sample(
         plan=parsed.plan,
         code=parsed.code,
         output_tail=out.output,
+        submission=submission,
     )
 
 

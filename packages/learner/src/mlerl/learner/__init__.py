@@ -11,7 +11,8 @@
   its ``DurationWeighting`` modes, the running mean it reads, ``update_running_mean``, and its
   diagnostics, ``weight_stats``);
 - token batches: ``collate`` (samples -> padded tensors) and ``token_logprobs``;
-- reading a run: ``read_journal`` (the samples the learner stored, in order); gathering the
+- reading a run: ``read_journal`` (the samples the learner stored, in order), ``read_best`` (the
+  run's best solution per task, ``RUN_DIR/best/<task>/``); gathering the
   policy: ``full_state_dict`` (what ``publish_weights`` sends, from any rank layout).
 
 Checkpoints, the other config enums and loss helpers are private (tests import them from their
@@ -20,6 +21,7 @@ modules). See docs/learner.md.
 
 from mlerl.learner._advantages import gae, group_advantages, terminal_rewards
 from mlerl.learner._batch import collate, token_logprobs
+from mlerl.learner._best import read_best
 from mlerl.learner._buffer import ExperienceBuffer, read_journal
 from mlerl.learner._config import DurationWeighting, LearnerConfig
 from mlerl.learner._duration_weights import duration_weights, update_running_mean, weight_stats
@@ -42,6 +44,7 @@ __all__ = [
     "publish_weights",
     "full_state_dict",
     "read_journal",
+    "read_best",
     "ppo_policy_loss",
     "value_loss",
     "entropy_from_logits",

@@ -1,4 +1,5 @@
-"""Advantage estimators as pure functions: GAE with a critic, GRPO and RLOO group baselines.
+"""Advantage estimators as pure functions: GAE with a critic; GRPO, RLOO and entropic group
+baselines.
 
 Each sample is one action (the whole response) with one terminal reward on its last response
 token: a bandit per prompt. :func:`terminal_rewards` places it; :func:`gae` runs the usual
@@ -6,14 +7,16 @@ backward recursion over response tokens, so with gamma = lambda = 1 it gives A_t
 returns G_t = R. Group baselines give one advantage per sample, broadcast over its tokens.
 
 Guarantees: padding positions (mask 0) get advantage 0; a group of one sample gets advantage 0
-under GRPO and RLOO (no baseline can be formed from it, so it carries no signal rather than a
-fake one). Optional strata (valid submission or not) rank the strata against each other and
-the samples within each stratum at its own scale. :func:`gains_over_parents` turns a revision's
-reward into its gain over its parent before any baseline.
+under every group estimator (no baseline can be formed from it, so it carries no signal rather
+than a fake one). The entropic estimator aims at a group's maximum rather than its mean
+(:func:`entropic_weights`). Optional strata (valid submission or not) rank the strata against
+each other and the samples within each stratum at its own scale. :func:`gains_over_parents`
+turns a revision's reward into its gain over its parent before any baseline.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -66,14 +69,62 @@ def _positions(keys: Sequence[object]) -> list[list[int]]:
     return list(out.values())
 
 
+def kl_to_uniform(beta: float, r: Tensor) -> float:
+    """KL(q || uniform) in nats of q_i = softmax(beta * r)_i over the group's n samples."""
+    log_q = torch.log_softmax(beta * r.double(), dim=0)
+    return float((log_q.exp() * (log_q + math.log(r.numel()))).sum())
+
+
+def entropic_beta(r: Tensor, kl_budget: float, beta_max: float = 1e6, iters: int = 60) -> float:
+    """The largest beta >= 0 with KL(softmax(beta * r) || uniform) <= ``kl_budget`` (bisection;
+    the KL grows with beta). ``beta_max`` when even that stays within the budget: a group whose
+    KL can never exceed it (ln n <= budget, e.g. two samples under ln 2), where the weights
+    tend to all-on-the-best."""
+    if kl_to_uniform(beta_max, r) <= kl_budget:
+        return beta_max
+    lo, hi = 0.0, 1.0
+    while kl_to_uniform(hi, r) <= kl_budget:
+        lo, hi = hi, hi * 2.0
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if kl_to_uniform(mid, r) <= kl_budget else (lo, mid)
+    return lo
+
+
+def entropic_weights(r: Tensor, kl_budget: float) -> Tensor:
+    """The entropic objective's advantages for one group: w_i - 1 with w_i = n * q_i, q the
+    group's rewards tilted by exp(beta * r) (weights of mean one), beta the largest whose tilt
+    stays within ``kl_budget`` nats of uniform (:func:`entropic_beta`).
+
+    The gradient of log E[exp(beta R)] (TTT-Discover's objective) is E[w(a) grad log pi(a)]:
+    as beta grows the weight moves onto the group's best sample, so the update aims at the
+    maximum, where a mean baseline aims at the mean. The advantages sum to zero; the best
+    sample's is at most n - 1, every other's at least -1. Equal rewards give zeros. (The public
+    TTT-Discover code divides each weight by the mean of the *other* samples' weights, which
+    gives the advantages a positive mean; here they are centred.)"""
+    n = r.numel()
+    if n < 2 or float(r.max() - r.min()) == 0.0:
+        return torch.zeros_like(r)
+    beta = entropic_beta(r, kl_budget)
+    q = torch.softmax(beta * r.double(), dim=0)
+    return (n * q - 1.0).to(r.dtype)
+
+
 def _baseline(
-    r: Tensor, estimator: AdvantageEstimator, std_normalise: bool, std_floor: float, eps: float
+    r: Tensor,
+    estimator: AdvantageEstimator,
+    std_normalise: bool,
+    std_floor: float,
+    eps: float,
+    kl_budget: float = math.log(2),
 ) -> Tensor:
     """One group's advantages without strata (see :func:`group_advantages`); a group of one gets
     0."""
     n = r.numel()
     if n < 2:
         return torch.zeros_like(r)
+    if estimator is AdvantageEstimator.entropic:
+        return entropic_weights(r, kl_budget)
     centred = r - r.mean()
     if estimator is AdvantageEstimator.rloo:
         return centred * n / (n - 1)
@@ -103,6 +154,7 @@ def group_advantages(
     std_floor: float = 0.0,
     eps: float = 1e-6,
     strata: Sequence[object] | None = None,
+    kl_budget: float = math.log(2),
 ) -> Tensor:
     """Per-sample advantages (B,) from rewards (B,) and a group key per sample.
 
@@ -110,6 +162,9 @@ def group_advantages(
     ``std_normalise`` (population std). The floor, in reward units, keeps a group whose rewards
     differ only by noise (near-identical programs) from getting unit-size advantages.
     RLOO: A_i = R_i - (sum_g R - R_i) / (n_g - 1) = n_g / (n_g - 1) * (R_i - mean_g R).
+    Entropic: A_i = n_g q_i - 1, q = softmax(beta_g R) over the group, beta_g the largest with
+    KL(q || uniform) <= ``kl_budget`` (:func:`entropic_weights`; ``std_normalise`` does not
+    apply: the advantages do not depend on the rewards' scale).
 
     ``strata`` (a key per sample, e.g. whether it made a valid submission) splits each group's
     advantage in two: A_i = B(m_s(i)) + W_s(R_i). B is the estimator applied to the group with
@@ -129,7 +184,7 @@ def group_advantages(
     for idx in _positions(group_ids):
         r = rewards[idx]
         if strata is None:
-            out[idx] = _baseline(r, estimator, std_normalise, std_floor, eps)
+            out[idx] = _baseline(r, estimator, std_normalise, std_floor, eps, kl_budget)
             continue
         by_stratum = _positions([strata[i] for i in idx])
         means = torch.empty_like(r)
@@ -137,13 +192,15 @@ def group_advantages(
         for members in by_stratum:
             rs = r[members]
             means[members] = rs.mean()
-            within[members] = _baseline(rs, estimator, std_normalise, std_floor, eps)
+            within[members] = _baseline(rs, estimator, std_normalise, std_floor, eps, kl_budget)
         if len(by_stratum) == 1:
             # exactly the unstratified advantage: the between term of equal means is 0 only up
             # to rounding, and with a std floor of 0 that rounding would be divided by eps
             out[idx] = within
         else:
-            out[idx] = _baseline(means, estimator, std_normalise, std_floor, eps) + within
+            out[idx] = (
+                _baseline(means, estimator, std_normalise, std_floor, eps, kl_budget) + within
+            )
     return out
 
 

@@ -32,6 +32,10 @@ class AdvantageEstimator(str, enum.Enum):
     mean."""
     rloo = "rloo"
     """Leave-one-out baseline: R_i - mean of the other samples of the group."""
+    entropic = "entropic"
+    """Max-seeking group advantage: n q_i - 1 with q = softmax(beta R) over the group, beta per
+    group the largest within ``entropic_kl`` nats of uniform (TTT-Discover's objective,
+    log E[exp(beta R)]; docs/learner.md)."""
 
 
 class LossAgg(str, enum.Enum):
@@ -185,6 +189,9 @@ class LearnerConfig:
     improve_baseline: ImproveBaseline = ImproveBaseline.group
     """With a group baseline (``grpo``/``rloo``): what an IMPROVE sample is compared on
     (``parent``: its gain over the solution it revised; docs/learner.md, Advantages)."""
+    entropic_kl: float = math.log(2)
+    """With ``advantage: entropic``: the KL budget (nats) of each group's tilted weights from
+    uniform; larger puts more of the weight on the group's best sample (ln n: all of it)."""
     normalize_advantages: bool = False
     """Whiten advantages over the batch (masked), as some PPO variants do."""
     critic: CriticKind = CriticKind.copy
@@ -283,6 +290,11 @@ class LearnerConfig:
         check(0 <= self.gamma <= 1, "gamma", "must be in [0, 1]")
         check(0 <= self.lam <= 1, "lam", "must be in [0, 1]")
         check(self.grpo_std_floor >= 0, "grpo_std_floor", "must be >= 0")
+        check(
+            math.isfinite(self.entropic_kl) and self.entropic_kl > 0,
+            "entropic_kl",
+            "must be finite and > 0",
+        )
         check(self.value_clip > 0, "value_clip", "must be > 0")
         check(self.value_coef > 0, "value_coef", "must be > 0")
         check(

@@ -189,6 +189,7 @@ class Learner:
                 cfg.advantage,
                 std_normalise=cfg.grpo_std,
                 std_floor=cfg.grpo_std_floor,
+                kl_budget=cfg.entropic_kl,
                 strata=(
                     [s.valid_submission for s in kept]
                     if cfg.advantage_strata is Strata.validity

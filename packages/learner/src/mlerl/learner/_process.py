@@ -39,6 +39,7 @@ from typing import Any
 
 import torch
 
+from mlerl.learner._best import BestSolutions
 from mlerl.learner._buffer import ExperienceBuffer
 from mlerl.learner._checkpoint import restore_checkpoint, save_checkpoint
 from mlerl.learner._config import LearnerConfig
@@ -171,7 +172,8 @@ def cut(text: str, limit: int) -> str:
 
 
 class SampleLog:
-    """``RUN_DIR/samples.jsonl``: one record per sample received, the input of ``mlerl tasks
+    """``RUN_DIR/samples.jsonl``: one record per sample received (and ``RUN_DIR/best/``, the best
+    solution per task so far, :mod:`mlerl.learner._best`), the input of ``mlerl tasks
     compare`` (fields of docs/bench.md; ``score`` is the public leaderboard's, which the reward
     read, ``private_score`` the private one's) plus reward, policy version, sample and parent id,
     parse
@@ -194,6 +196,9 @@ class SampleLog:
         self.t0 = float(marker.read_text())
         self.method, self.seed = method, seed
         self._pending: list[dict[str, Any]] = []
+        self._pending_samples: list[Sample] = []
+        self.best = BestSolutions(run_dir)
+        """``RUN_DIR/best/<task>/``: the best solution so far per task (``_best``)."""
         self._table: collections.deque[list[Any]] = collections.deque(maxlen=max(table_rows, 0))
         self._file = open(run_dir / "samples.jsonl", "a", encoding="utf-8")  # noqa: SIM115 - open for the process's lifetime, closed by close()
 
@@ -229,9 +234,15 @@ class SampleLog:
             "output_tail": sample.output_tail[-400:],
         }
         self._pending.append(record)
+        self._pending_samples.append(sample)
 
     def flush(self) -> None:
-        """Write the queued records (call after the journal commit)."""
+        """Keep any new best solution, then write the queued records (call after the journal
+        commit). In this order a crash between the two can leave a best whose record is not
+        written, never a record whose best was lost."""
+        for sample, record in zip(self._pending_samples, self._pending, strict=True):
+            self.best.offer(sample, record)
+        self._pending_samples.clear()
         self._file.writelines(json.dumps(record) + "\n" for record in self._pending)
         self._file.flush()
         if self._table.maxlen:

@@ -138,6 +138,11 @@ class Sample(_Message, tag="sample", kw_only=True, frozen=True):
     """The program as generated (before instrumentation)."""
     output_tail: str = ""
     """The end of the program's terminal output, bounded by the actor."""
+    submission: bytes | None = None
+    """The submission file of a valid sample that is its actor's best so far on the task (by
+    public score), so the learner can keep the run's best solution whole
+    (``RUN_DIR/best/<task>/``); None for every other sample, for one over the actor's size cap
+    and from senders that predate the field."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -156,6 +161,8 @@ class Sample(_Message, tag="sample", kw_only=True, frozen=True):
             raise ProtocolError(f"generation_s: must be finite and >= 0, got {self.generation_s}")
         if not math.isfinite(self.reward):
             raise ProtocolError(f"reward: must be finite, got {self.reward}")
+        if self.submission is not None and not self.valid_submission:
+            raise ProtocolError("submission: only a valid submission's file may be sent")
         if (self.prompt_kind is PromptKind.IMPROVE) != (self.parent_id is not None):
             raise ProtocolError("parent_id: must be set exactly when prompt_kind is 'improve'")
         if self.parent_reward is not None and (
