@@ -350,3 +350,17 @@ async def test_a_sample_that_beats_the_actors_best_carries_its_submission(tmp_pa
         assert valid[0].submission == b"id,target\n1,0.5\n"
         assert all(s.submission is None for s in valid[1:])
     assert all(s.submission is None for s in sender.sent if not s.valid_submission)
+
+
+async def test_a_restarted_actor_revises_the_same_archive(tmp_path, tasks):
+    improvement = ImprovementConfig(improve_prob=0.5, parent_choice="puct")
+    first = make_actor(
+        tmp_path, {"t1": tasks["t1"]}, sender=FakeSender(), max_samples=10, improvement=improvement
+    )
+    await run(first)
+    archived = sorted((s.sample_id, n, b) for s, n, b in first.buffer.archived("t1"))
+    assert archived and (tmp_path / "state" / "parents.jsonl").is_file()
+    # revisions name their parent, so the parent's best descendant is set
+    assert any(b is not None for _, _, b in archived)
+    again = make_actor(tmp_path, {"t1": tasks["t1"]}, improvement=improvement)
+    assert sorted((s.sample_id, n, b) for s, n, b in again.buffer.archived("t1")) == archived

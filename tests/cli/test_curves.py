@@ -54,3 +54,27 @@ def test_plot_learning_curves(tmp_path):
     assert out is not None and out.stat().st_size > 0
     p.write_text(json.dumps({"stream": "learner", "step": 1, "x": 1.0}))
     assert plot_learning_curves(p, tmp_path / "none") is None
+
+
+def test_probe_series_and_plot(tmp_path):
+    from mlerl.cli._curves import plot_decision_probe, probe_series
+
+    rows = [
+        {"step": 0, "probe/t/parsed": 1.0, "probe/t/MODEL=ridge": 0.75, "probe/t/MODEL=svm": 0.25},
+        {"step": 1, "loss/policy": 0.1},  # an update without a probe
+        {"step": 2, "probe/t/parsed": 0.5, "probe/t/MODEL=ridge": 0.5},  # svm: no answer made it
+    ]
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    series = probe_series(rows)
+    assert series == {
+        "t": {
+            "MODEL=ridge": [(0, 0.75), (2, 0.5)],
+            "MODEL=svm": [(0, 0.25), (2, 0.0)],
+            "parsed": [(0, 1.0), (2, 0.5)],
+        }
+    }
+    out = plot_decision_probe(path, tmp_path / "plots")
+    assert out is not None and out.stat().st_size > 0
+    path.write_text(json.dumps({"step": 1, "loss/policy": 0.1}) + "\n")
+    assert plot_decision_probe(path, tmp_path / "none") is None

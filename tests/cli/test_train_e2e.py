@@ -64,10 +64,14 @@ def _assert_run_complete(run_dir: Path, updates: int) -> None:
 def test_train_runs_end_to_end(tmp_path, train, processes, backend, wandb_offline):
     run_dir = tmp_path / "run"
     evals = "eval_samples=2" if backend == "local" else "eval_samples=0"
-    done = train(run_dir, f"sandbox={backend}", "learner.max_updates=3", evals)
+    probe = ("learner.probe_samples=2", "learner.probe_every=2")
+    done = train(run_dir, f"sandbox={backend}", "learner.max_updates=3", evals, *probe)
     assert done.returncode == 0, done.stderr[-3000:]
     _assert_run_complete(run_dir, updates=3)
     assert processes(str(run_dir)) == []
+    # the decision probe: the initial policy (step 0) and every second update
+    probed = [m["step"] for m in _metrics(run_dir) if "probe/standin-cancer-auc-tiny/parsed" in m]
+    assert probed == [0, 2], probed
     if backend == "local":
         report = json.loads((run_dir / "report.json").read_text())
         assert report["k"] == 2 and set(report) >= {"initial", "trained", "aide", "plots"}

@@ -163,3 +163,48 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
     fig.savefig(out, dpi=90)
     plt.close(fig)
     return out
+
+
+def probe_series(rows: list[dict[str, float]]) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """The decision probe's ``probe/<task>/<key>`` shares as task -> key -> [(step, share)]; a
+    key a probe did not report (no answer made that decision) counts 0 at that step."""
+    probed = [r for r in rows if any(k.startswith("probe/") for k in r)]
+    keys = sorted({k for r in probed for k in r if k.startswith("probe/")})
+    out: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for full in keys:
+        _, task, key = full.split("/", 2)
+        out.setdefault(task, {})[key] = [
+            (int(r["step"]), float(r.get(full, 0.0))) for r in probed if f"probe/{task}/parsed" in r
+        ]
+    return out
+
+
+def plot_decision_probe(metrics_path: Path, out_dir: Path, top: int = 10) -> Path | None:
+    """Write ``out_dir/decision_probe.png``: per task, the shares of the ``top`` decisions that
+    reached the largest share at any probe, and the share of answers that parsed; None when the
+    run was not probed."""
+    by_task = probe_series(read_learner_metrics(metrics_path))
+    if not by_task:
+        return None
+    plt = load_pyplot()
+    fig, axes = plt.subplots(len(by_task), 1, figsize=(9, 3.6 * len(by_task)), squeeze=False)
+    for ax, (task, keys) in zip(axes[:, 0], sorted(by_task.items()), strict=True):
+        ranked = sorted(
+            (k for k in keys if k != "parsed"), key=lambda k: -max(s for _, s in keys[k])
+        )
+        for i, key in enumerate(ranked[:top]):
+            steps, shares = zip(*keys[key], strict=True)
+            ax.plot(steps, shares, "-o", ms=3, color=f"C{i % 10}", label=key[:60])
+        if "parsed" in keys:
+            steps, shares = zip(*keys["parsed"], strict=True)
+            ax.plot(steps, shares, "--", color="black", label="parsed")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"{task}: share of sampled scratch answers making each decision", fontsize=9)
+        ax.set_xlabel("update (0: the initial policy)", fontsize=8)
+        ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "decision_probe.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

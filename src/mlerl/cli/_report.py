@@ -211,13 +211,14 @@ def markdown_tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
 
 def _plots(run_dir: Path, progress: Progress) -> list[Path]:
     from mlerl.bench import compare_runs
-    from mlerl.cli._curves import plot_learning_curves
+    from mlerl.cli._curves import plot_decision_probe, plot_learning_curves
 
     load_pyplot()  # first, so no plot below (the bench's included) prints matplotlib's notice
     curves = []
     if (run_dir / "metrics.jsonl").is_file():
-        curve = plot_learning_curves(run_dir / "metrics.jsonl", run_dir / "plots")
-        curves = [curve] if curve is not None else []
+        for plot in (plot_learning_curves, plot_decision_probe):
+            curve = plot(run_dir / "metrics.jsonl", run_dir / "plots")
+            curves += [curve] if curve is not None else []
     samples = run_dir / "samples.jsonl"
     if not samples.is_file() or samples.stat().st_size == 0:
         return curves

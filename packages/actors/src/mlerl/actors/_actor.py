@@ -108,7 +108,8 @@ class Actor:
         if not self.task_ids:
             raise KeyError("tasks: no task to act on")
         self.admission = Admission(config.admission, version=engine.policy_version)
-        self.buffer = ImprovementBuffer(config.improvement)
+        self.buffer = ImprovementBuffer(config.improvement, record=state.record_parent_event)
+        self.buffer.replay(state.parent_events())  # a restart revises the same archive
         self.rng = random.Random(f"{seed}:{actor_id}")
         self.gate = VersionGate()
         self.actions: dict[int, Action] = {}

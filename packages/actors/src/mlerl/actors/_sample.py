@@ -106,4 +106,5 @@ def solution(sample_id: str, action: Action, out: Executed, reward: float) -> So
         out.graded.score,
         action.version,
         frozenset(out.markers),
+        action.parent.sample_id if action.parent else None,
     )

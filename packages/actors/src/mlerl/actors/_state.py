@@ -2,6 +2,9 @@
 
 Exactly-once across SIGKILL, by resending from a persisted outbox (not by regenerating):
 
+The self-improvement buffer's events (solutions added, parents chosen) go to ``parents.jsonl``
+beside them, so a restarted actor revises the same archive.
+
 1. A sample gets its seq only when it is written: ``record`` writes ``outbox/<seq>.msgpack``
    (temp file, fsync, rename) and then ``state.json`` with ``next_seq = seq + 1``.
 2. Only then is it handed to the sender. After an ack for ``seq`` the files ``<= seq`` are
@@ -43,6 +46,29 @@ class ActorState:
         seqs = self._outbox_seqs()
         self.next_seq = max(int(saved.get("next_seq", 0)), (seqs[-1] + 1) if seqs else 0)
         self.acked_seq = int(saved.get("acked_seq", -1))
+
+    @property
+    def parents_path(self) -> Path:
+        """``parents.jsonl``: the improvement buffer's events (``ImprovementBuffer.replay``)."""
+        return self.dir / "parents.jsonl"
+
+    def parent_events(self) -> list[dict]:
+        """The recorded parent events in order (a line a crash cut is skipped)."""
+        if not self.parents_path.is_file():
+            return []
+        out = []
+        for line in self.parents_path.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def record_parent_event(self, event: dict) -> None:
+        """Append one event to ``parents.jsonl`` (flushed, not fsynced: losing the last few on a
+        crash costs a parent's visit count or a solution to revise, never a sample)."""
+        with open(self.parents_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(event) + "\n")
 
     def _outbox_seqs(self) -> list[int]:
         return sorted(int(p.stem) for p in self.outbox.glob("*.msgpack") if p.stem.isdigit())

@@ -231,6 +231,14 @@ class LearnerConfig:
     collective (a checkpoint's or publish's gather)."""
     publish_inline_max_bytes: int = 64 * 1024 * 1024
     """Weights up to this size travel inline in the WeightUpdate; larger go to a file."""
+    probe_samples: int = 0
+    """The decision probe (``mlerl.learner._probe``): answers sampled per task on the scratch
+    prompt after every ``probe_every`` updates (and before the first), their decisions' shares
+    logged as ``probe/<task>/...``; 0: off. One process only (a sharded policy is not probed)."""
+    probe_every: int = 1
+    """Updates between probes."""
+    probe_max_new_tokens: int = 320
+    """Token cap of each probe answer (the actors' ``max_new_tokens`` is the natural value)."""
     checkpoint_every: int = 10
     """Updates between checkpoints (0: never)."""
     keep_checkpoints: int = 2
@@ -317,6 +325,9 @@ class LearnerConfig:
         check(self.duration_clip >= 1, "duration_clip", "must be >= 1")
         check(0 <= self.duration_ema < 1, "duration_ema", "must be in [0, 1)")
         check(self.publish_inline_max_bytes >= 0, "publish_inline_max_bytes", "must be >= 0")
+        check(self.probe_samples >= 0, "probe_samples", "must be >= 0 (0: off)")
+        check(self.probe_every >= 1, "probe_every", "must be >= 1")
+        check(self.probe_max_new_tokens >= 1, "probe_max_new_tokens", "must be >= 1")
         check(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
         check(self.keep_checkpoints >= 1, "keep_checkpoints", "must be >= 1")
         check(self.max_updates >= 0, "max_updates", "must be >= 0")

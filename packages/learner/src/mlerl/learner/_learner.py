@@ -147,6 +147,8 @@ class Learner:
         )
         self.version = 0
         self.running_dt: float | None = None
+        self.tokenizer: Any = None
+        """The policy's tokenizer when the decision probe needs one (``build_learner`` sets it)."""
         use_autocast = config.bf16 and not is_distributed()
         self._autocast = (
             (lambda: torch.autocast(self.device.type, dtype=torch.bfloat16))

@@ -46,12 +46,14 @@ from mlerl.learner._config import LearnerConfig
 from mlerl.learner._faults import RankFailed
 from mlerl.learner._learner import Learner
 from mlerl.learner._models import is_distributed
+from mlerl.learner._probe import probe
 from mlerl.learner._publish import full_state_dict, publish_weights
 from mlerl.protocol import (
     ExecStatus,
     MediaSink,
     MetricsConfig,
     MetricsSink,
+    PromptKind,
     Sample,
     SampleLimits,
     SampleReceiver,
@@ -99,9 +101,15 @@ def build_learner(
             pad = AutoTokenizer.from_pretrained(model_path).pad_token_id
         except (OSError, ValueError):
             pad = None
-    return Learner(
+    learner = Learner(
         config, model, seed=seed, pad_token_id=pad if pad is not None else 0, device=str(device)
     )
+    if config.probe_samples > 0:
+        try:
+            learner.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        except (OSError, ValueError):
+            log.warning("no tokenizer next to %s: the decision probe is off", model_path)
+    return learner
 
 
 def sample_limits(
@@ -326,7 +334,12 @@ async def serve(
     assert main is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
 
+    probe_prompts: dict[str, tuple[list[int], float]] = {}
+    """Per task, the first scratch prompt seen and its sampling temperature (the probe's)."""
+
     def on_sample(sample: Sample) -> None:
+        if sample.prompt_kind is PromptKind.SCRATCH:
+            probe_prompts.setdefault(sample.task_id, (sample.prompt_ids, sample.temperature))
         buffer.add(sample, sync=False)
         if samples is not None:
             samples.add(sample, learner.version)
@@ -365,6 +378,10 @@ async def serve(
                         await asyncio.to_thread(
                             torch.distributed.broadcast_object_list, [KEEPALIVE, None], 0
                         )
+            if learner.version == 0:  # the initial policy, once its prompts are known
+                initial = await asyncio.to_thread(run_probe, learner, probe_prompts)
+                if initial:
+                    sink.log(initial, step=0)
             batch = buffer.take(cfg.batch_size)
             state = buffer.state_dict()
             if is_distributed():
@@ -383,12 +400,34 @@ async def serve(
                 }
             )
             metrics.update({f"refused/{k}": float(v) for k, v in buffer.refused_by_field.items()})
+            if learner.version % cfg.probe_every == 0:
+                metrics.update(await asyncio.to_thread(run_probe, learner, probe_prompts))
             sink.log(metrics, step=learner.version)
             if samples is not None:
                 log_samples_table(samples, sink, learner.version)
         # PUB drops what is still queued when it closes: keep announcing the final version
         # for two republish periods so every subscriber (and a test) sees it.
         await asyncio.sleep(2 * transport.republish_s)
+
+
+def run_probe(learner: Learner, prompts: dict[str, tuple[list[int], float]]) -> dict[str, float]:
+    """The decision probe's shares for the current policy (``mlerl.learner._probe``); empty when
+    it is off, before any scratch prompt arrived, or when the policy is sharded over ranks."""
+    cfg = learner.config
+    if cfg.probe_samples == 0 or not prompts or learner.world > 1 or learner.tokenizer is None:
+        return {}
+    tok = learner.tokenizer
+    t0 = time.time()
+    shares = probe(
+        learner.policy,
+        lambda ids: tok.decode(ids, skip_special_tokens=True),
+        prompts,
+        n=cfg.probe_samples,
+        max_new_tokens=cfg.probe_max_new_tokens,
+        seed=learner.seed * 1_000_003 + learner.version,
+        eos_token_id=tok.eos_token_id,
+    )
+    return {**shares, "time/probe_s": time.time() - t0}
 
 
 def follow(learner: Learner, run_dir: Path) -> None:
