@@ -231,7 +231,7 @@ def test_best_so_far_is_chosen_on_public_and_shown_on_private():
 def test_the_report_opens_with_the_runs_best_solution(tmp_path):
     import msgspec
 
-    from mlerl.learner._process import SampleLog
+    from mlerl.learner._samples import SampleLog
     from mlerl.protocol import ExecStatus, PromptKind, Sample
 
     def sample(seq, task, public, private, kind=PromptKind.SCRATCH):

@@ -6,7 +6,7 @@ import msgspec
 
 from mlerl.learner import read_best
 from mlerl.learner._best import BestSolutions, task_dirname
-from mlerl.learner._process import SampleLog
+from mlerl.learner._samples import SampleLog
 from mlerl.protocol import ExecStatus, PromptKind
 
 

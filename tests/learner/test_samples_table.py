@@ -7,7 +7,7 @@ import json
 
 import msgspec
 
-from mlerl.learner._process import (
+from mlerl.learner._samples import (
     SAMPLES_TABLE_COLUMNS,
     SampleLog,
     cut,

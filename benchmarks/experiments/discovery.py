@@ -1,0 +1,445 @@
+"""Does RL find better solutions than sampling with the same model, at equal executions?
+
+``python benchmarks/experiments/discovery.py --runs-dir RUNS --seeds 0,1,2 --arm default= --arm 'entropic=learner.advantage=entropic' [--arm ...] [--baselines scratch_bon,initial_bon,aide] [--choose ARM] [--task TASK] [--parallel 2] [--probe 32 --probe-every 3] [--no-launch] [--chosen-on 0,1,2] [--name discovery] [-- OVERRIDE ...]``
+
+``--arm NAME=OVERRIDES``: one RL configuration, its Hydra overrides separated by spaces (empty:
+the default). Each arm trains once per seed, ``mlerl train seed=S eval_samples=0
+learner.probe_samples=P learner.probe_every=E tasks.ids=[TASK] OVERRIDES`` into
+``RUNS/<arm>/seed<S>`` (``DONE`` when it finished; a finished run is not run again). The
+overrides after ``--`` go to every arm.
+
+**Equal executions.** The budget N is the default arm's ``learner.max_updates x
+learner.batch_size`` (its config); every arm's result is the best of its first N executions of
+the task (``samples.jsonl`` in arrival order, the failures included), chosen on the public score
+and reported on the private one, as every selection in the project. The baselines get the same
+N, driven by the initial policy with the default arm's actor settings (``mlerl eval --run``):
+``scratch_bon`` best-of-N from scratch prompts, ``initial_bon`` best-of-N with the actors' mix
+of scratch and improve prompts, ``aide`` AIDE's tree search, N steps; each once per seed into
+``RUNS/baselines/seed<S>/<name>.json``.
+
+**The probe.** The runs log the decision probe (``mlerl.learner._probe``); per arm and seed the
+results keep the share of the best known configuration's decisions (``BEST_DECISIONS``) at the
+first probe (the initial policy) and the last, and the plot shows them per update.
+
+Results (``NAME.json``): ``rows`` (one per task and seed for the ``--choose`` arm: ``task``,
+``seed``, ``direction``, ``executions``, ``rl_private`` and each baseline's ``*_private``);
+``arms`` (per arm and seed: best private and public, the step and kind that found it, the probe,
+valid fractions by quarter, KL and clip fraction of the last quarter); ``paired``: each arm
+against the first arm and against each baseline, mean ± s.e. of the paired differences
+(positive when the arm is better); ``probe``: per task, seed and arm, the best decisions' shares
+first and last; ``selection`` (the seeds the choice was made on). ``NAME.png``: the best score
+so far against executions, mean over seeds with a band of ± 1 s.e., each arm and baseline; and
+the probe's shares per update (mean over seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
+from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl
+from embedded_rl import _better, selection
+
+REPO = Path(__file__).resolve().parents[2]
+BASELINES = {"scratch_bon": ["--scratch-only"], "initial_bon": [], "aide": ["--aide"]}
+BEST_DECISIONS = {
+    "standin-materials-rmsle": (
+        "LOG_TARGET=True",
+        "MODEL=lightgbm",
+        "PRODUCTS[]=lattice_vector_1_ang*lattice_vector_2_ang",
+    ),
+    "standin-insults-auc": ("ANALYZER=char_wb", "NGRAMS=(2, 5)", "MODEL=logistic"),
+}
+"""Per base task, the probe keys of the best known configuration's decisions
+(``mlerl.embedded._settings.HELD_OUT`` states the region; these are its named decisions)."""
+
+
+# ---- pure: one run's figures --------------------------------------------------------------
+def best_of_first(records: list[dict[str, Any]], n: int, lower: bool) -> dict[str, Any]:
+    """The best of the first ``n`` records (chosen on public, shown on private) and the best so
+    far after each of them."""
+    best: dict[str, Any] | None = None
+    curve: list[float | None] = []
+    for r in records[:n]:
+        public = r.get("score") if r.get("valid") else None
+        if public is not None and math.isfinite(public):
+            if best is None or _better(public, best["score"], lower):
+                best = r
+        curve.append(None if best is None else best.get("private_score", best["score"]))
+    return {
+        "private": None if best is None else best.get("private_score", best["score"]),
+        "public": None if best is None else best["score"],
+        "step": None if best is None else best.get("step"),
+        "kind": None if best is None else best.get("kind"),
+        "curve": curve,
+        "executions": min(n, len(records)),
+    }
+
+
+def probe_keys(task: str) -> tuple[str, ...]:
+    return BEST_DECISIONS.get(task.removesuffix("-tiny"), ())
+
+
+def probe_summary(metrics: list[dict[str, Any]], task: str) -> dict[str, Any]:
+    """The best decisions' shares at each probe (step -> key -> share), first and last."""
+    rows = [m for m in metrics if f"probe/{task}/parsed" in m]
+    rows.sort(key=lambda m: m["step"])
+    series = {
+        int(m["step"]): {k: float(m.get(f"probe/{task}/{k}", 0.0)) for k in probe_keys(task)}
+        for m in rows
+    }
+    steps = sorted(series)
+    return {
+        "series": series,
+        "first": series[steps[0]] if steps else None,
+        "last": series[steps[-1]] if steps else None,
+        "first_step": steps[0] if steps else None,
+        "last_step": steps[-1] if steps else None,
+    }
+
+
+def quarter_stats(metrics: list[dict[str, Any]], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Valid fraction of the first and last quarter of the records; mean KL (``loss/kl``) and
+    clip fraction of the last quarter of updates: where a larger step breaks validity."""
+    q = max(len(records) // 4, 1)
+    updates = [m for m in metrics if "loss/policy" in m]
+    last = updates[len(updates) - max(len(updates) // 4, 1) :] if updates else []
+
+    def mean(key: str) -> float | None:
+        xs = [float(m[key]) for m in last if key in m and math.isfinite(float(m[key]))]
+        return sum(xs) / len(xs) if xs else None
+
+    def valid(rs: list[dict[str, Any]]) -> float | None:
+        return sum(bool(r.get("valid")) for r in rs) / len(rs) if rs else None
+
+    return {
+        "valid_first_quarter": valid(records[:q]),
+        "valid_last_quarter": valid(records[-q:]),
+        "kl_last_quarter": mean("loss/kl"),
+        "clip_frac_last_quarter": mean("clip_frac/policy") or mean("loss/clip_frac"),
+    }
+
+
+def paired(a: list[float | None], b: list[float | None], lower: bool) -> dict[str, Any]:
+    """Mean ± s.e. of a - b over the seeds where both have a result, signed so that positive
+    means ``a`` is better; and in how many seeds ``a`` is strictly better."""
+    diffs = [
+        (y - x) if lower else (x - y)
+        for x, y in zip(a, b, strict=True)
+        if x is not None and y is not None
+    ]
+    stats = mean_se(diffs)
+    mean, se = stats["mean"], stats["se"]
+    return {
+        "n": len(diffs),
+        "mean": mean,
+        "se": se,
+        "better_in": sum(d > 0 for d in diffs),
+        "beyond_2se": bool(mean is not None and se is not None and se > 0 and mean > 2 * se),
+    }
+
+
+# ---- launching ----------------------------------------------------------------------------
+def _config(run_dir: Path) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load((run_dir / "config.yaml").read_text())
+
+
+def train_cmd(run_dir: Path, seed: int, task: str, overrides: list[str], args: Any) -> list[str]:
+    return [
+        str(REPO / ".venv" / "bin" / "mlerl"),
+        "train",
+        f"seed={seed}",
+        f"hydra.run.dir={run_dir}",
+        "eval_samples=0",
+        f"tasks.ids=[{task}]",
+        f"learner.probe_samples={args.probe}",
+        f"learner.probe_every={args.probe_every}",
+        "logging.console=false",
+        *args.extra,
+        *overrides,
+    ]
+
+
+def eval_cmd(run_dir: Path, model: str, seed: int, n: int, method: str, out: Path) -> list[str]:
+    return [
+        str(REPO / ".venv" / "bin" / "mlerl"),
+        "eval",
+        "--model",
+        model,
+        "--run",
+        str(run_dir),
+        "--k",
+        str(n),
+        "--seeds",
+        "1",
+        "--first-seed",
+        str(seed),
+        "--out",
+        str(out),
+        *BASELINES[method],
+    ]
+
+
+def run_jobs(jobs: list[tuple[list[str], Path, Path | None]], parallel: int) -> None:
+    """Run ``(command, log file, done dir)`` jobs, ``parallel`` at a time; a job that succeeds
+    writes ``DONE`` (its wall-clock seconds) into its done dir. A failed one is reported and left
+    undone (run the script again to retry it)."""
+    pending, running = list(jobs), []
+    while pending or running:
+        while pending and len(running) < parallel:
+            cmd, log, done = pending.pop(0)
+            print("+", " ".join(cmd), flush=True)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            out = open(log, "w")  # noqa: SIM115 - closed when the job ends
+            proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+            running.append((proc, done, time.time(), out))
+        time.sleep(2)
+        for job in list(running):
+            proc, done, t0, out = job
+            if proc.poll() is None:
+                continue
+            running.remove(job)
+            out.close()
+            if proc.returncode != 0:
+                print(f"failed ({proc.returncode}): {' '.join(proc.args)}", flush=True)
+            elif done is not None:
+                (done / "DONE").write_text(f"{time.time() - t0:.0f}\n")
+
+
+# ---- aggregation --------------------------------------------------------------------------
+def arm_seed(run_dir: Path, task: str, n: int, lower: bool) -> dict[str, Any] | None:
+    if not (run_dir / "DONE").is_file():
+        return None
+    records = [r for r in read_jsonl(run_dir / "samples.jsonl") if r.get("task_id") == task]
+    metrics = [
+        m for m in read_jsonl(run_dir / "metrics.jsonl") if m.get("stream", "learner") == "learner"
+    ]
+    best = best_of_first(records, n, lower)
+    return {
+        **best,
+        "probe": probe_summary(metrics, task),
+        **quarter_stats(metrics, records[:n]),
+        "wall_s": float((run_dir / "DONE").read_text()),
+    }
+
+
+def baseline_seed(path: Path, task: str) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    t = json.loads(path.read_text())["per_seed"][0]["tasks"][task]
+    return {
+        "private": t.get("best_score"),
+        "public": t.get("best_public"),
+        "curve": t.get("best_vs_executions") or [],
+        "valid_frac": t.get("valid_frac"),
+    }
+
+
+def _band(curves: list[list[float | None]]) -> tuple[list[float], list[float]]:
+    n = max((len(c) for c in curves), default=0)
+    means, ses = [], []
+    for i in range(n):
+        xs = [c[i] for c in curves if i < len(c) and c[i] is not None]
+        stats = mean_se(xs)
+        means.append(math.nan if stats["mean"] is None else stats["mean"])
+        ses.append(stats["se"] or 0.0)
+    return means, ses
+
+
+def plot(result: dict[str, Any], out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    task = result["task"]
+    arms = result["arms"]
+    keys = probe_keys(task)
+    fig, axes = plt.subplots(1, 1 + len(keys), figsize=(5 + 4 * len(keys), 4), squeeze=False)
+    ax = axes[0][0]
+    curves = {a: [s["curve"] for s in by_seed.values() if s] for a, by_seed in arms.items()}
+    curves.update(
+        {
+            b: [s["curve"] for s in by_seed.values() if s]
+            for b, by_seed in result["baselines"].items()
+        }
+    )
+    for i, (name, cs) in enumerate(curves.items()):
+        if not cs:
+            continue
+        m, s = _band(cs)
+        xs = range(1, len(m) + 1)
+        ax.plot(xs, m, color=f"C{i}", label=f"{name} ({len(cs)} seeds)", drawstyle="steps-post")
+        ax.fill_between(
+            xs,
+            [a - b for a, b in zip(m, s, strict=False)],
+            [a + b for a, b in zip(m, s, strict=False)],
+            color=f"C{i}",
+            alpha=0.15,
+            step="post",
+        )
+    ax.set_xlabel("program executions")
+    ax.set_title(f"{task}: private score of the best public so far", fontsize=9)
+    ax.legend(fontsize=7)
+    for ax, key in zip(axes[0][1:], keys, strict=True):
+        for i, (name, by_seed) in enumerate(arms.items()):
+            per_step: dict[int, list[float]] = {}
+            for s in by_seed.values():
+                for step, shares in (s or {}).get("probe", {}).get("series", {}).items():
+                    per_step.setdefault(int(step), []).append(shares[key])
+            if per_step:
+                steps = sorted(per_step)
+                ax.plot(
+                    steps,
+                    [sum(per_step[t]) / len(per_step[t]) for t in steps],
+                    "-o",
+                    ms=3,
+                    color=f"C{i}",
+                    label=name,
+                )
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"probe: {key[:48]}", fontsize=8)
+        ax.set_xlabel("update (0: initial policy)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs-dir", type=Path, required=True)
+    p.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",") if x], required=True)
+    p.add_argument("--arm", action="append", required=True, help="NAME=OVERRIDES (space-separated)")
+    p.add_argument("--baselines", default="", help="comma-separated: scratch_bon,initial_bon,aide")
+    p.add_argument("--choose", default=None, help="the arm the rows report (default: the last)")
+    p.add_argument("--task", default="standin-materials-rmsle-tiny")
+    p.add_argument("--parallel", type=int, default=1)
+    p.add_argument("--probe", type=int, default=32)
+    p.add_argument("--probe-every", type=int, default=3)
+    p.add_argument("--no-launch", action="store_true")
+    p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=None)
+    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--name", default="discovery")
+    p.add_argument("extra", nargs="*", help="overrides for every arm (after --)")
+    args = p.parse_args(argv)
+    arms = dict(a.split("=", 1) for a in args.arm)
+    names = list(arms)
+    chosen = args.choose or names[-1]
+    baselines = [b for b in args.baselines.split(",") if b]
+    for b in baselines:
+        if b not in BASELINES:
+            p.error(f"--baselines: unknown {b!r} (choose from {', '.join(BASELINES)})")
+    run = {(a, s): args.runs_dir / a / f"seed{s}" for a in names for s in args.seeds}
+    if not args.no_launch:
+        run_jobs(
+            [
+                (train_cmd(d, s, args.task, arms[a].split(), args), d.with_suffix(".log"), d)
+                for (a, s), d in run.items()
+                if not (d / "DONE").is_file()
+            ],
+            args.parallel,
+        )
+    first = {s: run[(names[0], s)] for s in args.seeds}
+    ready = {s: d for s, d in first.items() if (d / "DONE").is_file()}
+    if not ready:
+        print("no finished run of the first arm: nothing to aggregate", flush=True)
+        return 1
+    cfg = _config(next(iter(ready.values())))
+    n = int(cfg["learner"]["max_updates"]) * int(cfg["learner"]["batch_size"])
+    from mlerl.bench import Registry
+
+    registry = Registry.load(None, Path(cfg["tasks"]["data_dir"]))
+    lower = bool(registry.get(args.task).lower_is_better)
+    base_dir = {s: args.runs_dir / "baselines" / f"seed{s}" for s in args.seeds}
+    if not args.no_launch and baselines:
+        jobs = []
+        for s, d in ready.items():
+            model = str(_config(d)["model"]["path"])
+            for b in baselines:
+                out = base_dir[s] / f"{b}.json"
+                if not out.is_file():
+                    base_dir[s].mkdir(parents=True, exist_ok=True)
+                    jobs.append((eval_cmd(d, model, s, n, b, out), out.with_suffix(".log"), None))
+        run_jobs(jobs, args.parallel)
+    result: dict[str, Any] = {
+        "task": args.task,
+        "direction": "lower" if lower else "higher",
+        "executions": n,
+        "arms": {
+            a: {s: arm_seed(run[(a, s)], args.task, n, lower) for s in args.seeds} for a in names
+        },
+        "overrides": arms,
+        "baselines": {
+            b: {s: baseline_seed(base_dir[s] / f"{b}.json", args.task) for s in args.seeds}
+            for b in baselines
+        },
+    }
+
+    def private(by_seed: dict[int, Any]) -> list[float | None]:
+        return [(by_seed.get(s) or {}).get("private") for s in args.seeds]
+
+    result["paired"] = {
+        **{
+            f"{a} - {names[0]}": paired(
+                private(result["arms"][a]), private(result["arms"][names[0]]), lower
+            )
+            for a in names[1:]
+        },
+        **{
+            f"{a} - {b}": paired(private(result["arms"][a]), private(result["baselines"][b]), lower)
+            for a in names
+            for b in baselines
+        },
+    }
+    result["rows"] = [
+        {
+            "task": args.task,
+            "seed": s,
+            "direction": result["direction"],
+            "executions": n,
+            "arm": chosen,
+            "rl_private": (result["arms"][chosen][s] or {}).get("private"),
+            **{
+                f"{'bon_scratch' if b == 'scratch_bon' else 'bon_mix' if b == 'initial_bon' else b}"
+                "_private": (result["baselines"][b][s] or {}).get("private")
+                for b in baselines
+            },
+        }
+        for s in args.seeds
+    ]
+    result["probe"] = {
+        a: {
+            s: {
+                k: (v or {}).get("probe", {}).get(k)
+                for k in ("first", "last", "first_step", "last_step")
+            }
+            for s, v in by_seed.items()
+        }
+        for a, by_seed in result["arms"].items()
+    }
+    result["selection"] = selection(args.chosen_on, args.seeds)
+    result.update(commit=git_commit(), command=command_line(), machine=machine_info())
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    plot(result, args.out / f"{args.name}.png")
+    for key, d in result["paired"].items():
+        if d["mean"] is not None:
+            print(
+                f"{key}: {d['mean']:+.4f} ± {d['se'] or 0:.4f} over {d['n']} seeds, better in {d['better_in']}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,54 @@
+"""benchmarks/experiments/discovery.py: equal executions, the probe's summary and the paired
+differences, on hand-made records (no training, no policy)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks" / "experiments"))
+dv = importlib.import_module("discovery")
+
+
+def _r(score=None, private=None, step=0, kind="scratch"):
+    return {"valid": score is not None, "score": score, "private_score": private, "step": step,
+            "kind": kind}  # fmt: skip
+
+
+def test_the_best_of_the_first_n_executions_only():
+    records = [_r(), _r(0.06, 0.07, 1), _r(0.05, 0.09, 2, "improve"), _r(0.01, 0.01, 3)]
+    got = dv.best_of_first(records, 3, lower=True)  # the fourth is past the budget
+    assert (got["private"], got["public"], got["step"], got["kind"]) == (0.09, 0.05, 2, "improve")
+    assert got["curve"] == [None, 0.07, 0.09] and got["executions"] == 3
+    assert dv.best_of_first(records, 10, lower=False)["public"] == 0.06
+    assert dv.best_of_first([_r()], 5, lower=True)["private"] is None
+
+
+def test_probe_summary_reads_the_best_decisions_first_and_last():
+    task = "standin-materials-rmsle-tiny"
+    keys = dv.probe_keys(task)
+    assert keys[0] == "LOG_TARGET=True" and len(keys) == 3
+    metrics = [
+        {"step": 3, f"probe/{task}/parsed": 1.0, f"probe/{task}/LOG_TARGET=True": 0.75},
+        {"step": 0, f"probe/{task}/parsed": 1.0, f"probe/{task}/MODEL=lightgbm": 0.25},
+        {"step": 1, "loss/policy": 0.0},
+    ]
+    got = dv.probe_summary(metrics, task)
+    assert got["first_step"] == 0 and got["last_step"] == 3
+    assert got["first"] == {keys[0]: 0.0, keys[1]: 0.25, keys[2]: 0.0}
+    assert got["last"][keys[0]] == 0.75
+    assert dv.probe_keys("unknown-task") == ()
+
+
+def test_paired_differences_are_positive_when_the_arm_is_better():
+    # RMSLE: arm 0.05, 0.06, None against 0.07, 0.05, 0.04 -> differences +0.02, -0.01 (seed 3
+    # has no result for the arm): mean +0.005, s.e. 0.015
+    got = dv.paired([0.05, 0.06, None], [0.07, 0.05, 0.04], lower=True)
+    assert got["n"] == 2 and got["better_in"] == 1 and not got["beyond_2se"]
+    assert got["mean"] == pytest.approx(0.005) and got["se"] == pytest.approx(0.015)
+    auc = dv.paired([0.9, 0.8, 0.85], [0.8, 0.7, 0.8], lower=False)
+    assert auc["mean"] == pytest.approx(0.25 / 3) and auc["beyond_2se"]
