@@ -340,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     for b in baselines:
         if b not in BASELINES:
             p.error(f"--baselines: unknown {b!r} (choose from {', '.join(BASELINES)})")
-    run = {(a, s): args.runs_dir / a / f"seed{s}" for a in names for s in args.seeds}
+    # seed by seed, so the arms of a seed finish together and partial results stay paired
+    run = {(a, s): args.runs_dir / a / f"seed{s}" for s in args.seeds for a in names}
     if not args.no_launch:
         run_jobs(
             [
