@@ -5,7 +5,7 @@
 ``--arm NAME=OVERRIDES``: one RL configuration, its Hydra overrides separated by spaces (empty:
 the default). Each arm trains once per seed, ``mlerl train seed=S eval_samples=0
 learner.probe_samples=P learner.probe_every=E tasks.ids=[TASK] OVERRIDES`` into
-``RUNS/<arm>/seed<S>`` (``DONE`` when it finished; a finished run is not run again). The
+``RUNS/<arm>/seed<S>`` (a run with ``report.md`` finished and is not run again). The
 overrides after ``--`` go to every arm.
 
 **Equal executions.** The budget N is the default arm's ``learner.max_updates x
@@ -215,9 +215,14 @@ def run_jobs(jobs: list[tuple[list[str], Path, Path | None]], parallel: int) -> 
                 (done / "DONE").write_text(f"{time.time() - t0:.0f}\n")
 
 
+def finished(run_dir: Path) -> bool:
+    """A run that ended cleanly: `mlerl train` writes ``report.md`` only then."""
+    return (run_dir / "report.md").is_file()
+
+
 # ---- aggregation --------------------------------------------------------------------------
 def arm_seed(run_dir: Path, task: str, n: int, lower: bool) -> dict[str, Any] | None:
-    if not (run_dir / "DONE").is_file():
+    if not finished(run_dir):
         return None
     records = [r for r in read_jsonl(run_dir / "samples.jsonl") if r.get("task_id") == task]
     metrics = [
@@ -228,7 +233,7 @@ def arm_seed(run_dir: Path, task: str, n: int, lower: bool) -> dict[str, Any] | 
         **best,
         "probe": probe_summary(metrics, task),
         **quarter_stats(metrics, records[:n]),
-        "wall_s": float((run_dir / "DONE").read_text()),
+        "wall_s": float((run_dir / "DONE").read_text()) if (run_dir / "DONE").is_file() else None,
     }
 
 
@@ -347,12 +352,12 @@ def main(argv: list[str] | None = None) -> int:
             [
                 (train_cmd(d, s, args.task, arms[a].split(), args), d.with_suffix(".log"), d)
                 for (a, s), d in run.items()
-                if not (d / "DONE").is_file()
+                if not finished(d)
             ],
             args.parallel,
         )
     first = {s: run[(names[0], s)] for s in args.seeds}
-    ready = {s: d for s, d in first.items() if (d / "DONE").is_file()}
+    ready = {s: d for s, d in first.items() if finished(d)}
     if not ready:
         print("no finished run of the first arm: nothing to aggregate", flush=True)
         return 1
