@@ -6,7 +6,7 @@ PKGS := protocol sandbox instrument bench learner actors embedded
 PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
 # What the workspace installs (editable, with these extras); scripts/lock.py reads this line.
 EDITABLES := -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev,bench,slurm]'
-# Every version installed, torch's included (README "Locked installs"; `make lock` refreshes it).
+# Every version installed, torch's included (docs/testing.md "Locked installs"; `make lock` refreshes it).
 LOCK := requirements/lock.txt
 # The locked torch pin takes the CPU wheel on CPU machines; an unpinned torch would pull a multi-GB
 # CUDA build. GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.

@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lock: {line}", file=sys.stderr)
     if found:
         print(
-            "lock: out of sync; `make lock` refreshes it (README, 'Locked installs')",
+            "lock: out of sync; `make lock` refreshes it (docs/testing.md, 'Locked installs')",
             file=sys.stderr,
         )
         return 1
