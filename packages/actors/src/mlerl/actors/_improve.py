@@ -13,7 +13,8 @@ Partial credit of a revision: by default a failed revision earns ``per_marker`` 
 it reached, as any sample (the paper). With ``credit_parent_markers: false`` it earns it only for
 markers its parent did not reach (:func:`creditable_markers`): a revision that deletes a line a
 parent needed, and so stops after two of the parent's markers, is then no better than one that
-did not run. Issue 28 found RL teaching exactly that deletion under partial credit.
+did not run. RL was seen teaching exactly that deletion under partial credit
+(docs/experiments/credit-beyond-parent.md).
 
 Eligible parents: by default only solutions that parsed and ran to completion (exec OK), since
 the paper found small models poor at self-debugging from failed runs; ``include_failures``
