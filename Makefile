@@ -14,16 +14,25 @@ TORCH_SPEC ?= $(shell grep -m1 '^torch==' $(LOCK))
 
 .PHONY: install lock upgrade services sandbox-deps train lint test test-vllm test-fast wheels clean
 
+# The installer: uv (locked beside pip) installs the same lock several times faster than pip
+# (docs/testing.md "Locked installs"), from pip's own sources (scripts/pip_sources.py).
+# INSTALLER=pip, or a uv that fails, installs with pip.
+INSTALLER ?= uv
+UV_INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python $$($(BIN)/python scripts/pip_sources.py)
+
 install: $(VENV)/.installed
 
-# Exactly the locked versions: the installer, torch, the lock, then the workspace without
+# Exactly the locked versions: the installers, torch, the lock, then the workspace without
 # resolving anything more; `pip check` fails the install if the lock misses a dependency.
 $(VENV)/.installed: $(PYPROJECTS) $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q -c $(LOCK) pip
-	$(BIN)/pip install -q -c $(LOCK) $(TORCH_SPEC)
-	$(BIN)/pip install -q -r $(LOCK)
-	$(BIN)/pip install -q --no-deps $(EDITABLES)
+	{ test "$(INSTALLER)" = uv && $(BIN)/pip install -q -c $(LOCK) uv && \
+	  $(UV_INSTALL) -c $(LOCK) $(TORCH_SPEC) && $(UV_INSTALL) -r $(LOCK) && \
+	  $(UV_INSTALL) --no-deps $(EDITABLES); } || { \
+	  test "$(INSTALLER)" = pip || echo "make: uv did not install; installing with pip"; \
+	  $(BIN)/pip install -q -c $(LOCK) $(TORCH_SPEC) && $(BIN)/pip install -q -r $(LOCK) && \
+	  $(BIN)/pip install -q --no-deps $(EDITABLES); }
 	$(BIN)/pip check
 	touch $@
 
