@@ -6,7 +6,7 @@ PKGS := protocol sandbox instrument bench learner actors embedded
 PYPROJECTS := pyproject.toml $(foreach p,$(PKGS),packages/$(p)/pyproject.toml)
 # What the workspace installs (editable, with these extras); scripts/lock.py reads this line.
 EDITABLES := -e 'packages/protocol[wandb,console]' $(foreach p,$(filter-out protocol,$(PKGS)),-e packages/$(p)) -e '.[dev,bench,slurm]'
-# Every version installed, torch's included (README "Locked installs"; `make lock` refreshes it).
+# Every version installed, torch's included (docs/testing.md "Locked installs"; `make lock` refreshes it).
 LOCK := requirements/lock.txt
 # The locked torch pin takes the CPU wheel on CPU machines; an unpinned torch would pull a multi-GB
 # CUDA build. GPU users: `make install TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"`.
@@ -14,16 +14,25 @@ TORCH_SPEC ?= $(shell grep -m1 '^torch==' $(LOCK))
 
 .PHONY: install lock upgrade services sandbox-deps train lint test test-vllm test-fast wheels clean
 
+# The installer: uv (locked beside pip) installs the same lock several times faster than pip
+# (docs/testing.md "Locked installs"), from pip's own sources (scripts/pip_sources.py).
+# INSTALLER=pip, or a uv that fails, installs with pip.
+INSTALLER ?= uv
+UV_INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python $$($(BIN)/python scripts/pip_sources.py)
+
 install: $(VENV)/.installed
 
-# Exactly the locked versions: the installer, torch, the lock, then the workspace without
+# Exactly the locked versions: the installers, torch, the lock, then the workspace without
 # resolving anything more; `pip check` fails the install if the lock misses a dependency.
 $(VENV)/.installed: $(PYPROJECTS) $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q -c $(LOCK) pip
-	$(BIN)/pip install -q -c $(LOCK) $(TORCH_SPEC)
-	$(BIN)/pip install -q -r $(LOCK)
-	$(BIN)/pip install -q --no-deps $(EDITABLES)
+	{ test "$(INSTALLER)" = uv && $(BIN)/pip install -q -c $(LOCK) uv && \
+	  $(UV_INSTALL) -c $(LOCK) $(TORCH_SPEC) && $(UV_INSTALL) -r $(LOCK) && \
+	  $(UV_INSTALL) --no-deps $(EDITABLES); } || { \
+	  test "$(INSTALLER)" = pip || echo "make: uv did not install; installing with pip"; \
+	  $(BIN)/pip install -q -c $(LOCK) $(TORCH_SPEC) && $(BIN)/pip install -q -r $(LOCK) && \
+	  $(BIN)/pip install -q --no-deps $(EDITABLES); }
 	$(BIN)/pip check
 	touch $@
 

@@ -1,5 +1,5 @@
 """One setting against another, seed by seed: a controlled comparison of two `embedded_rl.py`
-results files (issues 24 and 28: reward kind, improve baselines, improve prompts on or off).
+results files (reward kind, improve baselines, improve prompts on or off: docs/experiments/).
 
 ``python benchmarks/experiments/compare_arms.py REFERENCE.json CANDIDATE.json --name NAME [--out DIR]``
 

@@ -1,4 +1,4 @@
-"""Duration-aware vs plain policy gradient on the embedded setup (issue 9, part 3; paper Figure 8).
+"""Duration-aware vs plain policy gradient on the embedded setup (paper Figure 8).
 
 ``python benchmarks/experiments/duration_ablation.py [--seeds 3 --first-seed 0 --updates 20 --eval-samples 8] [-- OVERRIDE ...]``
 

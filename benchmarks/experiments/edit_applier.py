@@ -1,4 +1,4 @@
-"""How a policy's improve answers fare under the actor's edit applier (issue 40): sample once,
+"""How a policy's improve answers fare under the actor's edit applier (docs/experiments/edit-applier.md): sample once,
 parse and run under any commit.
 
 ``python benchmarks/experiments/edit_applier.py sample --model-dir DIR --run RUN_DIR --parents 16

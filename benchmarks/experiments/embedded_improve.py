@@ -1,4 +1,4 @@
-"""Can a bootstrapped policy revise a real solution? (issue #14) Improve prompts from real parents.
+"""Can a bootstrapped policy revise a real solution? Improve prompts from real parents.
 
 ``python benchmarks/experiments/embedded_improve.py MODEL_DIR [--task standin-wine-logloss-tiny] [--parents 4]
 [--per-parent 4] [--out benchmarks/results/embedded_improve.json]``

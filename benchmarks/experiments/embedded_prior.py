@@ -1,4 +1,4 @@
-"""The initial embedded policy's prior over programs (issue #40, item 4).
+"""The initial embedded policy's prior over programs (docs/experiments/embedded-testbed.md).
 
 ``python benchmarks/experiments/embedded_prior.py --model-dir DIR --data-dir DATA [--task standin-materials-rmsle-tiny]
 [--samples 256] [--run 64] [--temperature 0.9] [--max-new-tokens 320] [--seed 0] [--name embedded_prior]``

@@ -1,10 +1,10 @@
-"""Does RL improve the embedded agent? (issue #14) The default `mlerl train` on several seeds.
+"""Does RL improve the embedded agent? The default `mlerl train` on several seeds.
 
 ``python benchmarks/experiments/embedded_rl.py [--seeds 3] [--first-seed 0] [--runs-dir /tmp/embedded_rl] [--no-launch] [--name embedded_rl] [--chosen-on 0,1,2] [-- OVERRIDE ...]``
 
 ``--chosen-on``: the seeds the setting under test was chosen on; the results file's
 ``selection`` records them beside the seeds measured and whether those are held out (a
-confirmation on the seeds that chose a setting is feedback, not a result; issue 24).
+confirmation on the seeds that chose a setting is feedback, not a result).
 
 Launch: for each seed, ``mlerl train seed=S hydra.run.dir=RUNS/seedS [OVERRIDE ...]`` one after
 the other (one training job at a time on a small host), timing each job's wall-clock. A seed
@@ -29,8 +29,8 @@ Per run (pure functions of its files, tested on a synthetic run dir):
 - ``improve_parse``: the improve samples counted by how the parser saw them (``truncated``,
   ``edit_mismatch``, ``unchanged``, ...; ``valid`` among them), and per task the prompt kind of
   the sample each closing best-of-K chose (``initial_best_kind``, ``trained_best_kind``; across
-  seeds each kind's share of the winners, issue 28's test-time protocol);
-- the targets of issue #14 per seed: ``valid_gain_ok`` (last >= first + 0.20 and reward last >
+  seeds each kind's share of the winners: which prompt kind wins at test time);
+- the first RL study's targets per seed: ``valid_gain_ok`` (last >= first + 0.20 and reward last >
   first), ``improve_ok`` (improve valid >= half the scratch valid, last quarter, and
   ``improve_beats_parent`` > 0.5),
   ``trained_beats_initial`` (trained best-of-K strictly better than the initial on every task),
@@ -486,7 +486,7 @@ def plot(runs: list[dict[str, Any]], out: Path, name: str = "embedded_rl", windo
 
 
 def selection(chosen_on: list[int] | None, run_seeds: list[Any]) -> dict[str, Any]:
-    """Selection hygiene (issue 24): the seeds a setting was chosen on, the seeds that measure it,
+    """Selection hygiene: the seeds a setting was chosen on, the seeds that measure it,
     and whether those are held out (no overlap). ``held_out`` is None when the choice's seeds
     were not given: the results cannot say."""
     seeds = sorted(s for s in run_seeds if s is not None)

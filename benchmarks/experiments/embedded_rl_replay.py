@@ -1,4 +1,4 @@
-"""Replay a run's real samples through the learner under several loss settings (issue #14, part 2).
+"""Replay a run's real samples through the learner under several loss settings (docs/experiments/first-rl.md).
 
 ``python benchmarks/experiments/embedded_rl_replay.py RUN_DIR [--updates 10] [--out benchmarks/results]
 [--variant NAME:key=value,key=value ...]``

@@ -1,4 +1,4 @@
-"""The paper's Figure 1 at equal budget (issue #24): RL against AIDE and best-of-N of the initial
+"""The paper's Figure 1 at equal budget: RL against AIDE and best-of-N of the initial
 policy, each given the program executions one default ``mlerl train`` uses in total.
 
 ``python benchmarks/experiments/equal_budget.py --runs-dir /tmp/embedded_rl [--seeds 3] [--first-seed 3] [--no-launch] [--methods initial_bon,aide] [--name equal_budget]``

@@ -1,4 +1,4 @@
-"""How strong should the materials stand-in's basal-area wave be? (issue #40, data version 3)
+"""How strong should the materials stand-in's basal-area wave be? (data version 3)
 
 ``python benchmarks/experiments/materials_wave.py [--waves 0.2,0.35] [--periods 6] [--draws 256]
 [--work-dir /tmp/materials_wave] [--name materials_wave]``

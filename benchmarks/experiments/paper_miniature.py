@@ -1,4 +1,4 @@
-"""The paper's four findings in miniature (issue 37): one command, one protocol, one table.
+"""The paper's four findings in miniature: one command, one protocol, one table.
 
 ``python benchmarks/experiments/paper_miniature.py [--seeds 3 --first-seed 3] [--tasks T1,T2] [--runs-dir DIR] [--retime K] [--quick] [--no-launch] [-- OVERRIDE ...]``
 
@@ -113,9 +113,7 @@ from _common import (
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TASK = "standin-materials-rmsle-tiny"
-SECOND_TASK = (
-    "standin-insults-auc-tiny"  # the testbed's second task is not final (issue 40): --tasks
-)
+SECOND_TASK = "standin-insults-auc-tiny"  # the testbed's second task is not final: --tasks
 ARMS: dict[str, list[str]] = {
     "default": [],
     "no_duration": ["learner.duration_weighting=none"],

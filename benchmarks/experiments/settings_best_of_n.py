@@ -1,5 +1,5 @@
 """How rare is a text task's best known composition under the corpus generator, and how far
-does best-of-N of the generator's draws fall short of it? (issue #40, insults data version 3)
+does best-of-N of the generator's draws fall short of it? (insults data version 3)
 
 ``python benchmarks/experiments/settings_best_of_n.py --data-dir DATA
 [--task standin-insults-auc-tiny] [--draws 1000] [--seed 0] [--subsets 2000]

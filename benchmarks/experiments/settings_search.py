@@ -1,4 +1,4 @@
-"""Is the held-out best configuration the best in the settings space? A random search (issue #40).
+"""Is the held-out best configuration the best in the settings space? A random search.
 
 ``python benchmarks/experiments/settings_search.py --data-dir DATA
 [--task standin-materials-rmsle-tiny] [--programs 80] [--per-decision 2] [--seed 0]

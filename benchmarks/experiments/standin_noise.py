@@ -1,4 +1,4 @@
-"""Can a stand-in's public leaderboard tell its programs apart? (issue #40, item 1)
+"""Can a stand-in's public leaderboard tell its programs apart?
 
 ``python benchmarks/experiments/standin_noise.py [--tasks ID,...] [--draws 200] [--decisions] [--name standin_noise]``
 

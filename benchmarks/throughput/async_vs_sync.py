@@ -1,4 +1,4 @@
-"""Asynchronous vs synchronous RL on the same real components (issue 9, part 1).
+"""Asynchronous vs synchronous RL on the same real components.
 
 ``python benchmarks/throughput/async_vs_sync.py [--samples 64 --batch-size 8 --concurrency 8 --median-s 3 --sigma 1]``
 

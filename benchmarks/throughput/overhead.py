@@ -1,4 +1,4 @@
-"""Per-sample framework overhead of the real system (issue 9, part 2).
+"""Per-sample framework overhead of the real system.
 
 ``python benchmarks/throughput/overhead.py [--exec-s 1 10 --samples 16 --concurrency 2 --batch-size 2 --hf-generation]``
 
@@ -26,7 +26,7 @@ it into a batch is cut into contiguous parts (they sum to the end-to-end time ex
                   0 when the learner took it before the actor saw the ack
 
 ``framework_pct`` = (generation + queueing + instrumentation + sandbox + grading + bookkeeping)
-/ execution: what the actor adds to a program before its sample is on its way; issue 18's
+/ execution: what the actor adds to a program before its sample is on its way; the
 target is <= 5 % (median) for 1 s programs. Transport and learner wait overlap the next executions and
 are reported beside it. Writes ``NAME.json`` and ``NAME.png`` (``--name``, default ``overhead``)
 to ``--out`` (default ``benchmarks/results``).
@@ -58,7 +58,7 @@ from _common import (
 )
 from _system import SystemConfig, run_mode
 
-TARGET_PCT = 5.0  # issue 18: <= 5 % median for 1 s programs
+TARGET_PCT = 5.0  # the framework's target: <= 5 % median for 1 s programs
 ACTOR_PARTS = ("generation", "queueing", "instrumentation", "sandbox", "grading", "bookkeeping")
 PARTS = (*ACTOR_PARTS, "transport", "learner_wait")
 

@@ -1,4 +1,4 @@
-"""Do sandboxes started ahead raise the embedded run's updates per minute? (issue 25, item 5)
+"""Do sandboxes started ahead raise the embedded run's updates per minute?
 
 ``python benchmarks/throughput/prewarm_ab.py [--seeds 3 --first-seed 0 --updates 10] [--no-launch]``
 
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         raise SystemExit(f"prewarm_ab: no runs under {runs_dir}")
     result = {
-        "benchmark": "embedded run updates per minute and CPU per update: sandboxes started ahead (issue 25)",
+        "benchmark": "embedded run updates per minute and CPU per update: sandboxes started ahead",
         "command": command_line(),
         "git_commit": git_commit(),
         "machine": machine_info(),

@@ -1,4 +1,4 @@
-"""Mutation testing of the modules that decide what is learned and what is safe (issue #26).
+"""Mutation testing of the modules that decide what is learned and what is safe.
 
 Mutates one module at a time with cosmic-ray's operators (its session database holds the
 mutants and their results), runs each mutant against the module's own test files only (a
@@ -595,7 +595,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         '"duration_s", sample.duration_s, 0.0, limits.max_duration_s',
         '"duration_s", sample.duration_s, -1.0, limits.max_duration_s',
     ): "a Sample with duration_s < 0 cannot exist: Sample (and decode) refuse it first",
-    # _metrics, the complete run (2026-11-26)
+    # _metrics, the complete run (docs/experiments/test-quality.md)
     (
         _M,
         "core/ReplaceComparisonOperator_NotEq_Gt",

@@ -199,7 +199,7 @@ def test_a_misquoted_assignment_still_names_the_one_line_that_assigns_it():
 
 
 def test_a_misquoted_search_lands_on_the_setting_its_replacement_assigns():
-    """Seen in RL (issue 40): the small policy quotes a parent's settings line wrongly in about
+    """Seen in RL (docs/experiments/edit-applier.md): the small policy quotes a parent's settings line wrongly in about
     half of its edits (``PARAMS = {"n_estimators": 100}`` for a parent whose PARAMS differ) while
     its replacement is a well-formed setting (``PRODUCTS = ["a*b"]``). The replacement names the
     place: the program's one ``PRODUCTS = ...`` line. (The single-assignment anchor used to put
@@ -229,7 +229,7 @@ def test_a_misquoted_search_lands_on_the_setting_its_replacement_assigns():
 
 
 def test_an_edit_that_swaps_one_setting_for_another_sets_the_new_one_and_keeps_the_old():
-    """Seen in RL (issue 40): the search quotes a real settings line (``PRODUCTS = []``, common
+    """Seen in RL (docs/experiments/edit-applier.md): the search quotes a real settings line (``PRODUCTS = []``, common
     in parents) and the replacement sets another (``ONE_HOT = []``). Read literally the edit
     deletes PRODUCTS and the program dies on it; it is read as setting ONE_HOT."""
     block = 'ONE_HOT = ["spacegroup"]\nPRODUCTS = []\nPARAMS = {"alpha": 1.0}\nprint(PARAMS)\n'
@@ -298,7 +298,7 @@ def test_a_misquoted_import_adds_the_new_import_after_the_last_one():
 
 
 def test_a_revision_that_changes_nothing_is_not_run_again():
-    # issue 28: RL found that an edit replacing a line with itself earns the parent's reward
+    # RL found that an edit replacing a line with itself earns the parent's reward
     same = (
         "Plan.\n\n```python\n"
         + _block(("model = Ridge(alpha=1.0)", "model = Ridge(alpha=1.0)"))

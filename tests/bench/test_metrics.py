@@ -250,7 +250,7 @@ def test_pearson_of_a_constant_that_does_not_average_exactly_is_nan():
     assert math.isnan(m.pearson([1.0, 2.0, 3.0], [0.1, 0.1, 0.1]))
 
 
-# Mutation survivors of the complete _metrics run (issue 26): no test called these two with
+# Mutation survivors of the complete _metrics run (docs/experiments/test-quality.md): no test called these two with
 # valid input, so a check that refused every input survived.
 
 

@@ -1,4 +1,4 @@
-"""The benchmarks that used to ship inside the packages (issue 16) start from benchmarks/ and
+"""The benchmarks that used to ship inside the packages start from benchmarks/ and
 answer ``--help`` (their figures are measured by running them, not here)."""
 
 from __future__ import annotations

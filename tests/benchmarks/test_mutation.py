@@ -115,7 +115,7 @@ def test_every_module_and_test_file_exists():
         assert tests and all((REPO / t).is_file() for t in tests), tests
     for module, *_ in m.EQUIVALENT:
         assert module in m.MODULES
-    # what issue 26 names: losses, advantages, duration weights, reward, the graders' metrics,
+    # the modules that decide what is learned and what is safe: losses, advantages, duration weights, reward, the graders' metrics,
     # the learner's door, the sandbox's mounts, checkpoint verification
     assert {Path(module).stem for module in m.MODULES} == {
         "_losses",

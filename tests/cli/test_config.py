@@ -83,7 +83,7 @@ def test_paper_scale_matches_the_paper():
 
 def test_the_edit_revisions_experiment_and_the_improve_formats_of_the_presets():
     default = validate(_compose([]))
-    # the embedded default revises with edits (settings-block programs, issue 40); the paper's
+    # the embedded default revises with edits (settings-block programs); the paper's
     # full rewrite is the paper preset's and the legacy bootstrap's
     assert (
         default.actors.prompts.improve_format == "edit"

@@ -1,4 +1,4 @@
-"""Revisions of settings-block programs, measured by running parent and child (issue #40)."""
+"""Revisions of settings-block programs, measured by running parent and child."""
 
 import hashlib
 import json

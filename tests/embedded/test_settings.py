@@ -1,4 +1,4 @@
-"""Settings-block programs (issue #40): one decision per line, a fixed body, a hold-out score
+"""Settings-block programs: one decision per line, a fixed body, a hold-out score
 printed per target, the held-out best combination never in the corpus."""
 
 import ast

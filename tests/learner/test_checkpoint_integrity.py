@@ -167,7 +167,7 @@ def test_an_unloadable_state_names_the_loaders_error(tmp_path, tiny_model):
     )
 
 
-# Mutation survivors of _checkpoint.py (benchmarks/tools/mutation.py, 2026-11-25)
+# Mutation survivors of _checkpoint.py (benchmarks/tools/mutation.py; docs/experiments/test-quality.md)
 
 
 def _minimal_checkpoint(path, digest=None):
@@ -230,7 +230,7 @@ def test_a_state_that_does_not_fit_the_learner_is_a_checkpoint_error(tmp_path, m
         _checkpoint.load_checkpoint(tmp_path / "c", learner=None)
 
 
-# Survivors of the complete _checkpoint run (issue 26): what COMMIT is a checksum, what state is
+# Survivors of the complete _checkpoint run (docs/experiments/test-quality.md): what COMMIT is a checksum, what state is
 # complete, what directory is a checkpoint, the state a rank other than 0 gathers, the defaults
 # of a save, and leftovers that cannot be removed.
 

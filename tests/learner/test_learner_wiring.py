@@ -184,7 +184,7 @@ def _scratch_pair_and_lone_revisions(make_sample):
 def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions_do_not(
     make_sample, tiny_model
 ):
-    # issue 28: under a group baseline (groups = task + prompt tokens) an IMPROVE prompt used
+    # under a group baseline (groups = task + prompt tokens) an IMPROVE prompt used
     # once is a group of one (advantage 0); revisions of one parent share their prompt, so they
     # form a group (actors.improvement.revisions). The per-kind zero-advantage share shows which.
 
@@ -212,7 +212,7 @@ def test_improve_samples_revising_one_parent_carry_a_gradient_and_lone_revisions
 def test_under_the_default_grouping_no_prompt_kind_has_a_zero_advantage_by_construction(
     make_sample, tiny_model, advantage
 ):
-    # issue 28: with the LearnerConfig default (improve_group=task) a revision used once, the
+    # with the LearnerConfig default (improve_group=task) a revision used once, the
     # paper's protocol, still has a baseline; only equal rewards give a zero advantage.
 
     cfg = LearnerConfig(**GROUP_BATCH, advantage=advantage)

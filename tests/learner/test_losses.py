@@ -281,7 +281,7 @@ def test_entropy_sums_over_the_vocabulary_of_a_batch_of_sequences():
     assert out.shape == (1, 2) and out.flatten().tolist() == pytest.approx([math.log(4)] * 2)
 
 
-# Mutation survivors of _losses.py (benchmarks/tools/mutation.py, the complete run of 2026-11-25)
+# Mutation survivors of _losses.py (benchmarks/tools/mutation.py, the complete run; docs/experiments/test-quality.md)
 
 
 def test_importance_weights_multiply_the_token_losses():

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mlerl.cli._config import TrainConfig
+from mlerl.cli._console import console_summary
 from mlerl.cli._curves import load_pyplot
 from mlerl.cli._eval import evaluate_over_seeds
 from mlerl.cli._progress import Progress
@@ -87,8 +88,8 @@ def write_report(
         text = f"**{unisolated.read_text().strip()}**\n\n{text}"
     (run_dir / "report.md").write_text(text)
     _to_wandb(train, run_dir, text, [Path(p) for p in report["plots"]])
-    for line in text.splitlines():
-        progress.say(line)
+    for line in console_summary(text, full_report=str(run_dir / "report.md")).splitlines():
+        progress.say(line)  # report.md keeps the full tables; the console reads in 100 columns
     return run_dir / "report.md"
 
 

@@ -90,7 +90,7 @@ def _anchor(
     - import lines only, replaced by import lines only: the new imports go after the program's
       last top-level import (an import the program lacks is nothing to replace).
     A small policy quotes the line it means to change imperfectly far more often than it
-    names the wrong line (issue 28); a target assigned twice is still ambiguous."""
+    names the wrong line (seen in RL runs); a target assigned twice is still ambiguous."""
     if len(want) == 1 and (m := _ASSIGN.match(want[0])):
         prefix = re.compile(rf"^{re.escape(m.group(1))}{re.escape(m.group(2))}\s*=(?!=)")
         hits = [j for j, line in enumerate(lines) if prefix.match(line)]
@@ -176,8 +176,8 @@ def _setting_swap(lines: list[str], search: list[str], replace: list[str]) -> li
     Read literally such an edit deletes one setting and assigns another a second time, and the
     program dies on the name it lost (``NameError: name 'PRODUCTS' is not defined``: 33 of the
     failed revisions of six runs of the embedded policy, whose search lines quote a common
-    settings line rather than the one it changes; issue 40). No edit means that: it reads as
-    setting the names its replacement assigns."""
+    settings line rather than the one it changes; docs/experiments/edit-applier.md). No edit
+    means that: it reads as setting the names its replacement assigns."""
     searched = _statements(search)
     if searched is None:
         return None
@@ -198,7 +198,7 @@ def _by_target(
     The settings-block programs keep one decision on one line (``MODEL = "lightgbm"``), so an
     edit whose search text is found nowhere still says which decision it changes: the name its
     replacement assigns. A 4 M-parameter policy quotes the parent's line wrongly in about half
-    of its edits while writing a well-formed new setting (issue 40)."""
+    of its edits while writing a well-formed new setting (docs/experiments/edit-applier.md)."""
     if stmts is None:
         return None
     spans = _assignments(lines)

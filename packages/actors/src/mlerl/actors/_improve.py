@@ -13,7 +13,8 @@ Partial credit of a revision: by default a failed revision earns ``per_marker`` 
 it reached, as any sample (the paper). With ``credit_parent_markers: false`` it earns it only for
 markers its parent did not reach (:func:`creditable_markers`): a revision that deletes a line a
 parent needed, and so stops after two of the parent's markers, is then no better than one that
-did not run. Issue 28 found RL teaching exactly that deletion under partial credit.
+did not run. RL was seen teaching exactly that deletion under partial credit
+(docs/experiments/credit-beyond-parent.md).
 
 Parent choice (``parent_choice``): ``uniform`` (the paper's, above) or ``puct``, which keeps an
 archive of up to ``archive`` eligible solutions per task and picks the one with the highest

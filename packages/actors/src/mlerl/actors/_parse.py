@@ -21,7 +21,7 @@ in this order; the first that applies gives the :class:`mlerl.protocol.ParseStat
 7. ``UNCHANGED`` (only with ``parent``): the revised program is the parent program (the same
    syntax tree: comments and layout do not count). It is not run again: an edit that changes
    nothing would earn its parent's reward for no revision, and RL found exactly that shortcut
-   (issue 28: 38 of 43 "valid" revisions in one run were their parent unchanged).
+   (38 of 43 "valid" revisions in one run were their parent unchanged).
 8. ``OK``.
 
 A fence is a line that, after at most three spaces, starts with three backticks; a block closes

@@ -394,7 +394,7 @@ def _comment(rng: np.random.Generator) -> tuple[str, int]:
 def insults(n: int, seed: int) -> pd.DataFrame:
     """Columns id, Comment, Insult (0/1, 3% of labels flipped).
 
-    Built (data version 3) so that one composition of decisions is clearly best (issue #40;
+    Built (data version 3) so that one composition of decisions is clearly best (the testbed;
     about 3 % of the corpus generator's draws, against 0.15 % for the materials stand-in's
     basal-area product): obfuscated insults ("stup*d", "m0ron") favour character n-grams over
     words; the irony hashtag (35 % of comments, `IRONY`) inverts its word, and an ironic insult

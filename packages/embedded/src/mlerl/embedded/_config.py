@@ -26,12 +26,12 @@ class BootstrapConfig:
     task_ids: list[str] = field(default_factory=list)
     """Tasks the corpus covers; empty = every `-tiny` stand-in of `mlerl.bench`."""
     shape: str = "settings"
-    """Program shape of the corpus: ``settings`` (issue #40: a block of settings at the top, one
+    """Program shape of the corpus: ``settings`` (the default: a block of settings at the top, one
     decision per line, a fixed import block and body that prints a hold-out score per target;
     thousands of independently composed drafts, the task's best known combination held out;
-    `_settings`) or ``legacy`` (the generator before issue #40; `+experiment=legacy_bootstrap`
-    restores that bootstrap whole). Tasks without a settings shape (image, span) keep
-    the legacy programs."""
+    `_settings`) or ``legacy`` (the generator before the settings-block corpus;
+    `+experiment=legacy_bootstrap` restores that bootstrap whole). Tasks without a settings
+    shape (image, span) keep the legacy programs."""
     drafts_per_task: int = 3000
     """C.1 draft examples per task (legacy shape: `mistake_rate` of them carry one bug; the
     legacy bootstrap used 32, which 400 SFT steps repeat ~265 times: the policy memorised)."""

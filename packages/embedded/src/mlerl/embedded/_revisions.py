@@ -1,4 +1,4 @@
-"""Revisions of settings-block programs, measured by running parent and child (issue #40).
+"""Revisions of settings-block programs, measured by running parent and child.
 
 A revision changes ONE decision of its parent (a line of the settings block; a new family
 also redraws its parameters), so it is a one- or two-line edit. The corpus writes revision

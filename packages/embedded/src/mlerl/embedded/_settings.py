@@ -1,4 +1,4 @@
-"""Settings-block programs: one decision per line at the top, a fixed body below (issue #40).
+"""Settings-block programs: one decision per line at the top, a fixed body below.
 
 A 4 M-parameter model keeps a decision consistent across ten lines poorly (a model line that
 names a family the import line did not import), so in this shape every decision is stated

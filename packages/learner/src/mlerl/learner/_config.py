@@ -86,7 +86,7 @@ class ImproveGroup(str, enum.Enum):
     task = "task"
     """All IMPROVE samples of a task in the batch form one group: revisions compete with each
     other across parents. Scratch samples keep their prompt groups. The default: no prompt kind
-    then has an advantage that is zero by construction (issue 28)."""
+    then has an advantage that is zero by construction."""
     prompt = "prompt"
     """An IMPROVE sample's group is its prompt, like any sample's: a parent improved once forms a
     group of one (advantage 0 by construction); revisions of one parent
@@ -179,7 +179,7 @@ class LearnerConfig:
     Task-dependent (the reward is the task's metric); batch whitening (``normalize_advantages``)
     rescales the batch afterwards and undoes it, so use it without whitening."""
     improve_group: ImproveGroup = ImproveGroup.task
-    """With a group baseline (``grpo``/``rloo``): the group of an IMPROVE sample (issue 28).
+    """With a group baseline (``grpo``/``rloo``): the group of an IMPROVE sample.
     ``task`` by default, so a revision used once is not a group of one with advantage 0; over
     held-out seeds 3-5 it scored the same as ``prompt`` (docs/experiments/improve-group.md)."""
     advantage_strata: Strata = Strata.none

@@ -1,5 +1,5 @@
 """Per-update diagnostics split by prompt kind and task: what the update trained on, and where
-its policy gradient came from (issue #14, "see the learning").
+its policy gradient came from.
 
 Pure functions but :func:`gather_rows` (a collective). :func:`per_sample_stats` turns the update's
 per-token tensors into one row of
@@ -17,7 +17,7 @@ Definitions (per sample i, masked over its response tokens t):
   its mean absolute value.
 - ``adv``: mean advantage over the sample's tokens (after whitening, what the loss uses);
   ``adv_abs`` the mean of its absolute value. A group's ``zero_adv_share`` is the share of its
-  samples with ``adv_abs`` < 1e-6: samples that carry no policy gradient (issue 28: under a
+  samples with ``adv_abs`` < 1e-6: samples that carry no policy gradient (under a
   group baseline an IMPROVE prompt revised once is a group of one, advantage 0).
 - ``pg_mass``: sum_t |A_t| w_i / n_i with n_i = 1 (token_mean) or the sample's token count
   (seq_mean): the total weight the loss puts on the sample's grad log-probs. A group's
