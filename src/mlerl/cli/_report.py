@@ -46,7 +46,7 @@ def write_report(
     lead = best_markdown(found, task_ids, run_dir)
     if train.eval_samples == 0:  # no closing comparison: the run's best alone
         (run_dir / "report.md").write_text(lead)
-        for line in lead.splitlines():
+        for line in console_summary(lead, full_report=str(run_dir / "report.md")).splitlines():
             progress.say(line)
         return run_dir / "report.md"
     plots = _plots(run_dir, progress)
