@@ -213,6 +213,13 @@ def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(
             ),
             signal.SIGKILL,
         )  # this run's actor-1, not another run's on the same machine
+        # the supervisor restarts it (before the learner dies: the learner's death ends the run,
+        # and a learner killed first left actor-1 dead, unrestarted, in one run)
+        _wait_for(
+            lambda: "restarting actor-1" in (run_dir / "supervisor.log").read_text(),
+            120,
+            "the supervisor to restart actor-1",
+        )
         # then the learner, once it has checkpointed at least one update
         _wait_for(lambda: any(m.get("step", 0) >= 1 for m in _metrics(run_dir)), 600, "an update")
         os.kill(_pid_of(f"mlerl.learner --config {run_dir}", processes), signal.SIGKILL)
