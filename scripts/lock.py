@@ -321,8 +321,10 @@ def refresh(
     old = Lock.read(path) if path.exists() else Lock()
     pins = resolve(pip_args, None if upgrade else old)
     pins["pip"] = _pip_version()
-    uv = _installed_version("uv") or old.pins.get("uv")
-    if uv:  # the venv's uv (as pip: installed from the lock), or the earlier pin
+    # uv: the workspace venv's (as pip: installed from the lock), or the earlier pin; only in
+    # the lock `make install` installs with it (.venv-vllm's lock is refreshed from .venv too)
+    uv = (_installed_version("uv") if path == LOCK else None) or old.pins.get("uv")
+    if uv:
         pins["uv"] = uv
     if "torch" in pins:  # the pin, not the build: see the header
         pins["torch"] = Version(pins["torch"]).public
