@@ -14,8 +14,10 @@ setting changed: PPO epochs over each batch, up to the paper's Table 3 ``actor_p
   programs, this falls);
 - the share of each of the best known configuration's decisions (``discovery.BEST_DECISIONS``)
   and of the decision most answers make for each setting (``MODEL``, ``LOG_TARGET``);
-- ``kl_to_initial``: the mean per-token log-ratio log pi_0 - log pi on held-out responses of
-  the run (odd journal indices), a sample estimate of KL(pi || pi_0) per token;
+- ``logp_gain``: the mean per-token log-probability of held-out responses of the run (odd
+  journal indices) under the updated policy minus under the initial one: how far the policy
+  moved toward what the run sampled (the responses are the run's, not the variant's, so it is
+  not a KL);
 - the update's own diagnostics: clip fraction, KL to the reference, gradient norm.
 
 It measures the step, not the result: replayed batches were drawn by the run's policy, not by
@@ -49,10 +51,9 @@ DEFAULT_VARIANTS = {
 minibatch, lr 2.5e-4). ``epochs100_mb8``: the paper's 100 passes with a step per sample."""
 
 
-def kl_to_initial(before: list[float], after: list[float]) -> float:
-    """Mean over responses of (mean per-token log pi_0) - (mean per-token log pi): a sample
-    estimate of KL(pi || pi_0) when the responses are pi's (here: the run's, an approximation)."""
-    return sum(b - a for b, a in zip(before, after, strict=True)) / max(len(before), 1)
+def logp_gain(before: list[float], after: list[float]) -> float:
+    """Mean over responses of (mean per-token log pi) - (mean per-token log pi_0)."""
+    return sum(a - b for b, a in zip(before, after, strict=True)) / max(len(before), 1)
 
 
 def run_variant(
@@ -86,7 +87,7 @@ def run_variant(
             m = learner.update(_on_policy(learner.policy, batch, None))
             diag = {
                 "update_s": time.time() - t0,
-                "clip_frac": m.get("loss/clip_frac"),
+                "clip_frac": m.get("policy/clipfrac"),
                 "kl_ref": m.get("loss/kl"),
                 "grad_norm": m.get("grad_norm/policy"),
             }
@@ -113,7 +114,7 @@ def run_variant(
                 **{k: shares.get(f"probe/{task}/{k}", 0.0) for k in keys},
                 "top_model": None if top_model is None else top_model.split("/")[-1],
                 "top_model_share": None if top_model is None else shares[top_model],
-                "kl_to_initial": kl_to_initial(before, after),
+                "logp_gain": logp_gain(before, after),
                 **diag,
             }
         )
@@ -127,7 +128,7 @@ def plot(results: dict[str, list[dict[str, Any]]], keys: list[str], out: Path) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    measures = ["parsed", "kl_to_initial", *keys]
+    measures = ["parsed", "logp_gain", *keys]
     fig, axes = plt.subplots(1, len(measures), figsize=(4 * len(measures), 3.4), squeeze=False)
     for ax, measure in zip(axes[0], measures, strict=True):
         for i, (name, rows) in enumerate(results.items()):

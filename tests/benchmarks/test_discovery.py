@@ -54,8 +54,8 @@ def test_paired_differences_are_positive_when_the_arm_is_better():
     assert auc["mean"] == pytest.approx(0.25 / 3) and auc["beyond_2se"]
 
 
-def test_step_size_kl_to_initial_is_the_mean_log_ratio():
+def test_step_size_logp_gain_is_the_mean_change_of_log_probability():
     ss = importlib.import_module("step_size")
-    # per-response mean log-probs before (-1.0, -2.0) and after (-1.5, -2.1): KL estimate 0.3
-    assert ss.kl_to_initial([-1.0, -2.0], [-1.5, -2.1]) == pytest.approx(0.3)
+    # per-response mean log-probs before (-1.0, -2.0) and after (-1.5, -2.1): -0.3
+    assert ss.logp_gain([-1.0, -2.0], [-1.5, -2.1]) == pytest.approx(-0.3)
     assert set(ss.DEFAULT_VARIANTS["epochs100_mb8"]) == {"ppo_epochs", "minibatches"}
