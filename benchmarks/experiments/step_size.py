@@ -8,7 +8,7 @@ under the current policy first, so every update starts on-policy, as in
 ``embedded_rl_replay.py``), from the run's initial policy, once per variant (one learner
 setting changed: PPO epochs over each batch, up to the paper's Table 3 ``actor_ppo_epochs
 100``; minibatches; the learning rate). After each update, with the decision probe
-(``mlerl.learner._probe``, ``--probe`` sampled scratch answers on the task's prompt):
+(``mlerl.learner.probe_decisions``, ``--probe`` sampled scratch answers on the task's prompt):
 
 - ``parsed``: the share of answers whose program parses (where a larger step breaks the
   programs, this falls);
@@ -70,7 +70,7 @@ def run_variant(
     import dataclasses
 
     from mlerl.learner import Learner
-    from mlerl.learner._probe import probe
+    from mlerl.learner import probe_decisions
 
     task, ids, temperature = prompt
     keys = (*probe_keys(task), "LOG_TARGET=False")
@@ -93,7 +93,7 @@ def run_variant(
             }
         else:
             diag = {}
-        shares = probe(
+        shares = probe_decisions(
             learner.policy,
             lambda x: tok.decode(x, skip_special_tokens=True),
             {task: (ids, temperature)},

@@ -2,7 +2,7 @@
 
 import torch
 
-from mlerl.learner._probe import decision_shares, decisions, probe, settings_of
+from mlerl.learner._probe import decision_shares, decisions, probe_decisions, settings_of
 
 BEST = """Plan: log1p target, LightGBM, the basal-area product.
 ```python
@@ -71,14 +71,14 @@ def test_probe_samples_n_answers_per_task_and_leaves_the_rng_alone(tiny_model):
     torch.manual_seed(123)
     before = torch.rand(1)
     torch.manual_seed(123)
-    out = probe(model, decode, {"t": ([5, 6, 7], 0.9)}, n=4, max_new_tokens=3, seed=0)
+    out = probe_decisions(model, decode, {"t": ([5, 6, 7], 0.9)}, n=4, max_new_tokens=3, seed=0)
     assert torch.equal(torch.rand(1), before)  # the global RNG is where it was
     assert model.training  # mode restored
     assert len(decoded) == 4 and all(1 <= len(ids) <= 3 for ids in decoded)
     assert out["probe/t/parsed"] == 1.0 and out["probe/t/MODEL=lightgbm"] == 0.5
     # the same seed draws the same answers
     again = []
-    probe(
+    probe_decisions(
         model,
         lambda ids: again.append(ids) or "",
         {"t": ([5, 6, 7], 0.9)},

@@ -10,6 +10,8 @@
   ``terminal_rewards``, its per-token rewards), ``group_advantages``, ``duration_weights`` (with
   its ``DurationWeighting`` modes, the running mean it reads, ``update_running_mean``, and its
   diagnostics, ``weight_stats``);
+- the decision probe: ``probe_decisions`` (shares of each settings decision among sampled
+  answers, what ``learner.probe_samples`` logs);
 - token batches: ``collate`` (samples -> padded tensors) and ``token_logprobs``;
 - reading a run: ``read_journal`` (the samples the learner stored, in order), ``read_best`` (the
   run's best solution per task, ``RUN_DIR/best/<task>/``); gathering the
@@ -28,6 +30,7 @@ from mlerl.learner._duration_weights import duration_weights, update_running_mea
 from mlerl.learner._faults import FATAL_FILE
 from mlerl.learner._learner import Learner
 from mlerl.learner._losses import entropy_from_logits, ppo_policy_loss, value_loss
+from mlerl.learner._probe import probe_decisions
 from mlerl.learner._process import build_learner, run, train_step
 from mlerl.learner._publish import full_state_dict, publish_weights
 
@@ -45,6 +48,7 @@ __all__ = [
     "full_state_dict",
     "read_journal",
     "read_best",
+    "probe_decisions",
     "ppo_policy_loss",
     "value_loss",
     "entropy_from_logits",

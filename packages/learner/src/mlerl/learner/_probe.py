@@ -12,9 +12,9 @@ error at most 0.5 / sqrt(n)), not the policy's exact marginal: the answer is one
 its plan names the decisions before the program does. It answers "is RL moving toward what
 scores better?" per update without reading samples by hand.
 
-Pure parsing here (:func:`settings_of`, :func:`decision_shares`); :func:`probe` generates. The
-prompts are the scratch prompts the learner has seen in its batches, so the probe needs no
-knowledge of tasks or prompt templates.
+Pure parsing here (:func:`settings_of`, :func:`decision_shares`); :func:`probe_decisions`
+generates. The prompts are the scratch prompts the learner has seen in its batches, so the
+probe needs no knowledge of tasks or prompt templates.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def decision_shares(texts: Sequence[str]) -> dict[str, float]:
 
 
 @torch.no_grad()
-def probe(
+def probe_decisions(
     policy: Any,
     decode: Any,
     prompts: Mapping[str, tuple[list[int], float]],

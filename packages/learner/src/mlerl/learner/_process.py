@@ -43,7 +43,7 @@ from mlerl.learner._config import LearnerConfig
 from mlerl.learner._faults import RankFailed
 from mlerl.learner._learner import Learner
 from mlerl.learner._models import is_distributed
-from mlerl.learner._probe import probe
+from mlerl.learner._probe import probe_decisions
 from mlerl.learner._publish import full_state_dict, publish_weights
 from mlerl.learner._samples import SampleLog, log_samples_table
 from mlerl.protocol import (
@@ -232,9 +232,9 @@ async def serve(
                             torch.distributed.broadcast_object_list, [KEEPALIVE, None], 0
                         )
             if learner.version == 0:  # the initial policy, once its prompts are known
-                initial = await asyncio.to_thread(run_probe, learner, probe_prompts)
-                if initial:
-                    sink.log(initial, step=0)
+                probed = await asyncio.to_thread(run_probe, learner, probe_prompts)
+                if probed:
+                    sink.log(probed, step=0)
             batch = buffer.take(cfg.batch_size)
             state = buffer.state_dict()
             if is_distributed():
@@ -271,7 +271,7 @@ def run_probe(learner: Learner, prompts: dict[str, tuple[list[int], float]]) -> 
         return {}
     tok = learner.tokenizer
     t0 = time.time()
-    shares = probe(
+    shares = probe_decisions(
         learner.policy,
         lambda ids: tok.decode(ids, skip_special_tokens=True),
         prompts,
