@@ -17,7 +17,7 @@ N, driven by the initial policy with the default arm's actor settings (``mlerl e
 of scratch and improve prompts, ``aide`` AIDE's tree search, N steps; each once per seed into
 ``RUNS/baselines/seed<S>/<name>.json``.
 
-**The probe.** The runs log the decision probe (``mlerl.learner._probe``); per arm and seed the
+**The probe.** The runs log the decision probe (``mlerl.learner.probe_decisions``); per arm and seed the
 results keep the share of the best known configuration's decisions (``BEST_DECISIONS``) at the
 first probe (the initial policy) and the last, and the plot shows them per update.
 
@@ -88,13 +88,16 @@ def probe_keys(task: str) -> tuple[str, ...]:
 
 
 def probe_summary(metrics: list[dict[str, Any]], task: str) -> dict[str, Any]:
-    """The best decisions' shares at each probe (step -> key -> share), first and last."""
-    rows = [m for m in metrics if f"probe/{task}/parsed" in m]
-    rows.sort(key=lambda m: m["step"])
-    series = {
-        int(m["step"]): {k: float(m.get(f"probe/{task}/{k}", 0.0)) for k in probe_keys(task)}
-        for m in rows
-    }
+    """The best decisions' shares at each probe (step -> key -> share), first and last, from the
+    ``probe`` stream's ``<task>/<key>`` rows (or learner rows with ``probe/<task>/<key>``, as
+    runs logged them before the probe had its own stream)."""
+    series: dict[int, dict[str, float]] = {}
+    for m in sorted(metrics, key=lambda m: m["step"]):
+        for prefix in (f"{task}/", f"probe/{task}/"):
+            if f"{prefix}parsed" in m:
+                series[int(m["step"])] = {
+                    k: float(m.get(f"{prefix}{k}", 0.0)) for k in probe_keys(task)
+                }
     steps = sorted(series)
     return {
         "series": series,
@@ -225,13 +228,13 @@ def arm_seed(run_dir: Path, task: str, n: int, lower: bool) -> dict[str, Any] | 
     if not finished(run_dir):
         return None
     records = [r for r in read_jsonl(run_dir / "samples.jsonl") if r.get("task_id") == task]
-    metrics = [
-        m for m in read_jsonl(run_dir / "metrics.jsonl") if m.get("stream", "learner") == "learner"
-    ]
+    rows = read_jsonl(run_dir / "metrics.jsonl")
+    metrics = [m for m in rows if m.get("stream", "learner") == "learner"]
+    probes = [m for m in rows if m.get("stream", "learner") in ("learner", "probe")]
     best = best_of_first(records, n, lower)
     return {
         **best,
-        "probe": probe_summary(metrics, task),
+        "probe": probe_summary(probes, task),
         **quarter_stats(metrics, records[:n]),
         "wall_s": float((run_dir / "DONE").read_text()) if (run_dir / "DONE").is_file() else None,
     }

@@ -105,13 +105,13 @@ def run_variant(
         learner.policy.eval()
         after = _probe(learner.policy, held_out, None)["logp"]
         learner.policy.train()
-        model_keys = sorted(k for k in shares if k.startswith(f"probe/{task}/MODEL="))
+        model_keys = sorted(k for k in shares if k.startswith(f"{task}/MODEL="))
         top_model = max(model_keys, key=lambda k: shares[k]) if model_keys else None
         rows.append(
             {
                 "update": u,
-                "parsed": shares.get(f"probe/{task}/parsed", 0.0),
-                **{k: shares.get(f"probe/{task}/{k}", 0.0) for k in keys},
+                "parsed": shares.get(f"{task}/parsed", 0.0),
+                **{k: shares.get(f"{task}/{k}", 0.0) for k in keys},
                 "top_model": None if top_model is None else top_model.split("/")[-1],
                 "top_model_share": None if top_model is None else shares[top_model],
                 "logp_gain": logp_gain(before, after),

@@ -33,8 +33,8 @@ def test_probe_summary_reads_the_best_decisions_first_and_last():
     keys = dv.probe_keys(task)
     assert keys[0] == "LOG_TARGET=True" and len(keys) == 3
     metrics = [
-        {"step": 3, f"probe/{task}/parsed": 1.0, f"probe/{task}/LOG_TARGET=True": 0.75},
-        {"step": 0, f"probe/{task}/parsed": 1.0, f"probe/{task}/MODEL=lightgbm": 0.25},
+        {"stream": "probe", "step": 3, f"{task}/parsed": 1.0, f"{task}/LOG_TARGET=True": 0.75},
+        {"step": 0, f"probe/{task}/parsed": 1.0, f"probe/{task}/MODEL=lightgbm": 0.25},  # old
         {"step": 1, "loss/policy": 0.0},
     ]
     got = dv.probe_summary(metrics, task)

@@ -59,14 +59,14 @@ def test_plot_learning_curves(tmp_path):
 def test_probe_series_and_plot(tmp_path):
     from mlerl.cli._curves import plot_decision_probe, probe_series
 
-    rows = [
-        {"step": 0, "probe/t/parsed": 1.0, "probe/t/MODEL=ridge": 0.75, "probe/t/MODEL=svm": 0.25},
-        {"step": 1, "loss/policy": 0.1},  # an update without a probe
-        {"step": 2, "probe/t/parsed": 0.5, "probe/t/MODEL=ridge": 0.5},  # svm: no answer made it
-    ]
+    probe = [
+        {"stream": "probe", "step": 0, "t/parsed": 1.0, "t/MODEL=ridge": 0.75, "t/MODEL=svm": 0.25},
+        {"stream": "probe", "step": 2, "t/parsed": 0.5, "t/MODEL=ridge": 0.5, "time_s": 1.5},
+    ]  # step 2: no answer made svm
+    rows = [probe[0], {"stream": "learner", "step": 1, "loss/policy": 0.1}, probe[1]]
     path = tmp_path / "metrics.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    series = probe_series(rows)
+    series = probe_series(probe)
     assert series == {
         "t": {
             "MODEL=ridge": [(0, 0.75), (2, 0.5)],
@@ -76,5 +76,5 @@ def test_probe_series_and_plot(tmp_path):
     }
     out = plot_decision_probe(path, tmp_path / "plots")
     assert out is not None and out.stat().st_size > 0
-    path.write_text(json.dumps({"step": 1, "loss/policy": 0.1}) + "\n")
+    path.write_text(json.dumps({"stream": "learner", "step": 1, "loss/policy": 0.1}) + "\n")
     assert plot_decision_probe(path, tmp_path / "none") is None

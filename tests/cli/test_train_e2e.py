@@ -70,7 +70,11 @@ def test_train_runs_end_to_end(tmp_path, train, processes, backend, wandb_offlin
     _assert_run_complete(run_dir, updates=3)
     assert processes(str(run_dir)) == []
     # the decision probe: the initial policy (step 0) and every second update
-    probed = [m["step"] for m in _metrics(run_dir) if "probe/standin-cancer-auc-tiny/parsed" in m]
+    probed = [
+        m["step"]
+        for m in _metrics(run_dir)
+        if m.get("stream") == "probe" and "standin-cancer-auc-tiny/parsed" in m
+    ]
     assert probed == [0, 2], probed
     if backend == "local":
         report = json.loads((run_dir / "report.json").read_text())

@@ -75,7 +75,7 @@ def test_probe_samples_n_answers_per_task_and_leaves_the_rng_alone(tiny_model):
     assert torch.equal(torch.rand(1), before)  # the global RNG is where it was
     assert model.training  # mode restored
     assert len(decoded) == 4 and all(1 <= len(ids) <= 3 for ids in decoded)
-    assert out["probe/t/parsed"] == 1.0 and out["probe/t/MODEL=lightgbm"] == 0.5
+    assert out["t/parsed"] == 1.0 and out["t/MODEL=lightgbm"] == 0.5
     # the same seed draws the same answers
     again = []
     probe_decisions(

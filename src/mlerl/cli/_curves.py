@@ -37,8 +37,9 @@ GLOBAL_PANELS: tuple[tuple[str, str], ...] = (
 )
 
 
-def read_learner_metrics(path: Path) -> list[dict[str, float]]:
-    """The learner stream's rows of a metrics.jsonl, in step order (later duplicates win)."""
+def read_learner_metrics(path: Path, stream: str = "learner") -> list[dict[str, float]]:
+    """One stream's rows of a metrics.jsonl (the learner's by default), in step order (later
+    duplicates win)."""
     rows: dict[int, dict[str, float]] = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -49,7 +50,7 @@ def read_learner_metrics(path: Path) -> list[dict[str, float]]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a torn last line of a killed run
-            if row.get("stream", "learner") == "learner" and "step" in row:
+            if row.get("stream", "learner") == stream and "step" in row:
                 rows[int(row["step"])] = row
     return [rows[k] for k in sorted(rows)]
 
@@ -166,15 +167,14 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
 
 
 def probe_series(rows: list[dict[str, float]]) -> dict[str, dict[str, list[tuple[int, float]]]]:
-    """The decision probe's ``probe/<task>/<key>`` shares as task -> key -> [(step, share)]; a
-    key a probe did not report (no answer made that decision) counts 0 at that step."""
-    probed = [r for r in rows if any(k.startswith("probe/") for k in r)]
-    keys = sorted({k for r in probed for k in r if k.startswith("probe/")})
+    """The ``probe`` stream's ``<task>/<key>`` shares as task -> key -> [(step, share)]; a key a
+    probe did not report (no answer made that decision) counts 0 at that step."""
+    keys = sorted({k for r in rows for k in r if "/" in k and k.split("/", 1)[0] != "time"})
     out: dict[str, dict[str, list[tuple[int, float]]]] = {}
     for full in keys:
-        _, task, key = full.split("/", 2)
+        task, key = full.split("/", 1)
         out.setdefault(task, {})[key] = [
-            (int(r["step"]), float(r.get(full, 0.0))) for r in probed if f"probe/{task}/parsed" in r
+            (int(r["step"]), float(r.get(full, 0.0))) for r in rows if f"{task}/parsed" in r
         ]
     return out
 
@@ -183,7 +183,7 @@ def plot_decision_probe(metrics_path: Path, out_dir: Path, top: int = 10) -> Pat
     """Write ``out_dir/decision_probe.png``: per task, the shares of the ``top`` decisions that
     reached the largest share at any probe, and the share of answers that parsed; None when the
     run was not probed."""
-    by_task = probe_series(read_learner_metrics(metrics_path))
+    by_task = probe_series(read_learner_metrics(metrics_path, stream="probe"))
     if not by_task:
         return None
     plt = load_pyplot()

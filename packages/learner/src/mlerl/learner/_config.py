@@ -234,7 +234,8 @@ class LearnerConfig:
     probe_samples: int = 0
     """The decision probe (``mlerl.learner._probe``): answers sampled per task on the scratch
     prompt after every ``probe_every`` updates (and before the first), their decisions' shares
-    logged as ``probe/<task>/...``; 0: off. One process only (a sharded policy is not probed)."""
+    logged to the ``probe`` metrics stream; 0: off. One process only (a sharded policy is not
+    probed)."""
     probe_every: int = 1
     """Updates between probes."""
     probe_max_new_tokens: int = 320

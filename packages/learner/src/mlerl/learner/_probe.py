@@ -3,10 +3,10 @@
 For settings-block programs (each decision one ``NAME = literal`` line at the top level of the
 program, as the embedded tasks' answers are written), the probe samples ``n`` answers to a
 task's scratch prompt from the current policy, at the temperature the actors sample with, and
-reports the share of answers making each decision: ``probe/<task>/<NAME>=<value>`` for scalar
-values, ``probe/<task>/<NAME>[]=<item>`` for each item of a list value and
-``probe/<task>/<NAME>.<key>=<value>`` for each entry of a dict value, each over all ``n``
-answers (an answer without the decision counts as not making it), plus ``probe/<task>/parsed``,
+reports the share of answers making each decision: ``<task>/<NAME>=<value>`` for scalar
+values, ``<task>/<NAME>[]=<item>`` for each item of a list value and
+``<task>/<NAME>.<key>=<value>`` for each entry of a dict value, each over all ``n`` answers (an
+answer without the decision counts as not making it), plus ``<task>/parsed``,
 the share whose program parsed. It is a Monte Carlo estimate from ``n`` generations (standard
 error at most 0.5 / sqrt(n)), not the policy's exact marginal: the answer is one sequence, and
 its plan names the decisions before the program does. It answers "is RL moving toward what
@@ -104,7 +104,7 @@ def probe_decisions(
     seed: int,
     eos_token_id: int | None = None,
 ) -> dict[str, float]:
-    """``probe/<task>/<key>`` shares from ``n`` answers per task, sampled from ``policy`` (an HF
+    """``<task>/<key>`` shares from ``n`` answers per task, sampled from ``policy`` (an HF
     causal LM) on each task's prompt ids at its temperature. ``decode(ids) -> str``. The global
     RNG is left as it was (the draws use a fork of it, seeded by ``seed``)."""
     out: dict[str, float] = {}
@@ -130,7 +130,7 @@ def probe_decisions(
                 )
                 texts = [decode(row[len(prompt_ids) :].tolist()) for row in generated]
                 for key, share in decision_shares(texts).items():
-                    out[f"probe/{task}/{key}"] = share
+                    out[f"{task}/{key}"] = share
     finally:
         policy.train(was_training)
     return out

@@ -234,7 +234,7 @@ async def serve(
             if learner.version == 0:  # the initial policy, once its prompts are known
                 probed = await asyncio.to_thread(run_probe, learner, probe_prompts)
                 if probed:
-                    sink.log(probed, step=0)
+                    sink.log(probed, step=0, stream="probe")
             batch = buffer.take(cfg.batch_size)
             state = buffer.state_dict()
             if is_distributed():
@@ -253,9 +253,11 @@ async def serve(
                 }
             )
             metrics.update({f"refused/{k}": float(v) for k, v in buffer.refused_by_field.items()})
-            if learner.version % cfg.probe_every == 0:
-                metrics.update(await asyncio.to_thread(run_probe, learner, probe_prompts))
             sink.log(metrics, step=learner.version)
+            if learner.version % cfg.probe_every == 0:
+                probed = await asyncio.to_thread(run_probe, learner, probe_prompts)
+                if probed:
+                    sink.log(probed, step=learner.version, stream="probe")
             if samples is not None:
                 log_samples_table(samples, sink, learner.version)
         # PUB drops what is still queued when it closes: keep announcing the final version
@@ -264,8 +266,9 @@ async def serve(
 
 
 def run_probe(learner: Learner, prompts: dict[str, tuple[list[int], float]]) -> dict[str, float]:
-    """The decision probe's shares for the current policy (``mlerl.learner._probe``); empty when
-    it is off, before any scratch prompt arrived, or when the policy is sharded over ranks."""
+    """The decision probe's shares for the current policy (``mlerl.learner._probe``), a row of
+    the ``probe`` metrics stream; empty when it is off, before any scratch prompt arrived, or
+    when the policy is sharded over ranks."""
     cfg = learner.config
     if cfg.probe_samples == 0 or not prompts or learner.world > 1 or learner.tokenizer is None:
         return {}
@@ -280,7 +283,7 @@ def run_probe(learner: Learner, prompts: dict[str, tuple[list[int], float]]) -> 
         seed=learner.seed * 1_000_003 + learner.version,
         eos_token_id=tok.eos_token_id,
     )
-    return {**shares, "time/probe_s": time.time() - t0}
+    return {**shares, "time_s": time.time() - t0}
 
 
 def follow(learner: Learner, run_dir: Path) -> None:
