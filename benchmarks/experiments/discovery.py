@@ -126,7 +126,7 @@ def quarter_stats(metrics: list[dict[str, Any]], records: list[dict[str, Any]]) 
         "valid_first_quarter": valid(records[:q]),
         "valid_last_quarter": valid(records[-q:]),
         "kl_last_quarter": mean("loss/kl"),
-        "clip_frac_last_quarter": mean("clip_frac/policy") or mean("loss/clip_frac"),
+        "clip_frac_last_quarter": mean("policy/clipfrac"),
     }
 
 
