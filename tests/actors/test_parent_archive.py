@@ -72,6 +72,10 @@ def test_the_archive_is_rebuilt_from_its_events():
     assert key(again) == key(buf)
     assert {s.sample_id for s, _, _ in buf.archived("t")} == {"s1", "s2", "x"}
     assert again.choose("t", random.Random(1))[1] == buf.choose("t", random.Random(2))[1]
+    # malformed events (a hand-edited file) are skipped and counted, never fatal
+    fresh = ImprovementBuffer(ImprovementConfig(improve_prob=1.0, parent_choice="puct"))
+    bad = [{"event": "add", "sample_id": "z"}, {"event": "?"}, "not a dict", events[0]]
+    assert fresh.replay(bad) == 3 and [s.sample_id for s, _, _ in fresh.archived("t")] == ["s0"]
 
 
 def test_parent_choice_config_is_checked():

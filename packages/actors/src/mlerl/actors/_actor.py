@@ -109,7 +109,11 @@ class Actor:
             raise KeyError("tasks: no task to act on")
         self.admission = Admission(config.admission, version=engine.policy_version)
         self.buffer = ImprovementBuffer(config.improvement, record=state.record_parent_event)
-        self.buffer.replay(state.parent_events())  # a restart revises the same archive
+        skipped = self.buffer.replay(state.parent_events())  # a restart revises the same archive
+        if skipped:
+            log.warning(
+                "actor %s: %d malformed events in %s skipped", actor_id, skipped, state.parents_path
+            )
         self.rng = random.Random(f"{seed}:{actor_id}")
         self.gate = VersionGate()
         self.actions: dict[int, Action] = {}

@@ -219,19 +219,27 @@ class ImprovementBuffer:
             return False
         return s.exec_status is ExecStatus.OK or self.config.include_failures
 
-    def replay(self, events: list[dict[str, Any]]) -> None:
-        """Rebuild the state the ``record``-ed events describe (an actor's restart)."""
+    def replay(self, events: list[dict[str, Any]]) -> int:
+        """Rebuild the state the ``record``-ed events describe (an actor's restart); returns how
+        many events were malformed and skipped (a hand-edited or foreign file)."""
         record, self._record = self._record, None
+        skipped = 0
         try:
             for e in events:
-                if e.get("event") == "add":
-                    self.add(Solution.from_event(e))
-                elif e.get("event") == "choose":
-                    node = self._archive.get(e["task_id"], {}).get(e["sample_id"])
-                    if node is not None:
-                        node.visits += 1
+                try:
+                    if e.get("event") == "add":
+                        self.add(Solution.from_event(e))
+                    elif e.get("event") == "choose":
+                        node = self._archive.get(e["task_id"], {}).get(e["sample_id"])
+                        if node is not None:
+                            node.visits += 1
+                    else:
+                        skipped += 1
+                except (KeyError, ValueError, TypeError, AttributeError):
+                    skipped += 1
         finally:
             self._record = record
+        return skipped
 
     def add(self, s: Solution) -> bool:
         """Record ``s``; True if it was eligible and kept."""
