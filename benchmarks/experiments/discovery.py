@@ -46,9 +46,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl
 from embedded_rl import _better, selection
+from equal_budget import eval_command
 
 REPO = Path(__file__).resolve().parents[2]
-BASELINES = {"scratch_bon": ["--scratch-only"], "initial_bon": [], "aide": ["--aide"]}
+BASELINES = ("scratch_bon", "initial_bon", "aide")
 BEST_DECISIONS = {
     "standin-materials-rmsle": (
         "LOG_TARGET=True",
@@ -169,26 +170,6 @@ def train_cmd(run_dir: Path, seed: int, task: str, overrides: list[str], args: A
         "logging.console=false",
         *args.extra,
         *overrides,
-    ]
-
-
-def eval_cmd(run_dir: Path, model: str, seed: int, n: int, method: str, out: Path) -> list[str]:
-    return [
-        str(REPO / ".venv" / "bin" / "mlerl"),
-        "eval",
-        "--model",
-        model,
-        "--run",
-        str(run_dir),
-        "--k",
-        str(n),
-        "--seeds",
-        "1",
-        "--first-seed",
-        str(seed),
-        "--out",
-        str(out),
-        *BASELINES[method],
     ]
 
 
@@ -379,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
                 out = base_dir[s] / f"{b}.json"
                 if not out.is_file():
                     base_dir[s].mkdir(parents=True, exist_ok=True)
-                    jobs.append((eval_cmd(d, model, s, n, b, out), out.with_suffix(".log"), None))
+                    cmd = eval_command(d, model, b, s, n, out)
+                    jobs.append((cmd, out.with_suffix(".log"), None))
         run_jobs(jobs, args.parallel)
     result: dict[str, Any] = {
         "task": args.task,

@@ -199,12 +199,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def launch(run_dir: Path, model: str, method: str, seed: int, k: int) -> None:
-    """``mlerl eval`` of ``model`` (the run's initial policy) at ``k`` executions, into the run dir:
-    ``initial_bon`` (best-of-K with the run's mix of scratch and improve prompts), ``scratch_bon``
-    (best-of-K from scratch prompts only) or ``aide``."""
-    out = run_dir / f"equal_budget_{method}.json"
-    cmd = [
+def eval_command(run_dir: Path, model: str, method: str, seed: int, k: int, out: Path) -> list[str]:
+    """The ``mlerl eval`` command line of one baseline (``initial_bon``, ``scratch_bon`` or
+    ``aide``) of ``model`` at ``k`` executions, with ``run_dir``'s actor settings, into ``out``."""
+    return [
         str(REPO / ".venv" / "bin" / "mlerl"),
         "eval",
         "--model",
@@ -222,6 +220,13 @@ def launch(run_dir: Path, model: str, method: str, seed: int, k: int) -> None:
         *(["--aide"] if method == "aide" else []),
         *(["--scratch-only"] if method == "scratch_bon" else []),
     ]
+
+
+def launch(run_dir: Path, model: str, method: str, seed: int, k: int) -> None:
+    """``mlerl eval`` of ``model`` (the run's initial policy) at ``k`` executions, into the run dir:
+    ``initial_bon`` (best-of-K with the run's mix of scratch and improve prompts), ``scratch_bon``
+    (best-of-K from scratch prompts only) or ``aide``."""
+    cmd = eval_command(run_dir, model, method, seed, k, run_dir / f"equal_budget_{method}.json")
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
 
