@@ -23,4 +23,5 @@ for p in learner actors embedded; do
   "$v/bin/pip" install -q --find-links "$out/dist" "mlerl-$p"
   "$v/bin/python" -c "import mlerl.$p; print('mlerl.$p', mlerl.$p.__version__, 'imports alone')"
 done
+"$out/venv-embedded/bin/python" -c "from mlerl.embedded import REFERENCE, read_manifest; keys = [read_manifest(d)['key'] for d in REFERENCE.iterdir()]; assert keys, 'no reference build in the wheel'; print('mlerl-embedded ships the reference build', *keys)"
 echo "all wheels install and import alone"

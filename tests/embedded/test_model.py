@@ -212,3 +212,62 @@ def test_a_time_capped_build_is_not_reused(built, data_dir, tmp_path):
         "rebuilding" in line for line in logs
     )
     assert read_manifest(again)["steps"] == 3
+
+
+def _reference_of(built, tmp_path, **manifest_changes):
+    """A reference directory holding a copy of the built policy (its manifest changed)."""
+    import shutil
+
+    _, path, _ = built
+    shipped = tmp_path / "reference" / path.name
+    shutil.copytree(path, shipped)
+    manifest = {**read_manifest(path), **manifest_changes}
+    (shipped / "manifest.json").write_text(json.dumps(manifest))
+    return shipped
+
+
+def test_a_cache_miss_takes_the_reference_build_of_its_key(built, data_dir, tmp_path):
+    shipped = _reference_of(built, tmp_path)
+    logs: list[str] = []
+    cache = tmp_path / "cache"
+    out = build_policy(
+        cache, BootstrapConfig(**TINY), data_dir=data_dir, log=logs.append, reference=shipped.parent
+    )
+    assert out == cache / shipped.name
+    assert (out / "model.safetensors").read_bytes() == (shipped / "model.safetensors").read_bytes()
+    assert any("reference build" in line for line in logs)
+    assert not any("training up to" in line for line in logs)  # no SFT ran
+    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no temporary left
+    # now a cache hit, whatever the reference holds
+    logs.clear()
+    again = build_policy(cache, BootstrapConfig(**TINY), data_dir=data_dir, log=logs.append)
+    assert again == out and any("cache hit" in line for line in logs)
+
+
+@pytest.mark.parametrize("change", [{"steps": 1}, {"key": "0123456789abcdef"}])
+def test_an_unfinished_or_foreign_reference_build_is_not_taken(built, data_dir, tmp_path, change):
+    shipped = _reference_of(built, tmp_path, **change)
+    logs: list[str] = []
+    out = build_policy(
+        tmp_path / "cache",
+        BootstrapConfig(**TINY),
+        data_dir=data_dir,
+        log=logs.append,
+        reference=shipped.parent,
+    )
+    assert any("training up to" in line for line in logs)
+    assert read_manifest(out)["key"] == shipped.name and read_manifest(out)["steps"] == 3
+
+
+def test_no_reference_builds_here(built, data_dir, tmp_path):
+    shipped = _reference_of(built, tmp_path)
+    logs: list[str] = []
+    build_policy(
+        tmp_path / "cache",
+        BootstrapConfig(**TINY),
+        data_dir=data_dir,
+        log=logs.append,
+        reference=None,
+    )
+    assert not any("reference build" in line for line in logs)
+    assert any("training up to" in line for line in logs) and shipped.is_dir()

@@ -49,6 +49,9 @@ class ModelConfig(RunModel):
     """Where the embedded policy (tokenizer + bootstrapped model) is cached."""
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     """How the embedded policy is built (corpus, model shape, SFT budget)."""
+    reference: bool = True
+    """Take the reference build shipped with mlerl-embedded where its key matches (the default
+    run's policy: no build, the same weights on every machine); false builds it here."""
 
 
 @dataclass

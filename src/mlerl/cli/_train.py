@@ -197,8 +197,22 @@ def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
         if not (path / "config.json").is_file():
             raise ConfigError("model.path", f"{path} is not a Hugging Face model directory")
         return str(path)
+    from mlerl.embedded import REFERENCE, build_policy
+
+    bootstrap = fill_bootstrap(train, data_dir)
+    progress.say("the embedded policy: the reference build, a cached one, or built here once")
+    reference = REFERENCE if train.model.reference else None
+    return str(
+        build_policy(train.model.embedded_cache, bootstrap, log=progress.say, reference=reference)
+    )
+
+
+def fill_bootstrap(train: TrainConfig, data_dir: Path):
+    """``model.bootstrap`` with the keys start-up decides filled in (``DECIDED_AT_START``): the
+    actors' prompts and, where it names no tasks, the run's stand-in tasks. Its key names the
+    embedded policy this run builds or reuses (the reference build's included)."""
     from mlerl.actors import PromptConfig
-    from mlerl.embedded import build_policy, default_task_ids
+    from mlerl.embedded import default_task_ids
 
     bootstrap = train.model.bootstrap
     # SFT must see the prompts RL will send: the actors' prompts own the fact
@@ -212,8 +226,7 @@ def _policy(train: TrainConfig, data_dir: Path, progress: Progress) -> str:
     if not bootstrap.task_ids:  # bootstrap on the stand-ins being trained, when they are ones
         standins = set(default_task_ids(data_dir))
         bootstrap.task_ids = [t for t in train.tasks.ids if t in standins]
-    progress.say("building the embedded policy (cached after the first run)")
-    return str(build_policy(train.model.embedded_cache, bootstrap, log=progress.say))
+    return bootstrap
 
 
 def _write_run_config(

@@ -8,7 +8,8 @@ model directory that every engine can load. The same weights serve as the static
 instrumentation model (the corpus includes C.3 instrumentation examples): load a second,
 frozen copy from the same directory.
 
-The API: build (`BootstrapConfig`, `build_policy`, `read_manifest`, `instrumenter_dir`), the
+The API: build (`BootstrapConfig`, `build_policy`, `REFERENCE`: the shipped builds,
+`read_manifest`, `instrumenter_dir`), the
 tasks it is built for (`default_task_ids`, `task_views`, `TaskView`), the corpus
 (`generate_corpus`, `Example`, `corpus_hash`, `corpus_stats`, `generate_program`, `Program`) and
 measuring a policy directory (`evaluate_drafts`, `TaskEval`, `run_program`; `evaluate_improvement`:
@@ -32,7 +33,7 @@ from mlerl.embedded._evaluate import (
     run_program,
     sample_answers,
 )
-from mlerl.embedded._model import build_policy, corpus_for
+from mlerl.embedded._model import REFERENCE, build_policy, corpus_for
 from mlerl.embedded._programs import Program, generate_program
 from mlerl.embedded._prompts import draft_messages, extract_code
 from mlerl.embedded._random import (
@@ -52,6 +53,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ARCHITECTURES",
+    "REFERENCE",
     "Settings",
     "change_setting",
     "corpus_for",

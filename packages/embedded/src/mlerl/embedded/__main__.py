@@ -13,7 +13,11 @@ from pathlib import Path
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m mlerl.embedded")
     sub = p.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="build (or reuse) the bootstrapped policy; print its path")
+    b = sub.add_parser(
+        "build",
+        help="build the bootstrapped policy here (or reuse this cache's build; never the "
+        "shipped reference build); print its path",
+    )
     b.add_argument("--cache-dir", required=True, type=Path)
     b.add_argument("--data-dir", type=Path, default=None, help="task data (default: CACHE/tasks)")
     b.add_argument("--seed", type=int, default=0)
@@ -103,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             BootstrapConfig(**overrides),
             data_dir=args.data_dir,
             log=lambda m: print(m, file=sys.stderr),
+            reference=None,
         )
         data_dir = args.data_dir or args.cache_dir / "tasks"
     else:

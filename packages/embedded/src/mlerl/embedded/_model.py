@@ -5,6 +5,9 @@ with chat template, generation config, `manifest.json`). It is cached under
 `cache_dir/<key>`, where the key hashes the corpus and every config field; a directory whose
 manifest carries the same key is reused as is. Directories are written to a temporary name and
 renamed, so a crash never leaves a half-written cache entry that looks complete.
+Before building, a cache miss looks in `reference` (by default the builds shipped with this
+package, `REFERENCE`): a `<key>/` directory there whose manifest has the same key and all
+`sft_steps` is copied into the cache instead, so every machine starts from the same weights.
 SFT is a plain AdamW loop: loss on the assistant tokens only, examples of similar length
 batched together, stopped at `sft_steps` or `sft_seconds`, whichever comes first; the model
 is therefore deterministic given the seed only when the step bound is reached first.
@@ -193,18 +196,13 @@ def _as_loaded(tok, model_config):
         return AutoTokenizer.from_pretrained(tmp)
 
 
-def save_model_dir(
-    out: Path, model: Any, tok: Any, manifest_name: str, manifest: dict[str, Any]
-) -> None:
-    """``model`` and ``tok`` as a Hugging Face directory at ``out``, with ``manifest`` as JSON
-    under ``manifest_name``: written beside it, then renamed into place (a reader never sees
-    half a directory; an existing one is replaced)."""
+def _publish(out: Path, write) -> None:
+    """``write(tmp)`` fills a temporary sibling of ``out``, which is then renamed into place (a
+    reader never sees half a directory; an existing one is replaced)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        (tmp / manifest_name).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        write(tmp)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)
@@ -213,14 +211,42 @@ def save_model_dir(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def save_model_dir(
+    out: Path, model: Any, tok: Any, manifest_name: str, manifest: dict[str, Any]
+) -> None:
+    """``model`` and ``tok`` as a Hugging Face directory at ``out``, with ``manifest`` as JSON
+    under ``manifest_name``, published atomically (`_publish`)."""
+
+    def write(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / manifest_name).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+
+    _publish(out, write)
+
+
+REFERENCE = Path(__file__).parent / "reference"
+"""The reference builds shipped with the package, one ``<key>/`` model directory each: the
+default run's policy, so a fresh clone skips the build and every user starts from the same
+weights (docs/embedded.md "The reference build")."""
+
+
+def _complete(manifest: dict | None, key: str, steps: int) -> bool:
+    """Whether a manifest is a finished build of ``key`` (all ``steps`` of SFT ran)."""
+    return manifest is not None and manifest.get("key") == key and manifest.get("steps", 0) >= steps
+
+
 def build_policy(
     cache_dir: str | Path,
     config: BootstrapConfig | None = None,
     *,
     data_dir: str | Path | None = None,
     log=print,
+    reference: str | Path | None = REFERENCE,
 ) -> Path:
-    """The bootstrapped policy's model directory, built (or reused) under `cache_dir`."""
+    """The bootstrapped policy's model directory, built (or reused) under `cache_dir`: a
+    cache hit, else the build of the same key in `reference` copied into the cache (None: never),
+    else built here."""
     cfg = config or BootstrapConfig()
     cache = Path(cache_dir).expanduser()
     data = Path(data_dir).expanduser() if data_dir else cache / "tasks"
@@ -230,10 +256,15 @@ def build_policy(
     key = cfg.key(chash)
     out = cache / key
     manifest = read_manifest(out)
+    if _complete(manifest, key, cfg.sft_steps):
+        log(f"embedded policy: cache hit {out}")
+        return out
+    shipped = Path(reference).expanduser() / key if reference is not None else None
+    if shipped is not None and _complete(read_manifest(shipped), key, cfg.sft_steps):
+        _publish(out, lambda tmp: shutil.copytree(shipped, tmp, dirs_exist_ok=True))
+        log(f"embedded policy: the reference build {key}, copied to {out}")
+        return out
     if manifest is not None and manifest.get("key") == key:
-        if manifest.get("steps", 0) >= cfg.sft_steps:
-            log(f"embedded policy: cache hit {out}")
-            return out
         log(
             f"embedded policy: {out} was stopped by sft_seconds after {manifest.get('steps')} of "
             f"{cfg.sft_steps} steps; rebuilding"
