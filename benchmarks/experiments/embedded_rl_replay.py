@@ -163,6 +163,28 @@ def run_variant(
     }
 
 
+def load_replay(run_dir: Path, threads: int):
+    """What a replay of ``run_dir`` starts from: its learner config, its journal's samples (the
+    infrastructure failures left out) and its initial policy (float32), torch on ``threads``
+    threads and seeded 0."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from mlerl.learner import LearnerConfig, read_journal
+    from mlerl.protocol import ExecStatus, load_run, load_section
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    cfg0 = load_section(LearnerConfig, str(run_dir / "config.yaml"), "learner")
+    samples = [
+        s
+        for s in read_journal(run_dir / "buffer" / "journal.bin")[0]
+        if s.exec_status is not ExecStatus.INFRA_ERROR
+    ]
+    path = load_run(run_dir / "config.yaml").model.path
+    return cfg0, samples, AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("run_dir", type=Path)
@@ -172,24 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
 
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from mlerl.learner import LearnerConfig, read_journal
-    from mlerl.protocol import ExecStatus, load_run, load_section
-
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    cfg0 = load_section(LearnerConfig, str(args.run_dir / "config.yaml"), "learner")
-    samples = [
-        s
-        for s in read_journal(args.run_dir / "buffer" / "journal.bin")[0]
-        if s.exec_status is not ExecStatus.INFRA_ERROR
-    ]
+    cfg0, samples, model0 = load_replay(args.run_dir, args.threads)
     train, probe = split_samples(samples)
-    model0 = AutoModelForCausalLM.from_pretrained(
-        load_run(args.run_dir / "config.yaml").model.path, dtype=torch.float32
-    )
     model0.eval()
     temperature = getattr(cfg0, "temperature", None)  # None: each sample's own sampling temperature
     before = _probe(model0, probe, temperature)

@@ -37,7 +37,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
 from discovery import probe_keys  # noqa: E402
-from embedded_rl_replay import _on_policy, _probe, parse_variant, split_samples  # noqa: E402
+from embedded_rl_replay import (  # noqa: E402
+    _on_policy,
+    _probe,
+    load_replay,
+    parse_variant,
+    split_samples,
+)
 
 DEFAULT_VARIANTS = {
     "epochs1": {},
@@ -153,26 +159,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", default="step_size")
     args = p.parse_args(argv)
 
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    from mlerl.learner import LearnerConfig, read_journal
-    from mlerl.protocol import ExecStatus, PromptKind, load_run, load_section
+    from mlerl.protocol import PromptKind, load_run
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    cfg0 = load_section(LearnerConfig, str(args.run_dir / "config.yaml"), "learner")
-    samples = [
-        s
-        for s in read_journal(args.run_dir / "buffer" / "journal.bin")[0]
-        if s.exec_status is not ExecStatus.INFRA_ERROR
-    ]
+    cfg0, samples, model0 = load_replay(args.run_dir, args.threads)
     train, held_out = split_samples(samples)
     scratch = next(s for s in samples if s.prompt_kind is PromptKind.SCRATCH)
     prompt = (scratch.task_id, list(scratch.prompt_ids), scratch.temperature)
-    path = load_run(args.run_dir / "config.yaml").model.path
-    model0 = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    tok = AutoTokenizer.from_pretrained(path)
+    tok = AutoTokenizer.from_pretrained(load_run(args.run_dir / "config.yaml").model.path)
     variants = dict(parse_variant(v) for v in args.variant) if args.variant else DEFAULT_VARIANTS
     results = {
         name: run_variant(model0, tok, cfg0, o, train, held_out, args, prompt)

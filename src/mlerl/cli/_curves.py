@@ -158,12 +158,16 @@ def plot_learning_curves(metrics_path: Path, out_dir: Path, window: int = 5) -> 
         f"{window}",
         fontsize=10,
     )
+    return _save(plt, fig, out_dir / "learning_curves.png")
+
+
+def _save(plt, fig, path: Path) -> Path:
+    """Lay ``fig`` out, write it to ``path`` (its directory made) and close it."""
     fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / "learning_curves.png"
-    fig.savefig(out, dpi=90)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
-    return out
+    return path
 
 
 def probe_series(rows: list[dict[str, float]]) -> dict[str, dict[str, list[tuple[int, float]]]]:
@@ -202,9 +206,4 @@ def plot_decision_probe(metrics_path: Path, out_dir: Path, top: int = 10) -> Pat
         ax.set_title(f"{task}: share of sampled scratch answers making each decision", fontsize=9)
         ax.set_xlabel("update (0: the initial policy)", fontsize=8)
         ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "decision_probe.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, out_dir / "decision_probe.png")
