@@ -6,36 +6,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-
-import mlerl.cli
-from mlerl.cli._config import VERSION_BASE, register, validate
+from mlerl.cli._config import validate
 from mlerl.cli._progress import Progress
 from mlerl.cli._train import _prepare_tasks, fill_bootstrap
 from mlerl.embedded import REFERENCE, corpus_for, corpus_hash, read_manifest
 
-
-def _default_train(tmp_path):
-    register()
-    GlobalHydra.instance().clear()
-    conf = str(Path(mlerl.cli.__file__).parent / "conf")
-    with initialize_config_dir(config_dir=conf, **VERSION_BASE):
-        return validate(compose(config_name="train", overrides=[f"tasks.data_dir={tmp_path}"]))
+from .test_config import _compose
 
 
 def test_the_default_run_takes_a_shipped_reference_build_built_from_its_config(tmp_path):
-    train = _default_train(tmp_path)
+    train = validate(_compose([f"tasks.data_dir={tmp_path}"]))
     data_dir = _prepare_tasks(train, Progress(tmp_path, enabled=False))
     boot = fill_bootstrap(train, data_dir)
-    examples = corpus_for(boot, data_dir)
-    key = boot.key(corpus_hash(examples))
+    chash = corpus_hash(corpus_for(boot, data_dir))
+    key = boot.key(chash)
     manifest = read_manifest(REFERENCE / key)
     assert manifest is not None, f"no reference build for the default key {key} in {REFERENCE}"
     assert manifest["key"] == key and manifest["steps"] >= boot.sft_steps
-    assert manifest["corpus_hash"] == corpus_hash(examples)
+    assert manifest["corpus_hash"] == chash
     # the build's whole configuration, as JSON, is today's (sft_seconds, a guard, aside)
     built = {k: v for k, v in manifest["config"].items() if k != "sft_seconds"}
     today = {k: v for k, v in json.loads(json.dumps(asdict(boot))).items() if k != "sft_seconds"}
