@@ -45,6 +45,19 @@ def _stat(pid: int) -> tuple[int, int] | None:
     return int(fields[1]), int(fields[19])
 
 
+def _state(pid: int) -> str:
+    """What a process left behind is doing: its state, parent, kernel wait channel and age."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        wchan = Path(f"/proc/{pid}/wchan").read_text() or "-"
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except OSError:
+        return "gone"
+    fields = stat[stat.rfind(")") + 2 :].split()
+    age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return f"state {fields[0]}, ppid {fields[1]}, wchan {wchan}, {age:.0f} s old"
+
+
 def _cmdline(pid: int) -> str:
     try:
         return (
@@ -93,7 +106,7 @@ class Watch:
         end = time.monotonic() + wait_s
         while True:
             alive = [
-                f"{pid}: {cmd[:160]}"
+                f"{pid} ({_state(pid)}): {cmd[:160]}"
                 for pid, (start, cmd) in self.seen.items()
                 if (st := _stat(pid)) is not None and st[1] == start
             ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
 import textwrap
@@ -117,3 +118,50 @@ async def test_plain_local_fallback_still_limits_time_and_group(
     assert result.status is ExecStatus.TIMEOUT and result.stdout.text() == "A\n"
     await asyncio.sleep(0.2)
     assert find_processes(token) == []
+
+
+SLOW_BWRAP = """#!/bin/sh
+# bubblewrap, two seconds late: the window between the chain's fork and bwrap's own prctl
+if [ -n "$MLERL_TEST_TOKEN" ]; then echo $$ >> {log}; sleep 2; fi
+exec {bwrap} "$@"
+"""
+
+
+async def test_executor_killed_while_its_sandbox_starts_takes_the_sandbox_down(
+    tmp_path: Path, find_processes: Any
+) -> None:
+    """SIGKILL of the executor between the fork of a sandbox's chain and bubblewrap's own
+    ``--die-with-parent`` (armed too late to see the executor die): the orphaned chain must
+    still end, not run the program; it does because its "started" word finds the executor's
+    end of the status pipe closed."""
+    real = shutil.which("bwrap")
+    if real is None:
+        pytest.skip("no bubblewrap on this host")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    log = tmp_path / "slow.log"
+    (fake / "bwrap").write_text(SLOW_BWRAP.format(bwrap=real, log=log))
+    (fake / "bwrap").chmod(0o755)
+    token = os.urandom(8).hex()
+    executor = EXECUTOR.replace("work_root=sys.argv[2]", "work_root=sys.argv[2], prewarm=0")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        executor,
+        "local",
+        str(tmp_path / "sandbox"),
+        token,
+        env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"},
+    )
+    try:
+        async with asyncio.timeout(60):
+            while not log.is_file() or not log.read_text().strip():
+                await asyncio.sleep(0.05)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        await proc.wait()
+    chain = int(log.read_text().split()[0])
+    await asyncio.sleep(4)  # past the fake's two seconds and bubblewrap's start
+    alive = find_processes(token) + ([chain] if os.path.exists(f"/proc/{chain}") else [])
+    await reap(SandboxConfig(work_root=str(tmp_path / "sandbox")))
+    assert alive == [], "the sandbox outlived its executor"
