@@ -29,7 +29,8 @@ against the first arm and against each baseline, mean ± s.e. of the paired diff
 (positive when the arm is better); ``probe``: per task, seed and arm, the best decisions' shares
 first and last; ``selection`` (the seeds the choice was made on). ``NAME.png``: the best score
 so far against executions, mean over seeds with a band of ± 1 s.e., each arm and baseline; and
-the probe's shares per update (mean over seeds).
+the probe's shares per update (mean over seeds). ``NAME_probe_seed<S>.png``: the first held-out
+seed's run of the chosen arm, its own probe plot.
 """
 
 from __future__ import annotations
@@ -305,6 +306,17 @@ def plot(result: dict[str, Any], out: Path) -> Path:
     return out
 
 
+def probe_plot(run_dir: Path, out: Path) -> Path | None:
+    """The run's decision probe (``plots/decision_probe.png`` of ``mlerl train``) at ``out``."""
+    import tempfile
+
+    from mlerl.cli._curves import plot_decision_probe
+
+    with tempfile.TemporaryDirectory() as tmp:
+        made = plot_decision_probe(run_dir / "metrics.jsonl", Path(tmp))
+        return None if made is None else Path(made.replace(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs-dir", type=Path, required=True)
@@ -424,6 +436,13 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
     plot(result, args.out / f"{args.name}.png")
+    held_out = [
+        s for s in args.seeds if s not in (args.chosen_on or []) and finished(run[(chosen, s)])
+    ]
+    if held_out:  # one held-out run's own probe plot, per update
+        probe_plot(
+            run[(chosen, held_out[0])], args.out / f"{args.name}_probe_seed{held_out[0]}.png"
+        )
     for key, d in result["paired"].items():
         if d["mean"] is not None:
             print(

@@ -276,3 +276,20 @@ def test_the_report_opens_with_the_runs_best_solution(tmp_path):
     assert text.startswith("# The run's best solution per task")
     assert f"| {LOSS} | 0.2200 (0.2000) | 3 of 3 | 2 | improve | a0:2 |" in text
     assert f"| {AUC} | no valid solution |" in text
+
+
+def test_a_run_without_the_closing_comparison_still_gets_its_plots(tmp_path, monkeypatch):
+    """``eval_samples=0`` skips the three evaluations, not the run's own curves and probe."""
+    monkeypatch.setattr(_report, "evaluate_over_seeds", lambda *a, **k: 1 / 0)  # never called
+    rows = [
+        {"stream": "probe", "step": 0, "t/parsed": 1.0, "t/MODEL=ridge": 0.75},
+        {"stream": "learner", "step": 1, "loss/policy": 0.1, "batch/reward_mean": 0.2},
+        {"stream": "probe", "step": 2, "t/parsed": 0.5, "t/MODEL=ridge": 0.5},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    train = TrainConfig(eval_samples=0)
+    train.tasks.ids = [AUC]
+    out = _report.write_report(train, tmp_path, tmp_path / "initial", Progress(tmp_path, False))
+    assert out.read_text().startswith("# The run's best solution per task")
+    assert (tmp_path / "plots" / "decision_probe.png").stat().st_size > 0
+    assert not (tmp_path / "report.json").exists()  # no comparison was run

@@ -154,14 +154,16 @@ async def test_executor_killed_while_its_sandbox_starts_takes_the_sandbox_down(
         env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"},
     )
     try:
-        async with asyncio.timeout(60):
-            while not log.is_file() or not log.read_text().strip():
-                await asyncio.sleep(0.05)
+        try:
+            async with asyncio.timeout(60):
+                while not log.is_file() or not log.read_text().strip():
+                    await asyncio.sleep(0.05)
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            await proc.wait()
+        chain = int(log.read_text().split()[0])
+        await asyncio.sleep(4)  # past the fake's two seconds and bubblewrap's start
+        alive = find_processes(token) + ([chain] if os.path.exists(f"/proc/{chain}") else [])
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        await proc.wait()
-    chain = int(log.read_text().split()[0])
-    await asyncio.sleep(4)  # past the fake's two seconds and bubblewrap's start
-    alive = find_processes(token) + ([chain] if os.path.exists(f"/proc/{chain}") else [])
-    await reap(SandboxConfig(work_root=str(tmp_path / "sandbox")))
+        await reap(SandboxConfig(work_root=str(tmp_path / "sandbox")))  # work dirs and mounts
     assert alive == [], "the sandbox outlived its executor"

@@ -44,12 +44,13 @@ def write_report(
     task_ids = list(train.tasks.ids)
     found = run_best(run_dir, task_ids, progress.directions)
     lead = best_markdown(found, task_ids, run_dir)
+    plots = _plots(run_dir, progress)  # the learning curves and the probe, compared or not
     if train.eval_samples == 0:  # no closing comparison: the run's best alone
         (run_dir / "report.md").write_text(lead)
+        _to_wandb(train, run_dir, lead, plots)
         for line in console_summary(lead, full_report=str(run_dir / "report.md")).splitlines():
             progress.say(line)
         return run_dir / "report.md"
-    plots = _plots(run_dir, progress)
     trained_model = run_dir / "policy"
     if not (trained_model / "config.json").is_file():
         progress.say(f"no trained policy in {trained_model}; skipping the comparison")
