@@ -308,13 +308,14 @@ def plot(result: dict[str, Any], out: Path) -> Path:
 
 def probe_plot(run_dir: Path, out: Path) -> Path | None:
     """The run's decision probe (``plots/decision_probe.png`` of ``mlerl train``) at ``out``."""
+    import shutil
     import tempfile
 
     from mlerl.cli._curves import plot_decision_probe
 
     with tempfile.TemporaryDirectory() as tmp:
         made = plot_decision_probe(run_dir / "metrics.jsonl", Path(tmp))
-        return None if made is None else Path(made.replace(out))
+        return None if made is None else Path(shutil.move(made, out))  # across filesystems
 
 
 def main(argv: list[str] | None = None) -> int:
