@@ -311,7 +311,7 @@ def probe_plot(run_dir: Path, out: Path) -> Path | None:
     import shutil
     import tempfile
 
-    from mlerl.cli._curves import plot_decision_probe
+    from mlerl.cli import plot_decision_probe
 
     with tempfile.TemporaryDirectory() as tmp:
         made = plot_decision_probe(run_dir / "metrics.jsonl", Path(tmp))

@@ -1,7 +1,7 @@
 """The `mlerl` command: one entry point dispatching to each component's subcommand.
 
-Also ``rolling_mean``, the trailing mean the run's plots draw (for scripts that plot runs the
-same way, e.g. benchmarks/experiments/embedded_rl.py).
+Also ``rolling_mean``, the trailing mean the run's plots draw, and ``plot_decision_probe``, the
+run's probe plot (for scripts that plot runs the same way, e.g. benchmarks/experiments/).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import sys
 
-from mlerl.cli._curves import rolling_mean
+from mlerl.cli._curves import plot_decision_probe, rolling_mean
 
-__all__ = ["main", "rolling_mean"]
+__all__ = ["main", "plot_decision_probe", "rolling_mean"]
 
 __version__ = "0.1.0"
 
