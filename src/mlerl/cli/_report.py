@@ -46,8 +46,7 @@ def write_report(
     lead = best_markdown(found, task_ids, run_dir)
     plots = _plots(run_dir, progress)  # the learning curves and the probe, compared or not
     if train.eval_samples == 0:  # no closing comparison: the run's best alone
-        (run_dir / "report.md").write_text(lead)
-        _to_wandb(train, run_dir, lead, plots)
+        (run_dir / "report.md").write_text(lead)  # the plots on disk; W&B gets the curves live
         for line in console_summary(lead, full_report=str(run_dir / "report.md")).splitlines():
             progress.say(line)
         return run_dir / "report.md"
