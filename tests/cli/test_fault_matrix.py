@@ -33,27 +33,33 @@ RECOVER_S = 240.0
 the seconds each cell took are recorded, and the target (60 s) is judged from them."""
 
 
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(ppid, start time) of a live, non-zombie process."""
+def _fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    if fields[0] == "Z":
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(ppid, start time) of a live, non-zombie process."""
+    fields = _fields(pid)
+    if fields is None or fields[0] == "Z":
         return None
     return int(fields[1]), int(fields[19])
 
 
 def _state(pid: int) -> str:
     """What a process left behind is doing: its state, parent, kernel wait channel and age."""
+    fields = _fields(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        if fields is None:
+            return "gone"
         wchan = Path(f"/proc/{pid}/wchan").read_text() or "-"
         uptime = float(Path("/proc/uptime").read_text().split()[0])
     except OSError:
         return "gone"
-    fields = stat[stat.rfind(")") + 2 :].split()
     age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
     return f"state {fields[0]}, ppid {fields[1]}, wchan {wchan}, {age:.0f} s old"
 
