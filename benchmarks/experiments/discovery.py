@@ -17,6 +17,12 @@ N, driven by the initial policy with the default arm's actor settings (``mlerl e
 of scratch and improve prompts, ``aide`` AIDE's tree search, N steps; each once per seed into
 ``RUNS/baselines/seed<S>/<name>.json``.
 
+**Adding to a finished study.** A run or baseline no longer on disk keeps its figures from the
+results file the study wrote before (``--out``/``NAME.json``, same task), so a baseline can be
+added later (``mlerl train prepare_only=true`` gives it the run's config) without the RL runs
+being kept or trained again; ``kept`` lists what was read back and ``earlier_commands`` the
+commands that wrote it.
+
 **The probe.** The runs log the decision probe (``mlerl.learner.probe_decisions``); per arm and seed the
 results keep the share of the best known configuration's decisions (``BEST_DECISIONS``) at the
 first probe (the initial policy) and the last, and the plot shows them per update.
@@ -200,6 +206,14 @@ def run_jobs(jobs: list[tuple[list[str], Path, Path | None]], parallel: int) -> 
                 (done / "DONE").write_text(f"{time.time() - t0:.0f}\n")
 
 
+def _earlier(path: Path, task: str) -> dict[str, Any] | None:
+    """The study's results file as written before, where it is about the same task."""
+    if not path.is_file():
+        return None
+    earlier = json.loads(path.read_text())
+    return earlier if earlier.get("task") == task else None
+
+
 def finished(run_dir: Path) -> bool:
     """A run that ended cleanly: `mlerl train` writes ``report.md`` only then."""
     return (run_dir / "report.md").is_file()
@@ -355,15 +369,19 @@ def main(argv: list[str] | None = None) -> int:
         )
     first = {s: run[(names[0], s)] for s in args.seeds}
     ready = {s: d for s, d in first.items() if finished(d)}
-    if not ready:
+    earlier = _earlier(args.out / f"{args.name}.json", args.task)
+    if ready:
+        cfg = _config(next(iter(ready.values())))
+        n = int(cfg["learner"]["max_updates"]) * int(cfg["learner"]["batch_size"])
+        from mlerl.bench import Registry
+
+        registry = Registry.load(None, Path(cfg["tasks"]["data_dir"]))
+        lower = bool(registry.get(args.task).lower_is_better)
+    elif earlier:
+        n, lower = int(earlier["executions"]), earlier["direction"] == "lower"
+    else:
         print("no finished run of the first arm: nothing to aggregate", flush=True)
         return 1
-    cfg = _config(next(iter(ready.values())))
-    n = int(cfg["learner"]["max_updates"]) * int(cfg["learner"]["batch_size"])
-    from mlerl.bench import Registry
-
-    registry = Registry.load(None, Path(cfg["tasks"]["data_dir"]))
-    lower = bool(registry.get(args.task).lower_is_better)
     base_dir = {s: args.runs_dir / "baselines" / f"seed{s}" for s in args.seeds}
     if not args.no_launch and baselines:
         jobs = []
@@ -376,16 +394,35 @@ def main(argv: list[str] | None = None) -> int:
                     cmd = eval_command(d, model, b, s, n, out)
                     jobs.append((cmd, out.with_suffix(".log"), None))
         run_jobs(jobs, args.parallel)
+    kept: list[str] = []
+
+    def or_earlier(found: dict[str, Any] | None, group: str, name: str, s: int) -> Any:
+        if found is not None:
+            return found
+        again = ((earlier or {}).get(group, {}).get(name) or {}).get(str(s))
+        if again is not None:
+            kept.append(f"{group}/{name}/seed{s}")
+        return again
+
     result: dict[str, Any] = {
         "task": args.task,
         "direction": "lower" if lower else "higher",
         "executions": n,
         "arms": {
-            a: {s: arm_seed(run[(a, s)], args.task, n, lower) for s in args.seeds} for a in names
+            a: {
+                s: or_earlier(arm_seed(run[(a, s)], args.task, n, lower), "arms", a, s)
+                for s in args.seeds
+            }
+            for a in names
         },
         "overrides": arms,
         "baselines": {
-            b: {s: baseline_seed(base_dir[s] / f"{b}.json", args.task) for s in args.seeds}
+            b: {
+                s: or_earlier(
+                    baseline_seed(base_dir[s] / f"{b}.json", args.task), "baselines", b, s
+                )
+                for s in args.seeds
+            }
             for b in baselines
         },
     }
@@ -434,6 +471,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     result["selection"] = selection(args.chosen_on, args.seeds)
     result.update(commit=git_commit(), command=command_line(), machine=machine_info())
+    if kept:
+        result["kept"] = kept
+        result["earlier_commands"] = [
+            *earlier.get("earlier_commands", []),
+            {"commit": earlier.get("commit"), "command": earlier.get("command")},
+        ]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
     plot(result, args.out / f"{args.name}.png")

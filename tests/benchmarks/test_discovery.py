@@ -4,6 +4,7 @@ differences, on hand-made records (no training, no policy)."""
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -59,3 +60,37 @@ def test_step_size_logp_gain_is_the_mean_change_of_log_probability():
     # per-response mean log-probs before (-1.0, -2.0) and after (-1.5, -2.1): -0.3
     assert ss.logp_gain([-1.0, -2.0], [-1.5, -2.1]) == pytest.approx(-0.3)
     assert set(ss.DEFAULT_VARIANTS["epochs100_mb8"]) == {"ppo_epochs", "minibatches"}
+
+
+def test_a_baseline_added_later_reads_the_rl_runs_from_the_earlier_results(tmp_path):
+    """The RL runs are gone: their figures come back from the earlier results file, the new
+    baseline's from its file, and the rows pair them; what was read back is listed."""
+    task = "standin-materials-rmsle-tiny"
+    arm = {"private": 0.08, "public": 0.079, "curve": [0.1, 0.08], "probe": {}}
+    earlier = {
+        "task": task, "direction": "lower", "executions": 2, "commit": "abc", "command": "old",
+        "arms": {"default": {"3": arm, "4": {**arm, "private": 0.06}}},
+        "baselines": {"aide": {"3": {"private": 0.07, "curve": [0.09, 0.07]}, "4": None}},
+    }  # fmt: skip
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "study.json").write_text(json.dumps(earlier))
+    for seed, best in ((3, 0.075), (4, 0.07)):
+        d = tmp_path / "runs" / "baselines" / f"seed{seed}"
+        d.mkdir(parents=True)
+        summary = {"best_score": best, "best_public": best, "best_vs_executions": [best, best]}
+        (d / "initial_bon.json").write_text(
+            json.dumps({"per_seed": [{"tasks": {task: {**summary, "valid_frac": 0.5}}}]})
+        )
+    argv = ["--runs-dir", str(tmp_path / "runs"), "--seeds", "3,4", "--arm", "default=",
+            "--baselines", "initial_bon,aide", "--no-launch", "--out", str(out), "--name", "study"]  # fmt: skip
+    assert dv.main(argv) == 0
+    result = json.loads((out / "study.json").read_text())
+    assert [(r["rl_private"], r["bon_mix_private"], r["aide_private"]) for r in result["rows"]] == [
+        (0.08, 0.075, 0.07),
+        (0.06, 0.07, None),
+    ]
+    assert result["kept"] == ["arms/default/seed3", "arms/default/seed4", "baselines/aide/seed3"]
+    assert result["earlier_commands"] == [{"commit": "abc", "command": "old"}]
+    pair = result["paired"]["default - initial_bon"]  # lower is better: +0.01 - 0.005 over 2
+    assert pair["n"] == 2 and pair["better_in"] == 1 and pair["mean"] == pytest.approx(0.0025)
