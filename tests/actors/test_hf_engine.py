@@ -184,3 +184,18 @@ async def test_generation_is_silent(engine, monkeypatch):
     )  # the cached step ran (or stopped)
     assert not [str(w.message) for w in caught]
     assert not said
+
+
+def test_engines_built_in_several_threads_at_once_all_load_their_weights(tiny_model_dir):
+    """The closing comparison builds its engines in threads side by side: each gets the
+    model's weights (transformers' loading is not thread-safe on its own)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    alone = HFEngine(tiny_model_dir).model.state_dict()
+    for _ in range(3):
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            engines = list(pool.map(lambda _: HFEngine(tiny_model_dir), range(4)))
+        for e in engines:
+            state = e.model.state_dict()
+            assert state.keys() == alone.keys()
+            assert all(torch.equal(state[k], alone[k]) for k in alone)

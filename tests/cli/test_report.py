@@ -5,7 +5,11 @@ end-to-end train test)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from mlerl.cli import _report
 from mlerl.cli._config import TrainConfig
@@ -85,6 +89,34 @@ def test_plot_rl_vs_aide(tmp_path):
     assert _report.plot_rl_vs_aide({"k": 2}, [AUC], tmp_path / "none.png") is None
 
 
+def test_the_closing_evaluations_run_at_once_and_an_error_waits_for_the_others(
+    tmp_path, monkeypatch
+):
+    """The three evaluations overlap (each waits at a barrier the other two must reach: one
+    after the other would break it); an error in one is raised once the others have ended."""
+    run_dir = tmp_path / "run"
+    (run_dir / "policy").mkdir(parents=True)
+    (run_dir / "policy" / "config.json").write_text("{}")
+    barrier, ended = threading.Barrier(3, timeout=30), []
+
+    def fake_evaluate_over_seeds(model, task_ids, *, method="best_of_k", **kwargs):
+        barrier.wait()
+        if method == "aide":
+            raise RuntimeError("AIDE failed")
+        time.sleep(0.2)
+        ended.append(Path(model).name)
+        return _result(0.8, 0.3)
+
+    monkeypatch.setattr(_report, "evaluate_over_seeds", fake_evaluate_over_seeds)
+    train = TrainConfig(eval_samples=2, seed=0)
+    train.tasks.ids = [AUC]
+    train.logging.wandb_mode = "disabled"
+    with pytest.raises(RuntimeError, match="AIDE failed"):
+        _report.write_report(train, run_dir, tmp_path / "initial", Progress(run_dir, enabled=False))
+    assert sorted(ended) == ["initial", "policy"]
+    assert not (run_dir / "report.json").exists()
+
+
 def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch, wandb_offline):
     run_dir = tmp_path / "run"
     (run_dir / "policy").mkdir(parents=True)
@@ -104,10 +136,10 @@ def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch, w
     train.tasks.ids = [AUC, LOSS]
     _report.write_report(train, run_dir, tmp_path / "initial", Progress(run_dir, enabled=False))
     # the same K and seed for all three; AIDE is driven by the initial policy
-    assert calls == [
+    assert sorted(calls) == [
+        ("initial", "aide", 2, [5]),
         ("initial", "best_of_k", 2, [5]),
         ("policy", "best_of_k", 2, [5]),
-        ("initial", "aide", 2, [5]),
     ]
     report = json.loads((run_dir / "report.json").read_text())
     assert report["aide"]["method"] == "aide" and report["k"] == 2

@@ -14,7 +14,8 @@ Writes into the run directory:
   it shows;
 - ``plots/rl_vs_aide.png``: best score so far against executions and against wall-clock
   seconds, per task: trained and initial best-of-K, and AIDE (the paper's Figure 1 in
-  miniature; the best-of-K samples run several at a time, AIDE's steps one after the other).
+  miniature; the best-of-K samples run several at a time, AIDE's steps one after the other,
+  and the three evaluations run at once, sharing the machine's cores).
 
 The same closing tables (each table of ``report.md``, as a ``wandb.Table`` under
 ``report/<its heading>``) and every plot (``report/<file stem>`` images) go to the run's W&B
@@ -28,6 +29,8 @@ import csv
 import json
 import math
 import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +68,13 @@ def write_report(
         sandbox_config=train.sandbox,
         public_fraction=train.tasks.public_fraction,
     )
-    progress.say(f"evaluating the initial policy: best of {train.eval_samples} per task")
-    before = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), **kwargs)
-    progress.say(f"evaluating the trained policy: best of {train.eval_samples} per task")
-    after = evaluate_over_seeds(str(trained_model), list(train.tasks.ids), **kwargs)
-    progress.say(f"AIDE with the initial policy: {train.eval_samples} executions per task")
-    aide = evaluate_over_seeds(str(initial_model), list(train.tasks.ids), method="aide", **kwargs)
+    k = train.eval_samples
+    progress.say(f"closing comparison, {k} executions each: initial, trained best-of-{k}, AIDE")
+    before, after, aide = _at_once(
+        lambda: evaluate_over_seeds(str(initial_model), task_ids, **kwargs),
+        lambda: evaluate_over_seeds(str(trained_model), task_ids, **kwargs),
+        lambda: evaluate_over_seeds(str(initial_model), task_ids, method="aide", **kwargs),
+    )
     report: dict[str, Any] = {
         "k": train.eval_samples,
         "seed": train.seed,
@@ -91,6 +95,16 @@ def write_report(
     for line in console_summary(text, full_report=str(run_dir / "report.md")).splitlines():
         progress.say(line)  # report.md keeps the full tables; the console reads in 100 columns
     return run_dir / "report.md"
+
+
+def _at_once(*jobs: Callable[[], Any]) -> list[Any]:
+    """Run the closing evaluations side by side (each its own event loop, engine and sandbox in
+    a thread; the engines' forward passes and the programs release the GIL): AIDE's steps run
+    one after the other, so alone it leaves the cores idle between them. The first error is
+    raised once every job has ended."""
+    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="closing") as pool:
+        futures = [pool.submit(job) for job in jobs]
+    return [f.result() for f in futures]
 
 
 def best_so_far(records: list[dict[str, Any]], lower_is_better: bool) -> list[float | None]:

@@ -56,6 +56,12 @@ def _cache_argument(model: torch.nn.Module) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+_LOADING = threading.Lock()
+"""Engines built in several threads at once load one after the other: transformers builds a
+model under a process-wide meta-device context, so a second load in the meantime finds its
+parameters without data ("Cannot copy out of meta tensor")."""
+
+
 class HFEngine:
     """A causal LM from a local model directory (weights + tokenizer with a chat template)."""
 
@@ -73,11 +79,13 @@ class HFEngine:
 
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size: must be >= 1, got {max_batch_size}")
-        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
-        # Any: transformers types from_pretrained's result by a wrapper whose .to() mypy misreads
-        model: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype)
-        self.model = model.to(device)
+        with _LOADING:
+            self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+            # Any: transformers types from_pretrained's result by a wrapper whose .to() mypy
+            # misreads
+            model: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype)
+            self.model = model.to(device)
         self.model.eval()
         self._cache_arg = _cache_argument(self.model)
         self.device = torch.device(device)
