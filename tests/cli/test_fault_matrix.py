@@ -376,8 +376,8 @@ def _model_path(config: Path) -> str:
     return yaml.safe_load(config.read_text())["model"]["path"]
 
 
-DISK_UPDATES = 12
-"""More updates than 96 KiB of journal holds samples for (about 4 KiB a sample: 24 samples, 6
+DISK_UPDATES = 6
+"""More updates than 48 KiB of journal holds samples for (about 4 KiB a sample: 12 samples, 3
 updates of 4), so the disk fills first; the resume then runs to it."""
 
 
@@ -389,7 +389,7 @@ def test_a_full_journal_disk_stops_the_run_and_a_resume_loses_nothing(tmp_path, 
     run_dir = tmp_path / "run"
     buffer = run_dir / "buffer"
     buffer.mkdir(parents=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(buffer)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(buffer)], check=True)
     try:
         t0 = time.monotonic()
         proc, watch = _start(
