@@ -187,8 +187,8 @@ async def test_generation_is_silent(engine, monkeypatch):
 
 
 def test_engines_built_in_several_threads_at_once_all_load_their_weights(tiny_model_dir):
-    """The closing comparison builds its engines in threads side by side: each gets the
-    model's weights (transformers' loading is not thread-safe on its own)."""
+    """Engines built in several threads at once each get the model's weights (transformers'
+    loading alone is not thread-safe: without the engine's lock one of four came up empty)."""
     from concurrent.futures import ThreadPoolExecutor
 
     alone = HFEngine(tiny_model_dir).model.state_dict()

@@ -103,10 +103,10 @@ def test_write_report_prints_the_summary_and_writes_the_full_tables(tmp_path, mo
     (run_dir / "policy" / "config.json").write_text("{}")
     results = {"initial": _result(0.0975, 0.8123), "policy": _result(0.0841, 0.8456)}
 
-    def fake_evaluate_over_seeds(model, task_ids, *, method="best_of_k", **kwargs):
+    async def fake_evaluate_policy(model, task_ids, *, method="best_of_k", **kwargs):
         return _result(0.0868, 0.8301, "aide") if method == "aide" else results[Path(model).name]
 
-    monkeypatch.setattr(_report, "evaluate_over_seeds", fake_evaluate_over_seeds)
+    monkeypatch.setattr(_report, "evaluate_policy", fake_evaluate_policy)
     train = TrainConfig(eval_samples=16, seed=0)
     train.tasks.ids = [TASK, TEXT]
     train.logging.wandb_mode = "disabled"

@@ -1,11 +1,11 @@
 """The closing report: the AIDE section, the RL-vs-AIDE plot and the three evaluations it runs
-(evaluate_over_seeds is replaced by a stub: the real path is tests/actors/test_aide_real.py and the
+(evaluate_policy is replaced by a stub: the real path is tests/actors/test_aide_real.py and the
 end-to-end train test)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -89,31 +89,34 @@ def test_plot_rl_vs_aide(tmp_path):
     assert _report.plot_rl_vs_aide({"k": 2}, [AUC], tmp_path / "none.png") is None
 
 
-def test_the_closing_evaluations_run_at_once_and_an_error_waits_for_the_others(
-    tmp_path, monkeypatch
-):
-    """The three evaluations overlap (each waits at a barrier the other two must reach: one
-    after the other would break it); an error in one is raised once the others have ended."""
+def test_the_closing_evaluations_run_at_once_and_an_error_ends_the_others(tmp_path, monkeypatch):
+    """The three evaluations overlap (each starts before any ends); an error in one ends the
+    others at once (cancelled, their clean-up run) and is raised as it was."""
     run_dir = tmp_path / "run"
     (run_dir / "policy").mkdir(parents=True)
     (run_dir / "policy" / "config.json").write_text("{}")
-    barrier, ended = threading.Barrier(3, timeout=30), []
+    started, cleaned = [], []
 
-    def fake_evaluate_over_seeds(model, task_ids, *, method="best_of_k", **kwargs):
-        barrier.wait()
+    async def fake_evaluate_policy(model, task_ids, *, method="best_of_k", **kwargs):
+        started.append(method)
+        await asyncio.sleep(0.2)
         if method == "aide":
             raise RuntimeError("AIDE failed")
-        time.sleep(0.2)
-        ended.append(Path(model).name)
-        return _result(0.8, 0.3)
+        try:
+            await asyncio.sleep(60)
+        finally:
+            cleaned.append(Path(model).name)
 
-    monkeypatch.setattr(_report, "evaluate_over_seeds", fake_evaluate_over_seeds)
+    monkeypatch.setattr(_report, "evaluate_policy", fake_evaluate_policy)
     train = TrainConfig(eval_samples=2, seed=0)
     train.tasks.ids = [AUC]
     train.logging.wandb_mode = "disabled"
+    t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="AIDE failed"):
         _report.write_report(train, run_dir, tmp_path / "initial", Progress(run_dir, enabled=False))
-    assert sorted(ended) == ["initial", "policy"]
+    assert time.monotonic() - t0 < 30
+    assert sorted(started) == ["aide", "best_of_k", "best_of_k"]
+    assert sorted(cleaned) == ["initial", "policy"]
     assert not (run_dir / "report.json").exists()
 
 
@@ -123,7 +126,7 @@ def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch, w
     (run_dir / "policy" / "config.json").write_text("{}")
     calls = []
 
-    def fake_evaluate_over_seeds(model, task_ids, *, method="best_of_k", **kwargs):
+    async def fake_evaluate_policy(model, task_ids, *, method="best_of_k", **kwargs):
         calls.append((Path(model).name, method, kwargs["k"], kwargs["seeds"]))
         return (
             {"initial": _result(0.8, 0.3), "policy": _result(0.9, 0.25)}[Path(model).name]
@@ -131,7 +134,7 @@ def test_write_report_runs_aide_with_the_initial_policy(tmp_path, monkeypatch, w
             else _result(0.95, 0.2, "aide")
         )
 
-    monkeypatch.setattr(_report, "evaluate_over_seeds", fake_evaluate_over_seeds)
+    monkeypatch.setattr(_report, "evaluate_policy", fake_evaluate_policy)
     train = TrainConfig(eval_samples=2, seed=5)
     train.tasks.ids = [AUC, LOSS]
     _report.write_report(train, run_dir, tmp_path / "initial", Progress(run_dir, enabled=False))
@@ -312,7 +315,7 @@ def test_the_report_opens_with_the_runs_best_solution(tmp_path):
 
 def test_a_run_without_the_closing_comparison_still_gets_its_plots(tmp_path, monkeypatch):
     """``eval_samples=0`` skips the three evaluations, not the run's own curves and probe."""
-    monkeypatch.setattr(_report, "evaluate_over_seeds", lambda *a, **k: 1 / 0)  # never called
+    monkeypatch.setattr(_report, "evaluate_policy", lambda *a, **k: 1 / 0)  # never called
     rows = [
         {"stream": "probe", "step": 0, "t/parsed": 1.0, "t/MODEL=ridge": 0.75},
         {"stream": "learner", "step": 1, "loss/policy": 0.1, "batch/reward_mean": 0.2},

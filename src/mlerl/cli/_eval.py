@@ -34,7 +34,12 @@ from pathlib import Path
 from typing import Any
 
 
-def evaluate_over_seeds(
+def evaluate_over_seeds(model_path: str, task_ids: list[str], **kwargs: Any) -> dict[str, Any]:
+    """:func:`evaluate_policy` in its own event loop."""
+    return asyncio.run(evaluate_policy(model_path, task_ids, **kwargs))
+
+
+async def evaluate_policy(
     model_path: str,
     task_ids: list[str],
     *,
@@ -66,8 +71,8 @@ def evaluate_over_seeds(
     tasks = {t: registry.get(t) for t in task_ids}
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
-        result = asyncio.run(
-            _one_seed(config, model_path, seed, tasks, k, sandbox_backend, sandbox_config, method)
+        result = await _one_seed(
+            config, model_path, seed, tasks, k, sandbox_backend, sandbox_config, method
         )
         per_seed.append({"seed": seed, "tasks": result})
     return {

@@ -25,19 +25,19 @@ report continues it through ``<run dir>/wandb/mlerl-run-id``.
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import math
 import re
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from mlerl.cli._config import TrainConfig
 from mlerl.cli._console import console_summary
 from mlerl.cli._curves import load_pyplot
-from mlerl.cli._eval import evaluate_over_seeds
+from mlerl.cli._eval import evaluate_policy
 from mlerl.cli._progress import Progress
 
 
@@ -70,10 +70,12 @@ def write_report(
     )
     k = train.eval_samples
     progress.say(f"closing comparison, {k} executions each: initial, trained best-of-{k}, AIDE")
-    before, after, aide = _at_once(
-        lambda: evaluate_over_seeds(str(initial_model), task_ids, **kwargs),
-        lambda: evaluate_over_seeds(str(trained_model), task_ids, **kwargs),
-        lambda: evaluate_over_seeds(str(initial_model), task_ids, method="aide", **kwargs),
+    before, after, aide = asyncio.run(
+        _at_once(
+            evaluate_policy(str(initial_model), task_ids, **kwargs),
+            evaluate_policy(str(trained_model), task_ids, **kwargs),
+            evaluate_policy(str(initial_model), task_ids, method="aide", **kwargs),
+        )
     )
     report: dict[str, Any] = {
         "k": train.eval_samples,
@@ -97,14 +99,12 @@ def write_report(
     return run_dir / "report.md"
 
 
-def _at_once(*jobs: Callable[[], Any]) -> list[Any]:
-    """Run the closing evaluations side by side (each its own event loop, engine and sandbox in
-    a thread; the engines' forward passes and the programs release the GIL): AIDE's steps run
-    one after the other, so alone it leaves the cores idle between them. The first error is
-    raised once every job has ended."""
-    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="closing") as pool:
-        futures = [pool.submit(job) for job in jobs]
-    return [f.result() for f in futures]
+async def _at_once(*evaluations: Coroutine[Any, Any, Any]) -> list[Any]:
+    """The closing evaluations side by side in one event loop (each with its own engine and
+    sandbox; the engines' forward passes run in worker threads): AIDE's steps run one after the
+    other, so alone it leaves the cores idle between them. The first error ends the others
+    (``asyncio.run`` cancels them, and each closes its sandbox), as Ctrl-C does."""
+    return list(await asyncio.gather(*evaluations))
 
 
 def best_so_far(records: list[dict[str, Any]], lower_is_better: bool) -> list[float | None]:
