@@ -16,9 +16,12 @@ TORCH_SPEC ?= $(shell grep -m1 '^torch==' $(LOCK))
 
 # The installer: uv (locked beside pip) installs the same lock several times faster than pip
 # (docs/testing.md "Locked installs"), from pip's own sources (scripts/pip_sources.py).
-# INSTALLER=pip, or a uv that fails, installs with pip.
+# INSTALLER=pip, or a uv that fails, installs with pip. Both write the bytecode at install (pip
+# does by default, uv with --compile-bytecode), as does the compileall of the workspace below:
+# with PYTHONDONTWRITEBYTECODE set, or a read-only venv in the sandbox, every process would
+# otherwise compile what it imports again (docs/testing.md "Locked installs", "Bytecode").
 INSTALLER ?= uv
-UV_INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python $$($(BIN)/python scripts/pip_sources.py)
+UV_INSTALL = $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python $$($(BIN)/python scripts/pip_sources.py)
 
 install: $(VENV)/.installed
 
@@ -33,6 +36,7 @@ $(VENV)/.installed: $(PYPROJECTS) $(LOCK)
 	  test "$(INSTALLER)" = pip || echo "make: uv did not install; installing with pip"; \
 	  $(BIN)/pip install -q -c $(LOCK) $(TORCH_SPEC) && $(BIN)/pip install -q -r $(LOCK) && \
 	  $(BIN)/pip install -q --no-deps $(EDITABLES); }
+	$(BIN)/python -m compileall -q -j0 packages src
 	$(BIN)/pip check
 	touch $@
 

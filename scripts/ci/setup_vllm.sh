@@ -29,9 +29,10 @@ test -x "$VENV/bin/python" || "$PY" -m venv "$VENV"
 if [[ "$VLLM_SPEC" == "$LOCKED_SPEC" ]]; then
   "$VENV/bin/pip" install -q -c "$LOCK" pip
   # uv (from .venv, as `make install` uses it) installs the lock several times faster than pip,
-  # from pip's own sources; INSTALLER=pip, no .venv/bin/uv or a failure installs with pip.
+  # from pip's own sources, writing the bytecode as pip does; INSTALLER=pip, no .venv/bin/uv or
+  # a failure installs with pip.
   if [[ "${INSTALLER:-uv}" != uv || ! -x .venv/bin/uv ]] ||
-    ! .venv/bin/uv pip install -q --python "$VENV/bin/python" \
+    ! .venv/bin/uv pip install -q --compile-bytecode --python "$VENV/bin/python" \
       $(.venv/bin/python scripts/pip_sources.py) -r "$LOCK"; then
     "$VENV/bin/pip" install -q -r "$LOCK"
   fi

@@ -14,7 +14,13 @@ from mlerl.cli._config import VERSION_BASE, TrainConfig, register, validate
 from mlerl.protocol import ConfigError
 
 CONF = Path(mlerl.cli.__file__).parent / "conf"
-GROUPS = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "experiment")
+# A config group is a folder of YAML files, as Hydra reads it (`make install` writes __pycache__
+# beside conf/__init__.py).
+GROUPS = sorted(
+    p.name
+    for p in CONF.iterdir()
+    if p.is_dir() and p.name != "experiment" and any(p.glob("*.yaml"))
+)
 
 
 def _compose(overrides: list[str]):

@@ -153,3 +153,54 @@ def test_bad_config_exits_2(tmp_path):
         timeout=300,
     )
     assert proc.returncode == 2 and "clip_ratio" in proc.stderr
+
+
+_STOP_DURING_CHECKPOINT = """
+import os, signal, sys, time
+import mlerl.learner._process as process
+from mlerl.learner.__main__ import main
+
+real = process.save_checkpoint
+
+def save_checkpoint(root, learner, extra, keep):
+    if learner.version == 2:  # a stop (torchrun's SIGTERM) while this checkpoint is written
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(2)
+    real(root, learner, extra, keep=keep)
+
+process.save_checkpoint = save_checkpoint
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_a_stop_while_a_checkpoint_commits_loses_no_update_record(
+    tmp_path, make_sample, tiny_model
+):
+    """A resume rewinds to the newest checkpoint: every checkpoint's update must have its
+    metrics row on disk by then, or the resumed run would never write that row."""
+    model_dir = tmp_path / "model"
+    tiny_model().save_pretrained(model_dir)
+    ports = (_port(), _port())
+    samples = [
+        make_sample(seq=i, reward=float(i % 2), duration_s=0.1 + i, t_sampled=1000.0 + i)
+        for i in range(12)
+    ]
+    script = tmp_path / "stop_during_checkpoint.py"
+    script.write_text(_STOP_DURING_CHECKPOINT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--config", str(_config(tmp_path, model_dir, 3, ports))]
+    )
+    try:
+        await _feed(samples, ports, want_version=2, keys=await _keys(tmp_path / "run"))
+        proc.wait(timeout=200)
+    finally:
+        proc.kill()
+    run = tmp_path / "run"
+    logged = {json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()}
+    committed = {
+        int(p.parent.name.removeprefix("step_")) for p in (run / "checkpoints").glob("*/COMMIT")
+    }
+    assert 2 in committed  # the stop came while version 2's checkpoint was being written
+    assert committed <= logged

@@ -1,7 +1,8 @@
 """mlerl.learner: the PPO learner with duration-aware policy gradients (FSDP2 on CPU or GPU).
 
-- the process: ``run`` (what ``python -m mlerl.learner`` runs), ``build_learner`` and
-  ``train_step`` (one update + publish + checkpoint, for embedding elsewhere), ``FATAL_FILE``
+- the process: ``run`` (what ``python -m mlerl.learner`` runs), ``build_learner``,
+  ``train_step`` (one update + publish) and ``checkpoint_step`` (its checkpoint, once the
+  update's metrics are written), for embedding elsewhere; ``FATAL_FILE``
   (where a rank records why a restart cannot help; read by ``mlerl train``);
 - state: ``LearnerConfig`` (every knob; enum fields take their string values),
   ``Learner`` (one PPO update per call), ``ExperienceBuffer`` (the journaled, timestamped
@@ -31,7 +32,7 @@ from mlerl.learner._faults import FATAL_FILE
 from mlerl.learner._learner import Learner
 from mlerl.learner._losses import entropy_from_logits, ppo_policy_loss, value_loss
 from mlerl.learner._probe import probe_decisions
-from mlerl.learner._process import build_learner, run, train_step
+from mlerl.learner._process import build_learner, checkpoint_step, run, train_step
 from mlerl.learner._publish import full_state_dict, publish_weights
 
 __version__ = "0.1.0"
@@ -41,6 +42,7 @@ __all__ = [
     "FATAL_FILE",
     "build_learner",
     "train_step",
+    "checkpoint_step",
     "LearnerConfig",
     "Learner",
     "ExperienceBuffer",

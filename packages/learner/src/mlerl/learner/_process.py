@@ -1,4 +1,5 @@
-"""The learner process: receive -> buffer -> batch -> update -> publish -> log -> checkpoint.
+"""The learner process: receive -> buffer -> batch -> update -> publish -> log -> checkpoint
+(a checkpoint after its update's metrics row: a resume rewinds to it).
 
 Rank 0 owns the network side: a ``SampleReceiver`` stores every sample in the journaled
 :class:`ExperienceBuffer` (``add`` without fsync, ``sync`` as the receiver's ``commit``, so a
@@ -124,19 +125,28 @@ def sample_limits(
 
 
 def train_step(
-    learner: Learner, batch: list[Sample], buffer_state: dict[str, Any] | None, run_dir: Path
+    learner: Learner, batch: list[Sample], run_dir: Path
 ) -> tuple[dict[str, float], WeightUpdate | None]:
-    """One update, then publish, then (every ``checkpoint_every``) checkpoint. Collective."""
+    """One update, then publish. Collective."""
     cfg = learner.config
     metrics = learner.update(batch)
     update = publish_weights(
         learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes
     )
+    return metrics, update
+
+
+def checkpoint_step(learner: Learner, buffer_state: dict[str, Any] | None, run_dir: Path) -> None:
+    """Every ``checkpoint_every`` updates, a checkpoint of the current version. Collective.
+
+    Rank 0 calls it only once the update's metrics are written: a resume rewinds to the
+    newest checkpoint, so a checkpoint committed before its row (a stop arriving in between)
+    would skip that row for good."""
+    cfg = learner.config
     if cfg.checkpoint_every and learner.version % cfg.checkpoint_every == 0:
         save_checkpoint(
             run_dir / "checkpoints", learner, {"buffer": buffer_state}, keep=cfg.keep_checkpoints
         )
-    return metrics, update
 
 
 def _done(learner: Learner) -> bool:
@@ -239,7 +249,7 @@ async def serve(
             state = buffer.state_dict()
             if is_distributed():
                 torch.distributed.broadcast_object_list([batch, state], src=0)
-            metrics, update = await asyncio.to_thread(train_step, learner, batch, state, run_dir)
+            metrics, update = await asyncio.to_thread(train_step, learner, batch, run_dir)
             assert update is not None  # rank 0 publishes every version
             broadcaster.publish(update)
             metrics.update(
@@ -260,6 +270,7 @@ async def serve(
                     sink.log(probed, step=learner.version, stream="probe")
             if samples is not None:
                 log_samples_table(samples, sink, learner.version)
+            await asyncio.to_thread(checkpoint_step, learner, state, run_dir)
         # PUB drops what is still queued when it closes: keep announcing the final version
         # for two republish periods so every subscriber (and a test) sees it.
         await asyncio.sleep(2 * transport.republish_s)
@@ -290,7 +301,8 @@ def follow(learner: Learner, run_dir: Path) -> None:
     """Ranks > 0: take each batch from rank 0 and run the same collective step.
 
     The order of collectives matches rank 0's ``serve``: the initial publish (a full-state-dict
-    gather), then per batch a broadcast of the batch followed by ``train_step``; a broadcast
+    gather), then per batch a broadcast of the batch followed by ``train_step`` and
+    ``checkpoint_step``; a broadcast
     of ``KEEPALIVE`` only restarts the wait, ``None`` ends it."""
     publish_weights(
         learner.policy,
@@ -305,7 +317,8 @@ def follow(learner: Learner, run_dir: Path) -> None:
             return
         if box[0] == KEEPALIVE:
             continue
-        train_step(learner, box[0], box[1], run_dir)
+        train_step(learner, box[0], run_dir)
+        checkpoint_step(learner, box[1], run_dir)
 
 
 def save_policy(learner: Learner, out_dir: Path, model_path: str) -> None:
