@@ -35,6 +35,12 @@ def _steps(run_dir: Path) -> list[int]:
     return [m["step"] for m in _metrics(run_dir) if m.get("stream") == "learner"]
 
 
+def _checkpointed(run_dir: Path) -> bool:
+    """A checkpoint is committed: what a learner killed now resumes from (the first is written
+    after the first update's row)."""
+    return any((run_dir / "checkpoints").glob("*/COMMIT"))
+
+
 def _journal(run_dir: Path):
     path = run_dir / "buffer" / "journal.bin"
     return read_journal(path)[0] if path.exists() else []
@@ -150,7 +156,10 @@ def test_two_rank_learner_trains_and_survives_a_killed_rank(tmp_path, train_argv
     )
     try:
         _wait_for(
-            lambda: any(s >= 1 for s in _steps(run_dir)), 900, "an update with two ranks", proc
+            lambda: any(s >= 1 for s in _steps(run_dir)) and _checkpointed(run_dir),
+            900,
+            "an update with two ranks and its checkpoint",
+            proc,
         )
         killed = _learner_rank(run_dir, 1, processes)
         os.kill(killed, signal.SIGKILL)
@@ -320,7 +329,12 @@ def test_split_roles_over_loopback_restart_in_both_orders(tmp_path, train_argv, 
         )  # waiting, nothing started
         learner = start(learner_argv)
         procs.append(learner)
-        _wait_for(lambda: any(s >= 1 for s in _steps(learner_dir)), 900, "an update", learner)
+        _wait_for(
+            lambda: any(s >= 1 for s in _steps(learner_dir)) and _checkpointed(learner_dir),
+            900,
+            "an update and its checkpoint",
+            learner,
+        )
         os.kill(
             min(
                 int(line.split(":", 1)[0])

@@ -194,11 +194,20 @@ def _write(
     return path
 
 
+def _checkpointed(run_dir: Path) -> list[int]:
+    """The versions of the run's committed checkpoints."""
+    return [
+        int(p.parent.name.removeprefix("step_")) for p in (run_dir / "checkpoints").glob("*/COMMIT")
+    ]
+
+
 def _wait_steps(run_dir: Path, job_id: str, n: int, timeout: float = 900) -> None:
-    """Until the learner logged update ``n``; fails at once when the job ends first."""
+    """Until the learner logged update ``n`` and committed its checkpoint (written after the
+    row: a fault before it would resume from an older one); fails at once when the job ends
+    first."""
 
     def reached() -> bool:
-        if any(s >= n for s in _steps(run_dir)):
+        if any(s >= n for s in _steps(run_dir)) and any(c >= n for c in _checkpointed(run_dir)):
             return True
         info = _job(job_id)
         assert info.get("JobState") not in ENDED, (info, _out(run_dir, job_id)[-4000:])
