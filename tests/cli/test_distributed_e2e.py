@@ -17,6 +17,7 @@ import torch
 from mlerl.actors._state import ActorState
 from mlerl.cli._ports import PortLease
 from mlerl.learner._buffer import read_journal
+from mlerl.learner._checkpoint import complete_checkpoints
 from mlerl.protocol import decode
 
 pytestmark = pytest.mark.slow
@@ -35,10 +36,12 @@ def _steps(run_dir: Path) -> list[int]:
     return [m["step"] for m in _metrics(run_dir) if m.get("stream") == "learner"]
 
 
-def _checkpointed(run_dir: Path) -> bool:
-    """A checkpoint is committed: what a learner killed now resumes from (the first is written
-    after the first update's row)."""
-    return any((run_dir / "checkpoints").glob("*/COMMIT"))
+def _checkpointed(run_dir: Path) -> list[int]:
+    """The versions of the run's committed checkpoints: what a learner killed now resumes from
+    (each is written after its update's row)."""
+    return [
+        int(p.name.removeprefix("step_")) for p in complete_checkpoints(run_dir / "checkpoints")
+    ]
 
 
 def _journal(run_dir: Path):

@@ -19,7 +19,14 @@ from pathlib import Path
 import pytest
 
 from .conftest import train_args
-from .test_distributed_e2e import ENV, _assert_exactly_once, _journal, _steps, _wait_for
+from .test_distributed_e2e import (
+    ENV,
+    _assert_exactly_once,
+    _checkpointed,
+    _journal,
+    _steps,
+    _wait_for,
+)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -192,13 +199,6 @@ def _write(
     )
     assert done.returncode == 0, done.stderr
     return path
-
-
-def _checkpointed(run_dir: Path) -> list[int]:
-    """The versions of the run's committed checkpoints."""
-    return [
-        int(p.parent.name.removeprefix("step_")) for p in (run_dir / "checkpoints").glob("*/COMMIT")
-    ]
 
 
 def _wait_steps(run_dir: Path, job_id: str, n: int, timeout: float = 900) -> None:

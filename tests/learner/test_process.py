@@ -11,6 +11,7 @@ import yaml
 
 from mlerl.cli._ports import PortLease
 from mlerl.learner._buffer import read_journal
+from mlerl.learner._checkpoint import complete_checkpoints
 from mlerl.learner._publish import load_weight_update
 from mlerl.protocol import CurveKeys, ExecStatus, SampleSender, WeightSubscriber
 
@@ -77,16 +78,21 @@ async def _feed(samples, ports, want_version, keys):
                     return update
 
 
+def _setup(tmp_path, tiny_model, make_sample, n):
+    """The saved tiny model, two ports, and ``n`` samples (seqs 0..n-1, rewards 0 and 1)."""
+    model_dir = tmp_path / "model"
+    tiny_model().save_pretrained(model_dir)
+    samples = [
+        make_sample(seq=i, reward=float(i % 2), duration_s=0.1 + i, t_sampled=1000.0 + i)
+        for i in range(n)
+    ]
+    return model_dir, (_port(), _port()), samples
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 async def test_process_trains_publishes_checkpoints_and_resumes(tmp_path, make_sample, tiny_model):
-    model_dir = tmp_path / "model"
-    tiny_model().save_pretrained(model_dir)
-    ports = (_port(), _port())
-    samples = [
-        make_sample(seq=i, reward=float(i % 2), duration_s=0.1 + i, t_sampled=1000.0 + i)
-        for i in range(8)
-    ]
+    model_dir, ports, samples = _setup(tmp_path, tiny_model, make_sample, 8)
     samples.insert(3, make_sample(seq=100, status=ExecStatus.INFRA_ERROR))
     samples = [
         msgspec.structs.replace(s, seq=i, sample_id=f"a0:{i}") for i, s in enumerate(samples)
@@ -180,13 +186,7 @@ async def test_a_stop_while_a_checkpoint_commits_loses_no_update_record(
 ):
     """A resume rewinds to the newest checkpoint: every checkpoint's update must have its
     metrics row on disk by then, or the resumed run would never write that row."""
-    model_dir = tmp_path / "model"
-    tiny_model().save_pretrained(model_dir)
-    ports = (_port(), _port())
-    samples = [
-        make_sample(seq=i, reward=float(i % 2), duration_s=0.1 + i, t_sampled=1000.0 + i)
-        for i in range(12)
-    ]
+    model_dir, ports, samples = _setup(tmp_path, tiny_model, make_sample, 12)
     script = tmp_path / "stop_during_checkpoint.py"
     script.write_text(_STOP_DURING_CHECKPOINT)
     proc = subprocess.Popen(
@@ -200,7 +200,7 @@ async def test_a_stop_while_a_checkpoint_commits_loses_no_update_record(
     run = tmp_path / "run"
     logged = {json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()}
     committed = {
-        int(p.parent.name.removeprefix("step_")) for p in (run / "checkpoints").glob("*/COMMIT")
+        int(p.name.removeprefix("step_")) for p in complete_checkpoints(run / "checkpoints")
     }
     assert 2 in committed  # the stop came while version 2's checkpoint was being written
     assert committed <= logged

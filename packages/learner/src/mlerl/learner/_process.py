@@ -302,8 +302,7 @@ def follow(learner: Learner, run_dir: Path) -> None:
 
     The order of collectives matches rank 0's ``serve``: the initial publish (a full-state-dict
     gather), then per batch a broadcast of the batch followed by ``train_step`` and
-    ``checkpoint_step``; a broadcast
-    of ``KEEPALIVE`` only restarts the wait, ``None`` ends it."""
+    ``checkpoint_step``; a broadcast of ``KEEPALIVE`` only restarts the wait, ``None`` ends it."""
     publish_weights(
         learner.policy,
         learner.version,
