@@ -16,6 +16,7 @@ import pytest
 
 from mlerl.actors._state import ActorState
 from mlerl.learner._buffer import read_journal
+from mlerl.learner._checkpoint import complete_checkpoints
 from mlerl.protocol import ExecStatus, decode
 
 pytestmark = pytest.mark.slow
@@ -49,11 +50,18 @@ def _assert_run_complete(run_dir: Path, updates: int) -> None:
     assert any(s.exec_status is ExecStatus.OK and s.valid_submission for s in samples), [
         (s.exec_status, s.output_tail[-300:]) for s in samples[:4]
     ]
-    # one W&B run across resumes; the last session's file is complete (a SIGKILLed learner's
-    # file may be cut short: metrics.jsonl is the record that survives a crash)
+    # one W&B run across resumes, unless a resume redid updates whose rows were logged after the
+    # last checkpoint: then the earlier run is listed as superseded. The current run's file is
+    # the newest and complete (a SIGKILLed learner's file may be cut short: metrics.jsonl is the
+    # record that survives a crash).
+    assert len(steps) == len(set(steps)), steps  # each update has one row
     run_id = (run_dir / "wandb" / "mlerl-run-id").read_text()
+    superseded_file = run_dir / "wandb" / "mlerl-superseded-runs"
+    superseded = superseded_file.read_text().split() if superseded_file.is_file() else []
     wandb_files = sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
-    assert wandb_files and all(f.name == f"run-{run_id}.wandb" for f in wandb_files)
+    assert wandb_files and wandb_files[-1].name == f"run-{run_id}.wandb", wandb_files
+    assert {f.name for f in wandb_files} <= {f"run-{i}.wandb" for i in [run_id, *superseded]}
+    assert run_id not in superseded
     assert wandb_files[-1].stat().st_size > 1000
     assert (run_dir / "policy" / "config.json").is_file()
     records = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
@@ -224,8 +232,11 @@ def test_kill_9_learner_and_actor_then_resume_loses_and_duplicates_nothing(
             120,
             "the supervisor to restart actor-1",
         )
-        # then the learner, once it has checkpointed at least one update
-        _wait_for(lambda: any(m.get("step", 0) >= 1 for m in _metrics(run_dir)), 600, "an update")
+        # then the learner, once it has checkpointed at least one update (the checkpoint is
+        # committed after the update's row, so the row alone does not mean one)
+        _wait_for(
+            lambda: complete_checkpoints(run_dir / "checkpoints"), 600, "a committed checkpoint"
+        )
         os.kill(_pid_of(f"mlerl.learner --config {run_dir}", processes), signal.SIGKILL)
         out, _ = proc.communicate(timeout=120)
     finally:
