@@ -76,12 +76,18 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The suite runs in two pytest-xdist workers, a module whole on one worker and the end-to-end
+# modules that each start a whole system one after another (tests/conftest.py, docs/testing.md
+# "Workers"); WORKERS=0 runs it in one process.
+WORKERS ?= 2
+WORKERS_ARGS = -n $(WORKERS) $(if $(filter 0,$(WORKERS)),,--dist loadfile)
+
 # Lint first, then the lock check, the main suite in .venv, then the vLLM tests in .venv-vllm
 # (vLLM pins its own torch). The Slurm cluster is stopped after the main suite, pass or fail (the
 # stop checks nothing is left).
 test: lint services
 	$(BIN)/python scripts/lock.py check
-	$(BIN)/python -m pytest -m "not gpu and not vllm" $(ARGS); code=$$?; bash scripts/ci/setup_slurm.sh stop || code=1; exit $$code
+	$(BIN)/python -m pytest -m "not gpu and not vllm" $(WORKERS_ARGS) $(ARGS); code=$$?; bash scripts/ci/setup_slurm.sh stop || code=1; exit $$code
 	$(MAKE) test-vllm
 
 test-vllm:
@@ -89,7 +95,7 @@ test-vllm:
 	.venv-vllm/bin/python -m pytest -m "vllm and not gpu" tests/actors $(ARGS)
 
 test-fast: install
-	$(BIN)/python -m pytest -m "not gpu and not docker and not vllm and not slurm and not slow" $(ARGS)
+	$(BIN)/python -m pytest -m "not gpu and not docker and not vllm and not slurm and not slow" $(WORKERS_ARGS) $(ARGS)
 
 wheels:
 	bash scripts/check_wheels.sh

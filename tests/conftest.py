@@ -1,4 +1,5 @@
-"""Suite-wide: tests marked ``gpu`` need a CUDA GPU, and the random real-size model they share.
+"""Suite-wide: how two pytest-xdist workers share the modules, tests marked ``gpu`` need a
+CUDA GPU, and the random real-size model the ``gpu`` tests share.
 
 Without CUDA every ``gpu`` test is skipped with the reason below: the one skip the suite allows
 (``make test`` deselects them anyway with ``-m "not gpu"``; ``pytest -m gpu`` runs them on a GPU
@@ -16,6 +17,36 @@ NO_CUDA = (
     "needs a CUDA GPU: torch.cuda.is_available() is False here (no GPU, or the CPU torch "
     "wheel); run `pytest -m gpu` on a GPU machine (README, 'Running at the paper's scale')"
 )
+
+
+SYSTEM_MODULES = frozenset(
+    {
+        "tests/cli/test_train_e2e.py",
+        "tests/cli/test_distributed_e2e.py",
+        "tests/cli/test_fault_matrix.py",
+    }
+)
+"""The end-to-end modules that each start a whole system (supervisor, learner ranks, actors,
+sandboxes) and time its recoveries: with two workers they run one after another on one worker,
+never two at once on 2 cores."""
+
+
+@pytest.hookimpl(optionalhook=True)  # .venv-vllm runs the vLLM tests without pytest-xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` (`make test`: two pytest-xdist workers), with SYSTEM_MODULES one unit:
+    each module runs whole on one worker, so its module fixtures run once, as in a serial run.
+    (xdist's own ``loadgroup`` marks do not group under pytest 9.2: it renames node ids, which
+    pytest no longer reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LoadFileWithSystem(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "system" if path in SYSTEM_MODULES else path
+
+    return LoadFileWithSystem(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
