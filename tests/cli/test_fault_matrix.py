@@ -24,9 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from mlerl.learner._checkpoint import complete_checkpoints
-
-from .test_distributed_e2e import ENV, _assert_exactly_once, _journal, _learner_rank, _steps
+from .test_distributed_e2e import (
+    ENV,
+    _assert_exactly_once,
+    _checkpointed,
+    _journal,
+    _learner_rank,
+    _steps,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
@@ -249,11 +254,7 @@ def test_kills_of_every_part_recover_and_lose_nothing(tmp_path, train_argv, proc
         )
 
         # a learner killed before its first committed checkpoint starts again from scratch
-        _wait(
-            lambda: bool(complete_checkpoints(run_dir / "checkpoints")),
-            "a committed checkpoint",
-            proc,
-        )
+        _wait(lambda: bool(_checkpointed(run_dir)), "a committed checkpoint", proc)
         for rank in (1, 0):
             log = run_dir / "logs" / "learner.log"
             resumed = log.read_text().count("resumed from")
