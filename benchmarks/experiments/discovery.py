@@ -1,6 +1,6 @@
 """Does RL find better solutions than sampling with the same model, at equal executions?
 
-``python benchmarks/experiments/discovery.py --runs-dir RUNS --seeds 0,1,2 --arm default= --arm 'entropic=learner.advantage=entropic' [--arm ...] [--baselines scratch_bon,initial_bon,aide] [--choose ARM] [--task TASK] [--parallel 2] [--probe 32 --probe-every 3] [--no-launch] [--chosen-on 0,1,2] [--name discovery] [-- OVERRIDE ...]``
+``python benchmarks/experiments/discovery.py --runs-dir RUNS --seeds 0,1,2 --arm default= --arm 'entropic=learner.advantage=entropic' [--arm ...] [--baselines scratch_bon,initial_bon,aide] [--choose ARM] [--task TASK] [--parallel 2] [--probe 32 --probe-every 3] [--no-launch] [--chosen-on 0,1,2] [--name discovery] [--with OTHER.json] [-- OVERRIDE ...]``
 
 ``--arm NAME=OVERRIDES``: one RL configuration, its Hydra overrides separated by spaces (empty:
 the default). Each arm trains once per seed, ``mlerl train seed=S eval_samples=0
@@ -29,14 +29,16 @@ first probe (the initial policy) and the last, and the plot shows them per updat
 
 Results (``NAME.json``): ``rows`` (one per task and seed for the ``--choose`` arm: ``task``,
 ``seed``, ``direction``, ``executions``, ``rl_private`` and each baseline's ``*_private``);
-``arms`` (per arm and seed: best private and public, the step and kind that found it, the probe,
-valid fractions by quarter, KL and clip fraction of the last quarter); ``paired``: each arm
-against the first arm and against each baseline, mean ± s.e. of the paired differences
-(positive when the arm is better); ``probe``: per task, seed and arm, the best decisions' shares
-first and last; ``selection`` (the seeds the choice was made on). ``NAME.png``: the best score
-so far against executions, mean over seeds with a band of ± 1 s.e., each arm and baseline; and
-the probe's shares per update (mean over seeds). ``NAME_probe_seed<S>.png``: the first held-out
-seed's run of the chosen arm, its own probe plot.
+``arms`` (per arm and seed: best private and public, the step and kind that found it, the
+probe, valid fractions by quarter, KL and clip fraction of the last quarter); ``paired``: each
+arm against the first arm and against each baseline, mean ± s.e. of the paired differences
+(positive when the arm is better); ``probe``: per task, arm and seed, the best decisions'
+shares first and last; ``selection`` (the seeds the choice was made on); with ``--with
+OTHER.json`` (another task's results of the same study, repeatable) its rows follow these, its
+probe is under its task and its paired differences under ``other_tasks``. ``NAME.png``: the
+best score so far against executions, mean over seeds with a band of ± 1 s.e., each arm and
+baseline; and the probe's shares per update (mean over seeds). ``NAME_probe_seed<S>.png``: the
+first held-out seed's run of the chosen arm, its own probe plot.
 """
 
 from __future__ import annotations
@@ -158,6 +160,27 @@ def paired(a: list[float | None], b: list[float | None], lower: bool) -> dict[st
 
 
 # ---- launching ----------------------------------------------------------------------------
+def join_task(result: dict[str, Any], other: dict[str, Any], source: str) -> None:
+    """Another task's results of the same study join ``result``: its rows after these, its
+    probe under its task, its paired differences in ``other_tasks`` with the file they came
+    from. A file written before the probe was keyed by task (arm -> seed) is read as its own
+    task's."""
+    task = other["task"]
+    if task == result["task"] or task in result.get("other_tasks", {}):
+        raise ValueError(f"--with {source}: task {task!r} is already in these results")
+    result["rows"] = [*result["rows"], *other["rows"]]
+    probe = other.get("probe", {})
+    result["probe"][task] = probe.get(task, probe)
+    result.setdefault("other_tasks", {})[task] = {
+        "source": source,
+        "executions": other["executions"],
+        "direction": other["direction"],
+        "paired": other["paired"],
+        "commit": other.get("commit"),
+        "command": other.get("command"),
+    }
+
+
 def _config(run_dir: Path) -> dict[str, Any]:
     import yaml
 
@@ -347,12 +370,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=None)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--name", default="discovery")
+    p.add_argument(
+        "--with",
+        dest="with_",
+        type=Path,
+        action="append",
+        default=[],
+        help="another task's results of this study (NAME.json): its rows join these",
+    )
     p.add_argument("extra", nargs="*", help="overrides for every arm (after --)")
     args = p.parse_args(argv)
     arms = dict(a.split("=", 1) for a in args.arm)
     names = list(arms)
     chosen = args.choose or names[-1]
     baselines = [b for b in args.baselines.split(",") if b]
+    for other in args.with_:
+        if not other.is_file():
+            p.error(f"--with: no results file {other}")
     for b in baselines:
         if b not in BASELINES:
             p.error(f"--baselines: unknown {b!r} (choose from {', '.join(BASELINES)})")
@@ -460,15 +494,19 @@ def main(argv: list[str] | None = None) -> int:
         for s in args.seeds
     ]
     result["probe"] = {
-        a: {
-            s: {
-                k: (v or {}).get("probe", {}).get(k)
-                for k in ("first", "last", "first_step", "last_step")
+        args.task: {
+            a: {
+                s: {
+                    k: (v or {}).get("probe", {}).get(k)
+                    for k in ("first", "last", "first_step", "last_step")
+                }
+                for s, v in by_seed.items()
             }
-            for s, v in by_seed.items()
+            for a, by_seed in result["arms"].items()
         }
-        for a, by_seed in result["arms"].items()
     }
+    for other in args.with_:
+        join_task(result, json.loads(other.read_text()), other.name)
     result["selection"] = selection(args.chosen_on, args.seeds)
     result.update(commit=git_commit(), command=command_line(), machine=machine_info())
     if kept:

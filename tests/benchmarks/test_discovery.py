@@ -94,3 +94,21 @@ def test_a_baseline_added_later_reads_the_rl_runs_from_the_earlier_results(tmp_p
     assert result["earlier_commands"] == [{"commit": "abc", "command": "old"}]
     pair = result["paired"]["default - initial_bon"]  # lower is better: +0.01 - 0.005 over 2
     assert pair["n"] == 2 and pair["better_in"] == 1 and pair["mean"] == pytest.approx(0.0025)
+
+
+def test_another_task_joins_the_results_rows_probe_and_paired():
+    result = {"task": "a", "rows": [{"task": "a", "seed": 3}], "probe": {"a": {"default": {}}}}
+    first = {"first": {"K=1": 0.1}, "last": {"K=1": 0.5}}
+    other = {
+        "task": "b", "executions": 240, "direction": "higher", "commit": "c", "command": "cmd",
+        "rows": [{"task": "b", "seed": 3}, {"task": "b", "seed": 4}],
+        "probe": {"default": {"3": first}},  # written before the probe was keyed by task
+        "paired": {"default - aide": {"mean": 0.01}},
+    }  # fmt: skip
+    dv.join_task(result, other, "b.json")
+    assert [(r["task"], r["seed"]) for r in result["rows"]] == [("a", 3), ("b", 3), ("b", 4)]
+    assert result["probe"]["b"] == {"default": {"3": first}}
+    assert result["other_tasks"]["b"]["paired"] == {"default - aide": {"mean": 0.01}}
+    assert result["other_tasks"]["b"]["source"] == "b.json"
+    with pytest.raises(ValueError, match="already in these results"):
+        dv.join_task(result, {**other, "probe": {"b": {}}}, "again.json")
