@@ -54,6 +54,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl
+from _discovery_plot import plot, probe_plot
 from embedded_rl import _better, selection
 from equal_budget import eval_command
 
@@ -160,27 +161,6 @@ def paired(a: list[float | None], b: list[float | None], lower: bool) -> dict[st
 
 
 # ---- launching ----------------------------------------------------------------------------
-def join_task(result: dict[str, Any], other: dict[str, Any], source: str) -> None:
-    """Another task's results of the same study join ``result``: its rows after these, its
-    probe under its task, its paired differences in ``other_tasks`` with the file they came
-    from. A file written before the probe was keyed by task (arm -> seed) is read as its own
-    task's."""
-    task = other["task"]
-    if task == result["task"] or task in result.get("other_tasks", {}):
-        raise ValueError(f"--with {source}: task {task!r} is already in these results")
-    result["rows"] = [*result["rows"], *other["rows"]]
-    probe = other.get("probe", {})
-    result["probe"][task] = probe.get(task, probe)
-    result.setdefault("other_tasks", {})[task] = {
-        "source": source,
-        "executions": other["executions"],
-        "direction": other["direction"],
-        "paired": other["paired"],
-        "commit": other.get("commit"),
-        "command": other.get("command"),
-    }
-
-
 def _config(run_dir: Path) -> dict[str, Any]:
     import yaml
 
@@ -271,88 +251,36 @@ def baseline_seed(path: Path, task: str) -> dict[str, Any] | None:
     }
 
 
-def _band(curves: list[list[float | None]]) -> tuple[list[float], list[float]]:
-    n = max((len(c) for c in curves), default=0)
-    means, ses = [], []
-    for i in range(n):
-        xs = [c[i] for c in curves if i < len(c) and c[i] is not None]
-        stats = mean_se(xs)
-        means.append(math.nan if stats["mean"] is None else stats["mean"])
-        ses.append(stats["se"] or 0.0)
-    return means, ses
+def join_task(result: dict[str, Any], other: dict[str, Any], source: str) -> None:
+    """Another task's results of the same study join ``result``: its rows after these, its
+    probe under its task, its paired differences in ``other_tasks`` with the file they came
+    from. A file written before the probe was keyed by task (arm -> seed) is read as its own
+    task's."""
+    task = other["task"]
+    if task == result["task"] or task in result.get("other_tasks", {}):
+        raise ValueError(f"--with {source}: task {task!r} is already in these results")
+    result["rows"] = [*result["rows"], *other["rows"]]
+    probe = other.get("probe", {})
+    result["probe"][task] = probe.get(task, probe)
+    result.setdefault("other_tasks", {})[task] = {
+        "source": source,
+        "executions": other["executions"],
+        "direction": other["direction"],
+        "paired": other["paired"],
+        "commit": other.get("commit"),
+        "command": other.get("command"),
+    }
 
 
-def plot(result: dict[str, Any], out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    task = result["task"]
-    arms = result["arms"]
-    keys = probe_keys(task)
-    fig, axes = plt.subplots(1, 1 + len(keys), figsize=(5 + 4 * len(keys), 4), squeeze=False)
-    ax = axes[0][0]
-    curves = {a: [s["curve"] for s in by_seed.values() if s] for a, by_seed in arms.items()}
-    curves.update(
-        {
-            b: [s["curve"] for s in by_seed.values() if s]
-            for b, by_seed in result["baselines"].items()
-        }
-    )
-    for i, (name, cs) in enumerate(curves.items()):
-        if not cs:
-            continue
-        m, s = _band(cs)
-        xs = range(1, len(m) + 1)
-        ax.plot(xs, m, color=f"C{i}", label=f"{name} ({len(cs)} seeds)", drawstyle="steps-post")
-        ax.fill_between(
-            xs,
-            [a - b for a, b in zip(m, s, strict=False)],
-            [a + b for a, b in zip(m, s, strict=False)],
-            color=f"C{i}",
-            alpha=0.15,
-            step="post",
-        )
-    ax.set_xlabel("program executions")
-    ax.set_title(f"{task}: private score of the best public so far", fontsize=9)
-    ax.legend(fontsize=7)
-    for ax, key in zip(axes[0][1:], keys, strict=True):
-        for i, (name, by_seed) in enumerate(arms.items()):
-            per_step: dict[int, list[float]] = {}
-            for s in by_seed.values():
-                for step, shares in (s or {}).get("probe", {}).get("series", {}).items():
-                    per_step.setdefault(int(step), []).append(shares[key])
-            if per_step:
-                steps = sorted(per_step)
-                ax.plot(
-                    steps,
-                    [sum(per_step[t]) / len(per_step[t]) for t in steps],
-                    "-o",
-                    ms=3,
-                    color=f"C{i}",
-                    label=name,
-                )
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_title(f"probe: {key[:48]}", fontsize=8)
-        ax.set_xlabel("update (0: initial policy)")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return out
-
-
-def probe_plot(run_dir: Path, out: Path) -> Path | None:
-    """The run's decision probe (``plots/decision_probe.png`` of ``mlerl train``) at ``out``."""
-    import shutil
-    import tempfile
-
-    from mlerl.cli import plot_decision_probe
-
-    with tempfile.TemporaryDirectory() as tmp:
-        made = plot_decision_probe(run_dir / "metrics.jsonl", Path(tmp))
-        return None if made is None else Path(shutil.move(made, out))  # across filesystems
+def _read_with(p: argparse.ArgumentParser, path: Path) -> dict[str, Any]:
+    """A ``--with`` results file, or the parser's error naming it."""
+    try:
+        other = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        p.error(f"--with: cannot read results file {path}: {e}")
+    if not isinstance(other, dict) or not {"task", "rows", "paired"} <= other.keys():
+        p.error(f"--with: {path} is not a discovery results file (no task, rows and paired)")
+    return other
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -384,9 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(arms)
     chosen = args.choose or names[-1]
     baselines = [b for b in args.baselines.split(",") if b]
-    for other in args.with_:
-        if not other.is_file():
-            p.error(f"--with: no results file {other}")
+    others = [(path.name, _read_with(p, path)) for path in args.with_]  # before hours of runs
     for b in baselines:
         if b not in BASELINES:
             p.error(f"--baselines: unknown {b!r} (choose from {', '.join(BASELINES)})")
@@ -505,8 +431,8 @@ def main(argv: list[str] | None = None) -> int:
             for a, by_seed in result["arms"].items()
         }
     }
-    for other in args.with_:
-        join_task(result, json.loads(other.read_text()), other.name)
+    for source, other in others:
+        join_task(result, other, source)
     result["selection"] = selection(args.chosen_on, args.seeds)
     result.update(commit=git_commit(), command=command_line(), machine=machine_info())
     if kept:
@@ -517,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
-    plot(result, args.out / f"{args.name}.png")
+    plot(result, args.out / f"{args.name}.png", probe_keys(args.task))
     held_out = [
         s for s in args.seeds if s not in (args.chosen_on or []) and finished(run[(chosen, s)])
     ]
