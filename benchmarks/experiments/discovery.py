@@ -1,12 +1,13 @@
 """Does RL find better solutions than sampling with the same model, at equal executions?
 
-``python benchmarks/experiments/discovery.py --runs-dir RUNS --seeds 0,1,2 --arm default= --arm 'entropic=learner.advantage=entropic' [--arm ...] [--baselines scratch_bon,initial_bon,aide] [--choose ARM] [--task TASK] [--parallel 2] [--probe 32 --probe-every 3] [--no-launch] [--chosen-on 0,1,2] [--name discovery] [--with OTHER.json] [-- OVERRIDE ...]``
+``python benchmarks/experiments/discovery.py --runs-dir RUNS --seeds 0,1,2 --arm default= --arm 'entropic=learner.advantage=entropic' [--arm ...] [--baselines scratch_bon,initial_bon,aide] [--choose ARM] [--task TASK] [--parallel 2] [--probe 32 --probe-every 3] [--no-launch | --launch ARM,...] [--chosen-on 0,1,2] [--name discovery] [--with OTHER.json] [-- OVERRIDE ...]``
 
 ``--arm NAME=OVERRIDES``: one RL configuration, its Hydra overrides separated by spaces (empty:
 the default). Each arm trains once per seed, ``mlerl train seed=S eval_samples=0
 learner.probe_samples=P learner.probe_every=E tasks.ids=[TASK] OVERRIDES`` into
-``RUNS/<arm>/seed<S>`` (a run with ``report.md`` finished and is not run again). The
-overrides after ``--`` go to every arm.
+``RUNS/<arm>/seed<S>`` (a run with ``report.md`` finished and is not run again; ``--launch
+A,B`` trains only those arms, the others are read back). The overrides after ``--`` go to
+every arm.
 
 **Equal executions.** The budget N is the default arm's ``learner.max_updates x
 learner.batch_size`` (its config); every arm's result is the best of its first N executions of
@@ -295,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe", type=int, default=32)
     p.add_argument("--probe-every", type=int, default=3)
     p.add_argument("--no-launch", action="store_true")
+    p.add_argument(
+        "--launch",
+        default=None,
+        help="comma-separated arms to train (default: every arm); the rest are only read back",
+    )
     p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=None)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--name", default="discovery")
@@ -312,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     names = list(arms)
     chosen = args.choose or names[-1]
     baselines = [b for b in args.baselines.split(",") if b]
+    launch = names if args.launch is None else [a for a in args.launch.split(",") if a]
+    for a in launch:
+        if a not in arms:
+            p.error(f"--launch: {a!r} is not an --arm (the arms: {', '.join(names)})")
     others = [(path.name, _read_with(p, path)) for path in args.with_]  # before hours of runs
     for b in baselines:
         if b not in BASELINES:
@@ -323,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             [
                 (train_cmd(d, s, args.task, arms[a].split(), args), d.with_suffix(".log"), d)
                 for (a, s), d in run.items()
-                if not finished(d)
+                if a in launch and not finished(d)
             ],
             args.parallel,
         )

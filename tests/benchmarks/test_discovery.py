@@ -112,3 +112,24 @@ def test_another_task_joins_the_results_rows_probe_and_paired():
     assert result["other_tasks"]["b"]["source"] == "b.json"
     with pytest.raises(ValueError, match="already in these results"):
         dv.join_task(result, {**other, "probe": {"b": {}}}, "again.json")
+
+
+def test_launch_trains_only_the_named_arms_and_rejects_an_unknown_one(tmp_path, monkeypatch):
+    """A new arm beside one read back from the earlier results: only the new arm's runs are
+    launched (the first arm's runs are gone, not to be trained again)."""
+    launched: list[Path] = []
+    monkeypatch.setattr(dv, "run_jobs", lambda jobs, _: launched.extend(d for _, _, d in jobs))
+    out = tmp_path / "results"
+    out.mkdir()
+    arm = {"private": 0.08, "public": 0.079, "curve": [0.1, 0.08], "probe": {}}
+    earlier = {"task": "standin-materials-rmsle-tiny", "direction": "lower", "executions": 2,
+               "arms": {"default": {"3": arm}}, "baselines": {}}  # fmt: skip
+    (out / "study.json").write_text(json.dumps(earlier))
+    argv = ["--runs-dir", str(tmp_path / "runs"), "--seeds", "3", "--arm", "default=",
+            "--arm", "new=learner.lr=1e-3", "--out", str(out), "--name", "study"]  # fmt: skip
+    assert dv.main([*argv, "--launch", "new"]) == 0
+    assert launched == [tmp_path / "runs" / "new" / "seed3"]
+    result = json.loads((out / "study.json").read_text())
+    assert result["arms"]["default"]["3"]["private"] == 0.08 and result["arms"]["new"]["3"] is None
+    with pytest.raises(SystemExit):
+        dv.main([*argv, "--launch", "nwe"])
