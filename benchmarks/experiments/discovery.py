@@ -36,7 +36,9 @@ arm against the first arm and against each baseline, mean ± s.e. of the paired 
 (positive when the arm is better); ``probe``: per task, arm and seed, the best decisions'
 shares first and last; ``selection`` (the seeds the choice was made on); with ``--with
 OTHER.json`` (another task's results of the same study, repeatable) its rows follow these, its
-probe is under its task and its paired differences under ``other_tasks``. ``NAME.png``: the
+probe is under its task and its paired differences under ``other_tasks``; ``unlike_starts``
+(only when there are any): the seeds whose arms' first probes differ, so they did not start
+from the same policy (an arm from another build) and their pairs mean nothing. ``NAME.png``: the
 best score so far against executions, mean over seeds with a band of ± 1 s.e., each arm and
 baseline; and the probe's shares per update (mean over seeds). ``NAME_probe_seed<S>.png``: the
 first held-out seed's run of the chosen arm, its own probe plot.
@@ -159,6 +161,20 @@ def paired(a: list[float | None], b: list[float | None], lower: bool) -> dict[st
         "better_in": sum(d > 0 for d in diffs),
         "beyond_2se": bool(mean is not None and se is not None and se > 0 and mean > 2 * se),
     }
+
+
+def unlike_starts(arms: dict[str, dict[Any, Any]]) -> list[str]:
+    """The seeds whose arms did not start from the same policy: their first probes (the initial
+    policy's seeded answers, before any update, the same on every arm of one build) differ.
+    Builds of one configuration on another machine differ, so an arm run there against another
+    read back from the results file would be paired across two policies."""
+    seeds: dict[Any, set[str]] = {}
+    for by_seed in arms.values():
+        for s, v in by_seed.items():
+            probe = (v or {}).get("probe") or {}
+            if probe.get("first_step") == 0 and probe.get("first") is not None:
+                seeds.setdefault(str(s), set()).add(json.dumps(probe["first"], sort_keys=True))
+    return sorted((s for s, firsts in seeds.items() if len(firsts) > 1), key=int)
 
 
 # ---- launching ----------------------------------------------------------------------------
@@ -400,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     def private(by_seed: dict[int, Any]) -> list[float | None]:
         return [(by_seed.get(s) or {}).get("private") for s in args.seeds]
 
+    unlike = unlike_starts(result["arms"])
+    if unlike:  # recorded and said, not hidden: the pairs of these seeds compare two policies
+        result["unlike_starts"] = unlike
+        print(f"warning: the arms of seeds {', '.join(unlike)} started from different policies")
     result["paired"] = {
         **{
             f"{a} - {names[0]}": paired(

@@ -133,3 +133,23 @@ def test_launch_trains_only_the_named_arms_and_rejects_an_unknown_one(tmp_path, 
     assert result["arms"]["default"]["3"]["private"] == 0.08 and result["arms"]["new"]["3"] is None
     with pytest.raises(SystemExit):
         dv.main([*argv, "--launch", "nwe"])
+
+
+def test_arms_that_started_from_different_policies_are_named():
+    """The first probe is the initial policy's seeded answers: equal on every arm of one build.
+    Seed 4's arms differ (one read back from a run on another build); seed 3's agree; seed 5
+    has one arm only, and a probe that did not start at update 0 says nothing."""
+    same, other = {"K=1": 0.375, "K=2": 0.0625}, {"K=1": 0.375, "K=2": 0.15625}
+
+    def arm(first, step=0):
+        return {"probe": {"first": first, "first_step": step}}
+
+    arms = {
+        "default": {"3": arm(same), "4": arm(same), "5": arm(same)},
+        "new": {3: arm(same), 4: arm(other), 5: None},
+        "late": {3: arm(other, step=5)},
+    }
+    assert dv.unlike_starts(arms) == ["4"]
+    assert dv.unlike_starts({"default": arms["default"]}) == []
+    real = json.loads((REPO / "benchmarks/results/discovery_entstrata_heldout.json").read_text())
+    assert dv.unlike_starts(real["arms"]) == []  # the default read back, the new arm run later
