@@ -177,11 +177,27 @@ def test_summaries_select_on_public_and_report_private():
 
     def node(i, metric, private):
         return Node(
-            i, "draft", None, "", "", Evaluation(metric is None, metric, "", private=private)
+            i,
+            "improve" if i else "draft",
+            None,
+            f"plan {i}",
+            f"code = {i}\n",
+            Evaluation(metric is None, metric, f"out {i}", private=private),
         )
 
     nodes = [node(0, 0.3, 0.2), node(1, 0.1, 0.9), node(2, None, None), node(3, 0.5, 0.4)]
     s = summarise_aide(nodes, lower_is_better=False)
+    # the best node itself: the fourth step, its plan, program and output, both scores
+    assert s["best_solution"] == {
+        "execution": 4,
+        "public_score": 0.5,
+        "private_score": 0.4,
+        "plan": "plan 3",
+        "program": "code = 3\n",
+        "output_tail": "out 3",
+        "action": "improve",
+    }
+    assert summarise_aide(nodes[2:3], lower_is_better=False)["best_solution"] is None
     # best public 0.5 -> private 0.4, gap 0.4 - 0.5; means over the three valid nodes
     assert (
         s["best_public"] == 0.5 and s["best_score"] == 0.4 and s["best_gap"] == pytest.approx(-0.1)
@@ -196,6 +212,9 @@ def test_the_best_of_both_kinds_says_which_kind_won():
 
     def sample(i, kind, score):
         return Sample(
+            plan=f"plan {i}",
+            code=f"code = {i}\n",
+            output_tail=f"out {i}",
             sample_id=f"a:{i}",
             actor_id="a",
             seq=i,
@@ -224,6 +243,15 @@ def test_the_best_of_both_kinds_says_which_kind_won():
     low = summarise(samples, lower_is_better=True)
     # 0.04 first reached by the improve sample (the later scratch tie does not displace it)
     assert low["best_kind"] == "improve" and low["best_score"] == 0.04
+    # the selected sample itself, at its position in finishing order (the second)
+    assert {k: low["best_solution"][k] for k in ("execution", "kind", "plan", "program")} == {
+        "execution": 2,
+        "kind": "improve",
+        "plan": "plan 1",
+        "program": "code = 1\n",
+    }
+    assert low["best_solution"]["output_tail"] == "out 1"
     assert low["valid_frac_by_kind"] == {"scratch": pytest.approx(2 / 3), "improve": 0.5}
     assert summarise(samples, lower_is_better=False)["best_kind"] == "scratch"  # 0.05 is best
     assert summarise([sample(0, S, None)], lower_is_better=True)["best_kind"] is None
+    assert summarise([sample(0, S, None)], lower_is_better=True)["best_solution"] is None

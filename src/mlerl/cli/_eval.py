@@ -13,7 +13,9 @@ sandbox, graded outside it and summarised. The output JSON holds per-seed summar
 submission score the MLE-bench medal flags from the task's thresholds. The best of K is chosen
 on the public leaderboard and reported on the private one (``best_of_k_mean``), with its public
 score (``best_public_mean``) and the gap beside it; ``--public-fraction 1`` (or a run with
-``tasks.public_fraction=1``) grades everything on all answers, as the paper did.
+``tasks.public_fraction=1``) grades everything on all answers, as the paper did. Each seed's
+summary carries the selected solution itself (``best_solution``: plan, program, terminal output,
+public and private score, its position among the K), as a training run keeps ``best/<task>/``.
 
 ``--aide`` runs the AIDE-style baseline instead (``mlerl.actors.evaluate_aide``): a greedy tree
 search (draft, debug, improve) driven by the same fixed policy, K steps = K program executions

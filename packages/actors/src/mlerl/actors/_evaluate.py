@@ -118,16 +118,29 @@ def _finished(s: Sample) -> float:
     return next(t for t in (s.t_graded, s.t_exec_finished, s.t_sampled) if t is not None)
 
 
-def _best_kind(
-    ordered: list[Sample], public: list[float | None], lower_is_better: bool
-) -> str | None:
-    """The prompt kind (scratch / improve) of the sample the best-of-K selects (the first to
-    reach the best public score), None without a valid one: the paper's test-time protocol
-    takes the best of both kinds, and this says which kind won."""
+def _best_index(public: list[float | None], lower_is_better: bool) -> int | None:
+    """The position of the execution a best-of-K selects: the first to reach the best public
+    score (a later tie does not displace it), None without a valid one."""
     best = best_so_far(public, lower_is_better)
     if not best or best[-1] is None:
         return None
-    return ordered[next(i for i, b in enumerate(best) if b == best[-1])].prompt_kind.value
+    return next(i for i, b in enumerate(best) if b == best[-1])
+
+
+def _solution(
+    plan: str, code: str, output: str, public: float | None, private: float | None, execution: int
+) -> dict[str, Any]:
+    """The selected solution as a summary reports it (``execution``: its 1-based position in
+    the order the executions finished), so a baseline's best program can be read and rerun as
+    a run's ``best/<task>/`` can."""
+    return {
+        "execution": execution,
+        "public_score": public,
+        "private_score": private,
+        "plan": plan,
+        "program": code,
+        "output_tail": output,
+    }
 
 
 def summarise(
@@ -140,11 +153,16 @@ def summarise(
     docstring). ``best_vs_executions`` is the best (private) score after each sample in the
     order they finished; with ``t0`` (when the evaluation began), ``elapsed_s`` is when each
     finished. ``best_kind`` is the prompt kind of the selected sample and
-    ``valid_frac_by_kind`` each kind's valid fraction (both kinds share the same K)."""
+    ``valid_frac_by_kind`` each kind's valid fraction (both kinds share the same K).
+    ``best_solution`` is the selected sample itself (plan, program, terminal output, both
+    scores, its kind and position), None without a valid one."""
     ordered = sorted(samples, key=_finished)
     public = [_valid_score(s.score, s.valid_submission) for s in ordered]
-    boards = _leaderboards(public, [_private(s) for s in ordered], lower_is_better)
+    private = [_private(s) for s in ordered]
+    boards = _leaderboards(public, private, lower_is_better)
     n_valid = sum(p is not None for p in public)
+    top = _best_index(public, lower_is_better)
+    chosen = ordered[top] if top is not None else None
     return {
         "k": len(samples),
         **{k: v for k, v in boards.items() if k != "best_vs_executions"},
@@ -154,7 +172,7 @@ def summarise(
         "improve_frac": sum(s.prompt_kind.value == "improve" for s in samples) / len(samples)
         if samples
         else 0.0,
-        "best_kind": _best_kind(ordered, public, lower_is_better),
+        "best_kind": chosen.prompt_kind.value if chosen is not None else None,
         "valid_frac_by_kind": {
             kind: sum(
                 p is not None
@@ -167,6 +185,19 @@ def summarise(
         "lower_is_better": lower_is_better,
         "best_vs_executions": boards["best_vs_executions"],
         "elapsed_s": [max(_finished(s) - t0, 0.0) for s in ordered] if t0 is not None else None,
+        "best_solution": None
+        if top is None or chosen is None
+        else {
+            **_solution(
+                chosen.plan,
+                chosen.code,
+                chosen.output_tail,
+                public[top],
+                private[top],
+                top + 1,
+            ),
+            "kind": chosen.prompt_kind.value,
+        },
     }
 
 
@@ -271,11 +302,13 @@ def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
     ran nothing, duration 0) included, as a ``not_run`` sample is on the RL side. Plus the
     best score after each step (``best_vs_executions``), each step's wall-clock seconds
     (``wall_s``: generation, execution, grading; the steps run one after the other, so
-    ``elapsed_s`` is their running sum) and the count of each action and status."""
+    ``elapsed_s`` is their running sum), the count of each action and status, and the best
+    node itself (``best_solution``, as :func:`summarise` gives it, with its ``action``)."""
     scores = [n.evaluation.metric if not n.evaluation.buggy else None for n in nodes]
     private = [n.evaluation.private if not n.evaluation.buggy else None for n in nodes]
     boards = _leaderboards(scores, private, lower_is_better)
     valid = [s for s in scores if s is not None]
+    top = _best_index(scores, lower_is_better)
     elapsed, total = [], 0.0
     for n in nodes:
         total += n.wall_s
@@ -294,6 +327,19 @@ def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
         "elapsed_s": elapsed,
         "actions": count([n.action for n in nodes]),
         "statuses": count([n.evaluation.status for n in nodes]),
+        "best_solution": None
+        if top is None
+        else {
+            **_solution(
+                nodes[top].plan,
+                nodes[top].code,
+                nodes[top].evaluation.output,
+                scores[top],
+                private[top],
+                top + 1,
+            ),
+            "action": nodes[top].action,
+        },
     }
 
 
