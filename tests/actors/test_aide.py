@@ -90,7 +90,7 @@ async def test_run_aide_end_to_end(tmp_path):
         "print(0.1)",
     ]
     engine = ScriptedEngine(programs)
-    cfg = AideConfig(steps=8, num_drafts=5, debug_prob=0.5)
+    cfg = AideConfig(steps=8, num_drafts=5, debug_prob=0.5, parse_attempts=1)
     nodes = await run_aide(engine, task, evaluate, cfg, seed=1)
     assert [n.action for n in nodes[:5]] == ["draft"] * 5
     assert nodes[3].evaluation.buggy and "not runnable" in nodes[3].evaluation.output
@@ -109,6 +109,39 @@ async def test_run_aide_end_to_end(tmp_path):
     )
 
 
+class SeedRecorder(ScriptedEngine):
+    def __init__(self, programs):
+        super().__init__(programs)
+        self.seeds = []
+
+    async def generate(self, conversations, params):
+        self.seeds.append(params.seed)
+        return await super().generate(conversations, params)
+
+
+async def test_a_response_with_no_program_is_sampled_again_up_to_parse_attempts(tmp_path):
+    task = FakeTask("t", tmp_path)
+    # step 0: two answers without code, the third parses; step 1: three without code, given up
+    engine = SeedRecorder([None, None, "print(0.5)", None, None, None, "print(0.7)"])
+    cfg = AideConfig(steps=3, num_drafts=3, parse_attempts=3)
+    nodes = await run_aide(engine, task, evaluate, cfg, seed=4)
+    assert [n.attempts for n in nodes] == [3, 3, 1]
+    assert [n.evaluation.metric for n in nodes] == [0.5, None, 0.7]
+    assert nodes[1].evaluation.status == "not_run" and nodes[1].code == ""
+    # the retries ask the same prompt again, each with a fresh seed
+    assert engine.prompts[0] == engine.prompts[1] == engine.prompts[2]
+    assert len(set(engine.seeds)) == 7 and not engine.programs
+    # when every answer parses, each step takes one call and the search draws the same seeds
+    # as with no resampling: runs before the option repeat
+    one = SeedRecorder(["print(0.1)", "print(0.2)", "print(0.3)"])
+    three = SeedRecorder(["print(0.1)", "print(0.2)", "print(0.3)"])
+    await run_aide(one, task, evaluate, AideConfig(steps=3, num_drafts=3, parse_attempts=1), seed=4)
+    await run_aide(three, task, evaluate, AideConfig(steps=3, num_drafts=3), seed=4)
+    assert one.seeds == three.seeds
+
+
 def test_config_validation():
+    with pytest.raises(ConfigError, match="parse_attempts"):
+        AideConfig(parse_attempts=0)
     with pytest.raises(ConfigError, match="debug_prob"):
         AideConfig(debug_prob=2.0)

@@ -89,11 +89,12 @@ async def test_evaluate_aide_k_executions_best_mean_and_real_output(tmp_path):
         sandbox=sandbox,
         pipeline=pipeline([0.5, 0.7, 0.6, 0.65, 0.8, 0.55], prepared),
         seed=3,
-        aide=AideConfig(num_drafts=5, debug_prob=1.0),
+        aide=AideConfig(num_drafts=5, debug_prob=1.0, parse_attempts=1),
     )
     s = out["t"]
     # K = 8 steps: 8 LLM calls, 7 programs run (the response with no program ran nothing)
     assert s["k"] == 8 and len(engine.prompts) == 8 and sandbox.runs == 7 and len(prepared) == 7
+    assert s["llm_calls"] == 8
     assert s["best_score"] == 0.8 and s["mean_score"] == pytest.approx(3.8 / 6)
     assert s["valid_frac"] == 6 / 8 and s["lower_is_better"] is False
     assert s["mean_duration_s"] == pytest.approx(7 * 2.0 / 8)
@@ -122,16 +123,20 @@ async def test_evaluate_aide_k_executions_best_mean_and_real_output(tmp_path):
 async def test_evaluate_aide_lower_is_better_and_all_invalid(tmp_path):
     lower = FakeTask("loss", tmp_path, lower_is_better=True)
     bad = FakeTask("bad", tmp_path)
-    engine = ScriptedEngine([good("a"), good("b"), good("c")] + [NO_CODE, BUG, BUG])
+    # AIDE's default resamples a response with no program: "bad"'s first step takes two calls
+    engine = ScriptedEngine([good("a"), good("b"), good("c")] + [NO_CODE, BUG, BUG, BUG])
+    sandbox = FakeSandbox()
     out = await evaluate_aide(
         ActorsConfig(),
         {"loss": lower, "bad": bad},
         k=3,
         engine=engine,
-        sandbox=FakeSandbox(),
+        sandbox=sandbox,
         pipeline=pipeline([0.4, 0.2, 0.3], []),
         seed=0,
     )
+    assert out["loss"]["llm_calls"] == 3 and out["bad"]["llm_calls"] == 4
+    assert sandbox.runs == 6 and out["bad"]["statuses"] == {"ok": 3} and not engine.responses
     assert out["loss"]["best_score"] == 0.2 and out["loss"]["best_vs_executions"] == [0.4, 0.2, 0.2]
     assert (
         out["bad"]["k"] == 3

@@ -20,8 +20,10 @@ public and private score, its position among the K), as a training run keeps ``b
 ``--aide`` runs the AIDE-style baseline instead (``mlerl.actors.evaluate_aide``): a greedy tree
 search (draft, debug, improve) driven by the same fixed policy, K steps = K program executions
 per task and seed, each run, graded and summarised like an RL sample; the search optimises the
-graded score. Each task's summary adds the best score after each execution
-(``best_vs_executions``) and the wall-clock seconds of each step.
+graded score. A response with no runnable program is sampled again, up to
+``--aide-parse-attempts`` LLM calls per step (AIDE's 3; 1 makes such a response a step that ran
+nothing). Each task's summary adds the best score after each execution
+(``best_vs_executions``), the wall-clock seconds of each step and the LLM calls in all.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ async def evaluate_policy(
     sandbox_config: Any = None,
     method: str = "best_of_k",
     public_fraction: float | None = None,
+    aide_parse_attempts: int = 3,
 ) -> dict[str, Any]:
     """Evaluate ``model_path`` and return the JSON-ready result (see the module docstring).
 
@@ -62,7 +65,7 @@ async def evaluate_policy(
     keys. ``sandbox_config`` (a run's ``sandbox`` section) overrides ``sandbox_backend``.
     ``method``: ``best_of_k`` (the paper's test-time protocol) or ``aide`` (the baseline, K
     executions per task). ``public_fraction``: a run's ``tasks.public_fraction`` (None: each
-    task's own)."""
+    task's own). ``aide_parse_attempts``: ``AideConfig.parse_attempts`` (``aide`` only)."""
     if method not in ("best_of_k", "aide"):
         raise ValueError(f"method must be 'best_of_k' or 'aide', not {method!r}")
     from mlerl.actors import ActorsConfig
@@ -74,13 +77,22 @@ async def evaluate_policy(
     per_seed: list[dict[str, Any]] = []
     for seed in seeds:
         result = await _one_seed(
-            config, model_path, seed, tasks, k, sandbox_backend, sandbox_config, method
+            config,
+            model_path,
+            seed,
+            tasks,
+            k,
+            sandbox_backend,
+            sandbox_config,
+            method,
+            aide_parse_attempts,
         )
         per_seed.append({"seed": seed, "tasks": result})
     return {
         "model": model_path,
         "method": method,
         "k": k,
+        **({"aide": {"parse_attempts": aide_parse_attempts}} if method == "aide" else {}),
         "seeds": seeds,
         "public_fraction": {t: tasks[t].public_fraction for t in task_ids},
         "per_seed": per_seed,
@@ -97,8 +109,9 @@ async def _one_seed(
     backend: str,
     sandbox_config: Any = None,
     method: str = "best_of_k",
+    aide_parse_attempts: int = 3,
 ) -> dict[str, Any]:
-    from mlerl.actors import RealPipeline, evaluate, evaluate_aide, make_engine
+    from mlerl.actors import AideConfig, RealPipeline, evaluate, evaluate_aide, make_engine
     from mlerl.sandbox import SandboxConfig, make_sandbox
 
     engine = make_engine(config, model_path, seed)
@@ -109,10 +122,11 @@ async def _one_seed(
     sandbox = make_sandbox(sandbox_config)
     pipeline = RealPipeline(config)
     try:
-        run = evaluate_aide if method == "aide" else evaluate
-        return await run(
-            config, tasks, k=k, engine=engine, sandbox=sandbox, pipeline=pipeline, seed=seed
-        )
+        kwargs: dict[str, Any] = {"engine": engine, "sandbox": sandbox, "pipeline": pipeline}
+        if method == "aide":
+            aide = AideConfig(parse_attempts=aide_parse_attempts)
+            return await evaluate_aide(config, tasks, k=k, seed=seed, aide=aide, **kwargs)
+        return await evaluate(config, tasks, k=k, seed=seed, **kwargs)
     finally:
         await sandbox.close()
         pipeline.close()
@@ -187,6 +201,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run the AIDE baseline with the policy (K executions per task) instead of best-of-K",
     )
     parser.add_argument(
+        "--aide-parse-attempts",
+        type=int,
+        default=3,
+        help="with --aide: LLM calls per step at most when a response holds no runnable program "
+        "(default 3, as AIDE; 1: no resampling)",
+    )
+    parser.add_argument(
         "--scratch-only",
         action="store_true",
         help="best-of-K from scratch prompts only (improve_prob 0) instead of the run's mix of "
@@ -205,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--k and --seeds must be >= 1")
     if args.first_seed < 0:
         parser.error("--first-seed must be >= 0")
+    if args.aide_parse_attempts < 1:
+        parser.error("--aide-parse-attempts must be >= 1")
     if args.scratch_only and args.aide:
         parser.error("--scratch-only is a best-of-K option; AIDE chooses its own prompts")
     if not (Path(args.model) / "config.json").is_file():
@@ -240,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         sandbox_backend=args.backend,
         method="aide" if args.aide else "best_of_k",
         public_fraction=fraction,
+        aide_parse_attempts=args.aide_parse_attempts,
     )
     text = json.dumps(result, indent=1)
     if args.out:

@@ -13,7 +13,8 @@
   its durable sequence numbers and outbox ``ActorState``;
 - one program's path generate -> parse -> instrument -> execute -> grade -> reward:
   ``RealPipeline``; best-of-K evaluation of a policy: ``evaluate``; the AIDE baseline driven
-  by a policy at the same number of executions: ``evaluate_aide``;
+  by a policy at the same number of executions: ``evaluate_aide``, its search settings
+  ``AideConfig``;
 - ``EXIT_INFRA_DOWN``: the actor process's exit status when its execution backend stays down;
 - ``build_tiny_model_dir``: a random tiny Qwen2 with a trained BPE tokenizer, built offline, for
   tests and benchmarks.
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlerl.actors._actor import Actor
 from mlerl.actors._admission import AdmissionConfig
+from mlerl.actors._aide import AideConfig
 from mlerl.actors._config import ActorsConfig
 from mlerl.actors._edits import edit_answer
 from mlerl.actors._engines import make_engine
@@ -82,6 +84,7 @@ __all__ = [
     "RealPipeline",
     "evaluate",
     "evaluate_aide",
+    "AideConfig",
     "EXIT_INFRA_DOWN",
     "build_tiny_model_dir",
 ]

@@ -3,10 +3,11 @@
 Greedy tree search, as AIDE does it (notes/mlebench.md): draft root solutions until
 ``num_drafts`` exist; then each step, with probability ``debug_prob`` debug a random buggy leaf
 whose debug chain is shorter than ``max_debug_depth``, otherwise improve the best working node.
-Every step is one LLM call (plan + one code block, parsed by :func:`parse_response`) and one
-evaluation; a response with no runnable program costs its LLM call and becomes a buggy node
-without running anything (it is still one step). The best node is the working node with the
-best metric.
+Every step is one evaluation of one response (plan + one code block, parsed by
+:func:`parse_response`). A response with no runnable program is sampled again, with a fresh
+seed, up to ``parse_attempts`` LLM calls in all (AIDE's ``plan_and_code_query`` retries 3
+times); when every attempt fails the step becomes a buggy node that ran nothing (it is still
+one step). The best node is the working node with the best metric.
 
 What the search optimises is the caller's ``evaluate``: AIDE itself reads a hold-out metric that
 the program prints; :func:`mlerl.actors._evaluate.evaluate_aide` passes one that runs the
@@ -68,12 +69,16 @@ class AideConfig:
     """Probability of debugging a buggy leaf when one is debuggable (AIDE: 0.5)."""
     max_debug_depth: int = 3
     """A node reached by this many consecutive debug steps is not debugged again (AIDE: 3)."""
+    parse_attempts: int = 3
+    """LLM calls per step at most: a response with no runnable program is sampled again
+    (AIDE: 3); 1 runs or records the first response whatever it holds."""
 
     def __post_init__(self) -> None:
         check(self.steps >= 1, "steps", "must be >= 1")
         check(self.num_drafts >= 1, "num_drafts", "must be >= 1")
         check(0 <= self.debug_prob <= 1, "debug_prob", "must be in [0, 1]")
         check(self.max_debug_depth >= 0, "max_debug_depth", "must be >= 0")
+        check(self.parse_attempts >= 1, "parse_attempts", "must be >= 1")
 
 
 @dataclass
@@ -89,6 +94,8 @@ class Node:
     children: list[int] = field(default_factory=list)
     wall_s: float = 0.0
     """Wall-clock seconds of the step: generation, parsing, execution and grading."""
+    attempts: int = 1
+    """LLM calls the step took (more than one when a response held no runnable program)."""
 
 
 def debug_prompt(task: TaskSpec, node: Node, config: PromptConfig) -> list[ChatMessage]:
@@ -142,8 +149,9 @@ async def run_aide(
 ) -> list[Node]:
     """Run the search on ``task`` (needs ``description``, ``public_dir``, ``lower_is_better``).
 
-    ``params.seed`` is replaced per step by a seed drawn from ``seed`` (reproducible, and two
-    drafts of the same prompt are different samples)."""
+    ``params.seed`` is replaced per LLM call by a seed drawn from ``seed`` (reproducible, and two
+    drafts of the same prompt are different samples; with ``parse_attempts=1`` the seeds are
+    one per step)."""
     config, prompts = config or AideConfig(), prompts or PromptConfig()
     params = params or SamplingParams()
     rng = random.Random(seed)
@@ -159,16 +167,21 @@ async def run_aide(
         else:
             e = target.evaluation
             messages = improve_prompt(task, target.plan, target.code, e.output, prompts)
-        step_params = SamplingParams(
-            max_new_tokens=params.max_new_tokens,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            top_k=params.top_k,
-            seed=sampling_rng.randrange(2**31),
-        )
-        (completion,) = await engine.generate([messages], step_params)
         edits_of = target.code if target is not None and prompts.improve_format == "edit" else None
-        parsed = parse_response(completion.text, completion.finish_reason, edits_of)
+        attempts = 0
+        while True:  # AIDE's plan_and_code_query: sample again while nothing runnable came back
+            attempts += 1
+            step_params = SamplingParams(
+                max_new_tokens=params.max_new_tokens,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                top_k=params.top_k,
+                seed=sampling_rng.randrange(2**31),
+            )
+            (completion,) = await engine.generate([messages], step_params)
+            parsed = parse_response(completion.text, completion.finish_reason, edits_of)
+            if parsed.status is ParseStatus.OK or attempts == config.parse_attempts:
+                break
         if parsed.status is ParseStatus.OK:
             evaluation = await evaluate(parsed.code)
         else:
@@ -184,6 +197,7 @@ async def run_aide(
             evaluation=evaluation,
             debug_depth=target.debug_depth + 1 if (target and action == "debug") else 0,
             wall_s=time.monotonic() - t0,
+            attempts=attempts,
         )
         if target is not None:
             target.children.append(node.id)

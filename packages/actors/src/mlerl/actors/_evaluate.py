@@ -302,8 +302,10 @@ def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
     ran nothing, duration 0) included, as a ``not_run`` sample is on the RL side. Plus the
     best score after each step (``best_vs_executions``), each step's wall-clock seconds
     (``wall_s``: generation, execution, grading; the steps run one after the other, so
-    ``elapsed_s`` is their running sum), the count of each action and status, and the best
-    node itself (``best_solution``, as :func:`summarise` gives it, with its ``action``)."""
+    ``elapsed_s`` is their running sum), the LLM calls in all (``llm_calls``: a step whose
+    response held no program samples again, up to ``AideConfig.parse_attempts``), the count of
+    each action and status, and the best node itself (``best_solution``, as :func:`summarise`
+    gives it, with its ``action``)."""
     scores = [n.evaluation.metric if not n.evaluation.buggy else None for n in nodes]
     private = [n.evaluation.private if not n.evaluation.buggy else None for n in nodes]
     boards = _leaderboards(scores, private, lower_is_better)
@@ -325,6 +327,7 @@ def summarise_aide(nodes: list[Node], lower_is_better: bool) -> dict[str, Any]:
         "best_vs_executions": boards["best_vs_executions"],
         "wall_s": [n.wall_s for n in nodes],
         "elapsed_s": elapsed,
+        "llm_calls": sum(n.attempts for n in nodes),
         "actions": count([n.action for n in nodes]),
         "statuses": count([n.evaluation.status for n in nodes]),
         "best_solution": None
