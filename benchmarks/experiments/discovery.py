@@ -1,6 +1,6 @@
 """Does RL find better solutions than sampling with the same model, at equal executions?
 
-``python benchmarks/experiments/discovery.py --runs-dir RUNS --seeds 0,1,2 --arm default= --arm 'entropic=learner.advantage=entropic' [--arm ...] [--baselines scratch_bon,initial_bon,aide] [--choose ARM] [--task TASK] [--parallel 2] [--probe 32 --probe-every 3] [--no-launch | --launch ARM,...] [--chosen-on 0,1,2] [--name discovery] [--with OTHER.json] [-- OVERRIDE ...]``
+``python benchmarks/experiments/discovery.py --runs-dir RUNS --seeds 0,1,2 --arm default= --arm 'entropic=learner.advantage=entropic' [--arm ...] [--baselines scratch_bon,initial_bon,aide] [--choose ARM] [--task TASK] [--parallel 2] [--probe 32 --probe-every 3] [--no-launch | --launch ARM,...] [--chosen-on 0,1,2] [--name discovery] [--with OTHER.json] [--at 60,120] [-- OVERRIDE ...]``
 
 ``--arm NAME=OVERRIDES``: one RL configuration, its Hydra overrides separated by spaces (empty:
 the default). Each arm trains once per seed, ``mlerl train seed=S eval_samples=0
@@ -33,8 +33,9 @@ Results (``NAME.json``): ``rows`` (one per task and seed for the ``--choose`` ar
 ``arms`` (per arm and seed: best private and public, the step and kind that found it, the
 probe, valid fractions by quarter, KL and clip fraction of the last quarter); ``paired``: each
 arm against the first arm and against each baseline, mean ± s.e. of the paired differences
-(positive when the arm is better); ``probe``: per task, arm and seed, the best decisions'
-shares first and last; ``selection`` (the seeds the choice was made on); with ``--with
+(positive when the arm is better); with ``--at 60,120``, ``paired_at``: the same pairs after
+each of those numbers of executions (from each run's best-so-far curve); ``probe``: per task,
+arm and seed, the best decisions' shares first and last; ``selection`` (the seeds the choice was made on); with ``--with
 OTHER.json`` (another task's results of the same study, repeatable) its rows follow these, its
 probe is under its task and its paired differences under ``other_tasks``; ``unlike_starts``
 (only when there are any): the seeds whose arms' first probes differ, so they did not start
@@ -161,6 +162,13 @@ def paired(a: list[float | None], b: list[float | None], lower: bool) -> dict[st
         "better_in": sum(d > 0 for d in diffs),
         "beyond_2se": bool(mean is not None and se is not None and se > 0 and mean > 2 * se),
     }
+
+
+def best_at(by_seed: dict[Any, Any], seeds: list[int], m: int) -> list[float | None]:
+    """Each seed's best private score after its first ``m`` executions (its best-so-far curve);
+    None where it has no valid solution yet or ran fewer than ``m``."""
+    curves = [((by_seed.get(s) or {}).get("curve") or []) for s in seeds]
+    return [c[m - 1] if len(c) >= m else None for c in curves]
 
 
 def unlike_starts(arms: dict[str, dict[Any, Any]]) -> list[str]:
@@ -328,6 +336,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="another task's results of this study (NAME.json): its rows join these",
     )
+    p.add_argument(
+        "--at",
+        type=lambda v: [int(x) for x in v.split(",") if x],
+        default=[],
+        help="also pair every arm at these smaller budgets (executions), from the same runs",
+    )
     p.add_argument("extra", nargs="*", help="overrides for every arm (after --)")
     args = p.parse_args(argv)
     arms = dict(a.split("=", 1) for a in args.arm)
@@ -339,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         if a not in arms:
             p.error(f"--launch: {a!r} is not an --arm (the arms: {', '.join(names)})")
     others = [(path.name, _read_with(p, path)) for path in args.with_]  # before hours of runs
+    if any(m < 1 for m in args.at):
+        p.error("--at: budgets are numbers of executions, at least 1")
     for b in baselines:
         if b not in BASELINES:
             p.error(f"--baselines: unknown {b!r} (choose from {', '.join(BASELINES)})")
@@ -420,19 +436,21 @@ def main(argv: list[str] | None = None) -> int:
     if unlike:  # recorded and said, not hidden: the pairs of these seeds compare two policies
         result["unlike_starts"] = unlike
         print(f"warning: the arms of seeds {', '.join(unlike)} started from different policies")
-    result["paired"] = {
-        **{
-            f"{a} - {names[0]}": paired(
-                private(result["arms"][a]), private(result["arms"][names[0]]), lower
-            )
-            for a in names[1:]
-        },
-        **{
-            f"{a} - {b}": paired(private(result["arms"][a]), private(result["baselines"][b]), lower)
-            for a in names
-            for b in baselines
-        },
-    }
+    pairs = [(f"{a} - {names[0]}", result["arms"][a], result["arms"][names[0]]) for a in names[1:]]
+    pairs += [
+        (f"{a} - {b}", result["arms"][a], result["baselines"][b]) for a in names for b in baselines
+    ]
+    result["paired"] = {k: paired(private(x), private(y), lower) for k, x, y in pairs}
+    if args.at:  # the same pairs after fewer executions: how the gap grows with the budget
+        if max(args.at) > n:  # the runs stay on disk: run again with --no-launch
+            p.error(f"--at: {max(args.at)} is more than the study's {n} executions")
+        result["paired_at"] = {
+            str(m): {
+                k: paired(best_at(x, args.seeds, m), best_at(y, args.seeds, m), lower)
+                for k, x, y in pairs
+            }
+            for m in args.at
+        }
     result["rows"] = [
         {
             "task": args.task,
@@ -481,11 +499,13 @@ def main(argv: list[str] | None = None) -> int:
         probe_plot(
             run[(chosen, held_out[0])], args.out / f"{args.name}_probe_seed{held_out[0]}.png"
         )
-    for key, d in result["paired"].items():
-        if d["mean"] is not None:
-            print(
-                f"{key}: {d['mean']:+.4f} ± {d['se'] or 0:.4f} over {d['n']} seeds, better in {d['better_in']}"
-            )
+    for at, by_key in [(n, result["paired"]), *result.get("paired_at", {}).items()]:
+        for key, d in by_key.items():
+            if d["mean"] is not None:
+                print(
+                    f"{key} at {at}: {d['mean']:+.4f} ± {d['se'] or 0:.4f} over {d['n']} seeds,"
+                    f" better in {d['better_in']}"
+                )
     return 0
 
 

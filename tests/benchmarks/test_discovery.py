@@ -96,6 +96,42 @@ def test_a_baseline_added_later_reads_the_rl_runs_from_the_earlier_results(tmp_p
     assert pair["n"] == 2 and pair["better_in"] == 1 and pair["mean"] == pytest.approx(0.0025)
 
 
+def test_best_at_a_smaller_budget_reads_each_curve():
+    arms = {3: {"curve": [None, 0.09, 0.07]}, 4: {"curve": [0.1, 0.08]}, 5: None}
+    assert dv.best_at(arms, [3, 4, 5], 1) == [None, 0.1, None]  # seed 3: nothing valid yet
+    assert dv.best_at(arms, [3, 4, 5], 3) == [0.07, None, None]  # seed 4 ran only 2
+
+
+def test_pairs_at_smaller_budgets_come_from_the_same_curves(tmp_path):
+    """``--at 1``: the arm against the baseline after one execution, beside the pair at the
+    study's budget; a budget past the study's executions is refused."""
+    task = "standin-materials-rmsle-tiny"
+    out = tmp_path / "results"
+    out.mkdir()
+    earlier = {
+        "task": task, "direction": "lower", "executions": 2,
+        "arms": {"default": {"3": {"private": 0.08, "curve": [0.1, 0.08], "probe": {}},
+                             "4": {"private": 0.06, "curve": [0.09, 0.06], "probe": {}}}},
+        "baselines": {"aide": {"3": {"private": 0.07, "curve": [0.075, 0.07]},
+                               "4": {"private": 0.07, "curve": [0.07, 0.07]}}},
+    }  # fmt: skip
+    (out / "study.json").write_text(json.dumps(earlier))
+    argv = ["--runs-dir", str(tmp_path / "runs"), "--seeds", "3,4", "--arm", "default=",
+            "--baselines", "aide", "--no-launch", "--out", str(out), "--name", "study"]  # fmt: skip
+    assert dv.main([*argv, "--at", "1"]) == 0
+    result = json.loads((out / "study.json").read_text())
+    # at 2 (the budget): 0.07 - 0.08 = -0.01 and 0.07 - 0.06 = +0.01 -> mean 0, better in 1
+    at2 = result["paired"]["default - aide"]
+    assert at2["mean"] == pytest.approx(0.0) and at2["better_in"] == 1
+    # at 1: 0.075 - 0.1 = -0.025 and 0.07 - 0.09 = -0.02 -> mean -0.0225, s.e. 0.0025
+    at1 = result["paired_at"]["1"]["default - aide"]
+    assert at1["mean"] == pytest.approx(-0.0225) and at1["se"] == pytest.approx(0.0025)
+    assert at1["better_in"] == 0 and at1["n"] == 2
+    for bad in ("3", "0"):
+        with pytest.raises(SystemExit):
+            dv.main([*argv, "--at", bad])
+
+
 def test_another_task_joins_the_results_rows_probe_and_paired():
     result = {"task": "a", "rows": [{"task": "a", "seed": 3}], "probe": {"a": {"default": {}}}}
     first = {"first": {"K=1": 0.1}, "last": {"K=1": 0.5}}
