@@ -35,9 +35,10 @@ probe, valid fractions by quarter, KL and clip fraction of the last quarter); ``
 arm against the first arm and against each baseline, mean ± s.e. of the paired differences
 (positive when the arm is better); with ``--at 60,120``, ``paired_at``: the same pairs after
 each of those numbers of executions (from each run's best-so-far curve); ``probe``: per task,
-arm and seed, the best decisions' shares first and last; ``selection`` (the seeds the choice was made on); with ``--with
-OTHER.json`` (another task's results of the same study, repeatable) its rows follow these, its
-probe is under its task and its paired differences under ``other_tasks``; ``unlike_starts``
+arm and seed, the best decisions' shares first and last; ``selection`` (the seeds the choice was
+made on); with ``--with OTHER.json`` (another task's results of the same study, repeatable) its
+rows follow these, its probe is under its task and its paired differences under
+``other_tasks``; ``unlike_starts``
 (only when there are any): the seeds whose arms' first probes differ, so they did not start
 from the same policy (an arm from another build) and their pairs mean nothing. ``NAME.png``: the
 best score so far against executions, mean over seeds with a band of ± 1 s.e., each arm and
