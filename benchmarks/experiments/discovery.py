@@ -38,12 +38,12 @@ each of those numbers of executions (from each run's best-so-far curve); ``probe
 arm and seed, the best decisions' shares first and last; ``selection`` (the seeds the choice was
 made on); with ``--with OTHER.json`` (another task's results of the same study, repeatable) its
 rows follow these, its probe is under its task and its paired differences under
-``other_tasks``; ``unlike_starts``
-(only when there are any): the seeds whose arms' first probes differ, so they did not start
-from the same policy (an arm from another build) and their pairs mean nothing. ``NAME.png``: the
-best score so far against executions, mean over seeds with a band of ± 1 s.e., each arm and
-baseline; and the probe's shares per update (mean over seeds). ``NAME_probe_seed<S>.png``: the
-first held-out seed's run of the chosen arm, its own probe plot.
+``other_tasks``; ``unlike_starts`` (only when there are any): the seeds whose arms' first
+probes differ, so they did not start from the same policy (an arm from another build) and their
+pairs mean nothing. ``NAME.png``: the best score so far against executions, mean over seeds
+with a band of ± 1 s.e., each arm and baseline; and the probe's shares per update (mean over
+seeds). ``NAME_probe_seed<S>.png``: the first held-out seed's run of the chosen arm, its own
+probe plot.
 """
 
 from __future__ import annotations
@@ -309,10 +309,15 @@ def _read_with(p: argparse.ArgumentParser, path: Path) -> dict[str, Any]:
     return other
 
 
+def _ints(v: str) -> list[int]:
+    """A comma-separated list of integers (``--seeds``, ``--chosen-on``, ``--at``)."""
+    return [int(x) for x in v.split(",") if x]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs-dir", type=Path, required=True)
-    p.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",") if x], required=True)
+    p.add_argument("--seeds", type=_ints, required=True)
     p.add_argument("--arm", action="append", required=True, help="NAME=OVERRIDES (space-separated)")
     p.add_argument("--baselines", default="", help="comma-separated: scratch_bon,initial_bon,aide")
     p.add_argument("--choose", default=None, help="the arm the rows report (default: the last)")
@@ -326,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="comma-separated arms to train (default: every arm); the rest are only read back",
     )
-    p.add_argument("--chosen-on", type=lambda v: [int(x) for x in v.split(",") if x], default=None)
+    p.add_argument("--chosen-on", type=_ints, default=None)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--name", default="discovery")
     p.add_argument(
@@ -339,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--at",
-        type=lambda v: [int(x) for x in v.split(",") if x],
+        type=_ints,
         default=[],
         help="also pair every arm at these smaller budgets (executions), from the same runs",
     )
