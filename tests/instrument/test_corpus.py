@@ -111,7 +111,7 @@ def grade(path: Path | None, labels: list[int]) -> tuple[bool, float | None]:
 
 async def _run_all(
     programs: list[str], data: Path
-) -> list[tuple[ExecStatus, list[str], Path | None]]:
+) -> list[tuple[ExecStatus, list[str], Path | None, str]]:
     sandbox = make_sandbox(SandboxConfig(backend="local", max_concurrency=2))
     try:
 
@@ -121,7 +121,7 @@ async def _run_all(
             req = ExecutionRequest(program=prepared.program, data_dir=data,
                                    limits=Limits(wall_time_s=120.0))  # fmt: skip
             res = await sandbox.run(req, on_output=lambda s, c: s == "stdout" and scanner.feed(c))
-            return res.status, scanner.close(), res.files.get("submission.csv")
+            return res.status, scanner.close(), res.files.get("submission.csv"), res.error
 
         async with asyncio.TaskGroup() as tg:
             tasks = [tg.create_task(one(p)) for p in programs]
@@ -137,8 +137,10 @@ def test_corpus_earns_exactly_the_expected_credit(tmp_path: Path) -> None:
     cases = [(s, v, *make_program(s, v)) for s in STAGES for v in range(len(MODELS))]
     assert len(cases) >= 50
     results = asyncio.run(_run_all([c[2] for c in cases], tmp_path))
-    for (stage, variant, _code, reached, status), (got_status, markers, sub) in zip(cases, results):
-        where = f"{stage}/{MODELS[variant][1]}"
+    for (stage, variant, _code, reached, status), (got_status, markers, sub, error) in zip(
+        cases, results
+    ):
+        where = f"{stage}/{MODELS[variant][1]} (sandbox: {error!r})"
         assert got_status is status, where
         assert set(markers) == reached, where
         valid, score = grade(sub, labels)

@@ -269,9 +269,12 @@ class DockerSandbox:
                 ):
                     exited.cancel()
                 out.finish()
-                _, pending = await asyncio.wait({pumping}, timeout=2.0)
+                # the container has ended (every writer gone): read its stream to the end
+                bound = self.config.engine_timeout_s
+                _, pending = await asyncio.wait({pumping}, timeout=bound)
                 for task in pending:
                     task.cancel()
+                    out.note = f"output not read to its end {bound:g} s after exit"
         finally:
             await stream.close()
         async with asyncio.timeout(self.config.engine_timeout_s):
@@ -303,4 +306,5 @@ class DockerSandbox:
             async with asyncio.timeout(REMOVE_TIMEOUT_S + KILL_TIMEOUT_S):
                 await container.delete(force=True, v=True)
         except EngineErrors as exc:  # labelled: the reaper removes it later
-            out.note = f"container {container.id[:12]} not removed ({type(exc).__name__})"
+            left = f"container {container.id[:12]} not removed ({type(exc).__name__})"
+            out.note = f"{out.note}; {left}" if out.note else left

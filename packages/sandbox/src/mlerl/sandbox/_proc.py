@@ -4,7 +4,11 @@ their cgroups. Shared by the cold path (``_local.py``) and the warm path (``_war
 Guarantees:
 - :func:`supervise` drains stdout and stderr into the sink while the program runs, stops it at
   the wall-clock limit (TERM, ``kill_grace_s``, KILL: ``timed_out``) or at once when the output
-  cap is passed, and always kills what is left of the run before it returns.
+  cap is passed, and always kills what is left of the run before it returns. After the exit it
+  reads the pipes to their end: where the run's cgroup is empty no writer is left and it waits
+  (``DRAIN_BOUND_S`` at most, however busy the event loop is); without that proof it gives a
+  process that escaped the kill ``DRAIN_UNPROVEN_S`` and, if its output was cut, says so in
+  the outcome's note.
 - Every kill goes through the run's cgroup where there is one (every descendant, never a pid
   read from outside it), and the process group of the still-unreaped leader.
 - :class:`CgroupRemovals` removes a run's cgroups now or keeps retrying in the background for
@@ -29,7 +33,12 @@ log = logging.getLogger("mlerl.sandbox")
 
 REMOVE_PATIENCE_S = 60.0
 """How long a run cgroup the kernel keeps busy after its run is retried in the background."""
-_DRAIN_AFTER_EXIT_S = 2.0
+DRAIN_BOUND_S = 60.0
+"""Most seconds spent reading a run's output after its exit when its cgroup is empty (every
+writer gone: the end of the pipes is certain, only a stalled event loop delays reading it)."""
+DRAIN_UNPROVEN_S = 2.0
+"""The same where no cgroup proves every writer gone (a process that escaped the kill may
+hold the pipes open forever)."""
 
 Process = asyncio.subprocess.Process
 
@@ -57,10 +66,16 @@ async def supervise(
             tg, exited, limit_hit, lim, out, lambda grace: terminate(proc, cg, grace)
         )
         out.finish()
-        await kill(proc, cg)  # descendants still holding the pipes
-        _, pending = await asyncio.wait(pumps | {exited}, timeout=_DRAIN_AFTER_EXIT_S)
+        emptied = await kill(proc, cg)  # descendants still holding the pipes
+        bound = DRAIN_BOUND_S if emptied else DRAIN_UNPROVEN_S
+        _, pending = await asyncio.wait(pumps | {exited}, timeout=bound)
         for task in pending:
             task.cancel()
+        if pending & pumps:
+            out.note = (
+                f"output not read to its end: the pipes were still open {bound:g} s after exit"
+            )
+            log.warning("%s", out.note)
     out.exit_code = proc.returncode
 
 
@@ -86,10 +101,11 @@ async def terminate(proc: Process, cg: _cgroup.RunCgroup | None, grace: float) -
     await kill(proc, cg)
 
 
-async def kill(proc: Process, cg: _cgroup.RunCgroup | None) -> None:
-    if cg is not None:
-        await cg.kill_all()
+async def kill(proc: Process, cg: _cgroup.RunCgroup | None) -> bool:
+    """KILL the run; True when its cgroup is empty afterwards (no process of it is left)."""
+    emptied = await cg.kill_all() if cg is not None else False
     signal_run(proc, None, signal.SIGKILL)
+    return emptied
 
 
 def said(status_r: int, word: bytes) -> bool:
