@@ -192,6 +192,13 @@ class LearnerConfig:
     entropic_kl: float = math.log(2)
     """With ``advantage: entropic``: the KL budget (nats) of each group's tilted weights from
     uniform; larger puts more of the weight on the group's best sample (ln n: all of it)."""
+    replay_best: int = 0
+    """Self-imitation: each update also trains on the run's ``replay_best`` best distinct
+    solutions per task so far (valid, ranked on the public score, from earlier batches), each
+    as an answer to the task's scratch prompt and a member of its scratch group, so the group
+    baseline gives it its advantage. Its old log-probs are the policy's own at the start of the
+    update. Only answers that hold their whole program are kept (not ``edit``-format
+    revisions). 0: off (docs/learner.md, Self-imitation)."""
     normalize_advantages: bool = False
     """Whiten advantages over the batch (masked), as some PPO variants do."""
     critic: CriticKind = CriticKind.copy
@@ -321,6 +328,12 @@ class LearnerConfig:
             or self.improve_baseline is ImproveBaseline.group,
             "improve_baseline",
             "needs a group baseline (advantage 'grpo' or 'rloo'); GAE's critic is the baseline",
+        )
+        check(self.replay_best >= 0, "replay_best", "must be >= 0 (0: off)")
+        check(
+            self.advantage is not AdvantageEstimator.gae or self.replay_best == 0,
+            "replay_best",
+            "needs a group baseline (advantage 'grpo', 'rloo' or 'entropic')",
         )
         check(self.duration_floor_s >= 0, "duration_floor_s", "must be >= 0")
         check(self.duration_clip >= 1, "duration_clip", "must be >= 1")

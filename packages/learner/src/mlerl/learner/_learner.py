@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -157,9 +157,12 @@ class Learner:
         )
 
     # ------------------------------------------------------------------ update
-    def update(self, samples: list[Sample]) -> dict[str, float]:
+    def update(self, samples: list[Sample], replay: Sequence[Sample] = ()) -> dict[str, float]:
+        """One update on ``samples`` plus ``replay`` (self-imitation, ``mlerl.learner._replay``:
+        earlier samples trained on again, whose old log-probs are the policy's own now)."""
         cfg, t0 = self.config, time.time()
-        kept = [s for s in samples if s.exec_status is not ExecStatus.INFRA_ERROR]
+        fresh = [s for s in samples if s.exec_status is not ExecStatus.INFRA_ERROR]
+        kept, nf = fresh + list(replay), len(fresh)
         n = len(kept)
         if n == 0 or n % (cfg.minibatches * self.world) != 0:
             raise ValueError(
@@ -178,7 +181,7 @@ class Learner:
             running_mean=self.running_dt,
         )
         self.running_dt = update_running_mean(
-            self.running_dt, durations, cfg.duration_ema, cfg.duration_floor_s
+            self.running_dt, durations[:nf], cfg.duration_ema, cfg.duration_floor_s
         )
         seq_adv = None
         if cfg.advantage is not AdvantageEstimator.gae:
@@ -204,6 +207,8 @@ class Learner:
             rewards[local],
             weights[local],
             None if seq_adv is None else seq_adv[local],
+            replayed=torch.tensor([i >= nf for i in local], dtype=torch.bool),
+            any_replayed=n > nf,
         )
 
         sums: dict[str, float] = {}
@@ -217,27 +222,32 @@ class Learner:
         steps = cfg.ppo_epochs * cfg.minibatches
         metrics = {k: v / steps for k, v in sums.items()}
         self.version += 1
-        metrics.update(
-            self._batch_metrics(
-                kept,
-                weights,
-                seq_adv if seq_adv is not None else rewards - rewards.mean(),
-                durations,
+        adv = seq_adv if seq_adv is not None else rewards - rewards.mean()
+        metrics.update(self._batch_metrics(fresh, weights[:nf], adv[:nf], durations[:nf]))
+        if replay:
+            metrics.update(
+                {
+                    "replay/samples": float(n - nf),
+                    "replay/reward_mean": float(rewards[nf:].mean()),
+                    "replay/advantage_mean": float(adv[nf:].mean()),
+                }
             )
-        )
         metrics.update(
             {
-                "batch/infra_error_excluded": float(len(samples) - n),
+                "batch/infra_error_excluded": float(len(samples) - nf),
                 "version": float(self.version),
                 "time/update_s": time.time() - t0,
             }
         )
-        metrics.update(self._split_metrics([kept[i] for i in local], prep))
+        metrics.update(self._split_metrics([kept[i] for i in local], prep, nf=nf, local=local))
         return metrics
 
-    def _split_metrics(self, samples: list[Sample], prep: _Prepared) -> dict[str, float]:
+    def _split_metrics(
+        self, samples: list[Sample], prep: _Prepared, *, nf: int, local: list[int]
+    ) -> dict[str, float]:
         """Diagnostics by prompt kind and task (``mlerl.learner._diagnostics``), over the whole
-        batch: every rank's rows are gathered, so each rank logs the same global values."""
+        batch (replays left out: they are not the policy's samples): every rank's rows are
+        gathered, so each rank logs the same global values."""
         tb = prep.tokens
         stats = per_sample_stats(
             tb.mask,
@@ -262,6 +272,7 @@ class Learner:
                 **{k: v[i] for k, v in stats.items()},
             }
             for i, s in enumerate(samples)
+            if local[i] < nf
         ]
         return split_metrics(gather_rows(rows))
 
@@ -276,17 +287,34 @@ class Learner:
         return out
 
     def _prepare(
-        self, samples: list[Sample], rewards: Tensor, weights: Tensor, seq_adv: Tensor | None
+        self,
+        samples: list[Sample],
+        rewards: Tensor,
+        weights: Tensor,
+        seq_adv: Tensor | None,
+        *,
+        replayed: Tensor,
+        any_replayed: bool,
     ) -> _Prepared:
+        """``replayed`` (b,): rows with no behaviour log-probs of their own (replays); their
+        ratio is taken against the policy's log-probs now, with no importance weight.
+        ``any_replayed``: whether any rank's rows hold one (the same on every rank)."""
         cfg = self.config
         tb = collate(samples, self.pad_token_id, self.device)
         mask = tb.mask
         is_weights = None
+        replayed = replayed.to(self.device)
+        if cfg.ratio_base is RatioBase.proximal or any_replayed:
+            # every rank runs these forwards (FSDP), whether or not its rows hold a replay
+            own = self._per_token(lambda b: token_logprobs(self.policy, b)[0], tb)
         if cfg.ratio_base is RatioBase.proximal:
-            old = self._per_token(lambda b: token_logprobs(self.policy, b)[0], tb)
+            old = own
             is_weights = torch.exp(old - tb.behaviour_logprobs).clamp(max=cfg.is_cap) * mask
+            is_weights = torch.where(replayed[:, None], mask, is_weights)
         else:
             old = tb.behaviour_logprobs
+            if any_replayed:
+                old = torch.where(replayed[:, None], own, old)
         ref = (
             self._per_token(lambda b: token_logprobs(self.ref, b)[0], tb)
             if self.ref is not None

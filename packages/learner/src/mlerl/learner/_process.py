@@ -46,6 +46,7 @@ from mlerl.learner._learner import Learner
 from mlerl.learner._models import is_distributed
 from mlerl.learner._probe import probe_decisions
 from mlerl.learner._publish import full_state_dict, publish_weights
+from mlerl.learner._replay import ReplayArchive, fit_to_split, holds_program
 from mlerl.learner._samples import SampleLog, log_samples_table
 from mlerl.protocol import (
     MetricsConfig,
@@ -101,12 +102,22 @@ def build_learner(
     learner = Learner(
         config, model, seed=seed, pad_token_id=pad if pad is not None else 0, device=str(device)
     )
-    if config.probe_samples > 0:
+    if config.probe_samples > 0 or config.replay_best > 0:
         try:
             learner.tokenizer = AutoTokenizer.from_pretrained(model_path)
         except (OSError, ValueError):
-            log.warning("no tokenizer next to %s: the decision probe is off", model_path)
+            log.warning("no tokenizer next to %s: the probe and replays are off", model_path)
     return learner
+
+
+def replay_archive(learner: Learner) -> ReplayArchive:
+    """The run's self-imitation archive (``replay_best``; empty and unused when 0, or when the
+    policy has no tokenizer to check that an answer holds its program)."""
+    tok = learner.tokenizer
+    k = learner.config.replay_best if tok is not None else 0
+    return ReplayArchive(
+        k, lambda s: holds_program(s, lambda ids: tok.decode(ids, skip_special_tokens=True))
+    )
 
 
 def sample_limits(
@@ -125,28 +136,27 @@ def sample_limits(
 
 
 def train_step(
-    learner: Learner, batch: list[Sample], run_dir: Path
+    learner: Learner, batch: list[Sample], run_dir: Path, replay: list[Sample] | None = None
 ) -> tuple[dict[str, float], WeightUpdate | None]:
-    """One update, then publish. Collective."""
+    """One update (on ``batch`` and the archive's ``replay``), then publish. Collective."""
     cfg = learner.config
-    metrics = learner.update(batch)
+    metrics = learner.update(batch, replay or [])
     update = publish_weights(
         learner.policy, learner.version, run_dir / "weights", cfg.publish_inline_max_bytes
     )
     return metrics, update
 
 
-def checkpoint_step(learner: Learner, buffer_state: dict[str, Any] | None, run_dir: Path) -> None:
-    """Every ``checkpoint_every`` updates, a checkpoint of the current version. Collective.
+def checkpoint_step(learner: Learner, extra: dict[str, Any] | None, run_dir: Path) -> None:
+    """Every ``checkpoint_every`` updates, a checkpoint of the current version with ``extra``
+    (the buffer's and the replay archive's states, from rank 0). Collective.
 
     Rank 0 calls it only once the update's metrics are written: a resume rewinds to the
     newest checkpoint, so a checkpoint committed before its row (a stop arriving in between)
     would skip that row for good."""
     cfg = learner.config
     if cfg.checkpoint_every and learner.version % cfg.checkpoint_every == 0:
-        save_checkpoint(
-            run_dir / "checkpoints", learner, {"buffer": buffer_state}, keep=cfg.keep_checkpoints
-        )
+        save_checkpoint(run_dir / "checkpoints", learner, extra or {}, keep=cfg.keep_checkpoints)
 
 
 def _done(learner: Learner) -> bool:
@@ -189,9 +199,11 @@ async def serve(
     sink: MetricsSink,
     run_dir: Path,
     samples: SampleLog | None = None,
+    archive: ReplayArchive | None = None,
 ) -> None:
     """Rank 0's loop until ``max_updates``, cancellation or SIGTERM (a clean stop)."""
     cfg = learner.config
+    archive = archive or ReplayArchive(0, lambda s: False)
     arrived = asyncio.Event()
     main = asyncio.current_task()
     assert main is not None
@@ -239,17 +251,20 @@ async def serve(
                 except TimeoutError:
                     if is_distributed():  # the other ranks wait in a broadcast: keep it alive
                         await asyncio.to_thread(
-                            torch.distributed.broadcast_object_list, [KEEPALIVE, None], 0
+                            torch.distributed.broadcast_object_list, [KEEPALIVE, None, None], 0
                         )
             if learner.version == 0:  # the initial policy, once its prompts are known
                 probed = await asyncio.to_thread(run_probe, learner, probe_prompts)
                 if probed:
                     sink.log(probed, step=0, stream="probe")
             batch = buffer.take(cfg.batch_size)
-            state = buffer.state_dict()
+            split = cfg.minibatches * learner.world
+            replay = fit_to_split(len(batch), archive.replays(batch), split)
+            archive.offer(batch)
+            state = {"buffer": buffer.state_dict(), "replay": archive.state_dict()}
             if is_distributed():
-                torch.distributed.broadcast_object_list([batch, state], src=0)
-            metrics, update = await asyncio.to_thread(train_step, learner, batch, run_dir)
+                torch.distributed.broadcast_object_list([batch, replay, state], src=0)
+            metrics, update = await asyncio.to_thread(train_step, learner, batch, run_dir, replay)
             assert update is not None  # rank 0 publishes every version
             broadcaster.publish(update)
             metrics.update(
@@ -310,14 +325,14 @@ def follow(learner: Learner, run_dir: Path) -> None:
         learner.config.publish_inline_max_bytes,
     )
     while True:
-        box: list[Any] = [None, None]
+        box: list[Any] = [None, None, None]
         torch.distributed.broadcast_object_list(box, src=0)
         if box[0] is None:
             return
         if box[0] == KEEPALIVE:
             continue
-        train_step(learner, box[0], run_dir)
-        checkpoint_step(learner, box[1], run_dir)
+        train_step(learner, box[0], run_dir, box[1])
+        checkpoint_step(learner, box[2], run_dir)
 
 
 def save_policy(learner: Learner, out_dir: Path, model_path: str) -> None:
@@ -380,10 +395,13 @@ def run(
             if rank == 0
             else None
         )
+        archive = replay_archive(learner)
         ckpt, extra = restore_checkpoint(run_dir / "checkpoints", learner)
         if ckpt is not None:
             if buffer is not None and extra.get("buffer") is not None:
                 buffer.load_state_dict(extra["buffer"])
+            if extra.get("replay") is not None:
+                archive.load_state_dict(extra["replay"])
             log.info("resumed from %s at version %d", ckpt, learner.version)
         if rank == 0:
             if transport.keys_dir:
@@ -401,7 +419,7 @@ def run(
             starting = False  # from here on a failure may be a peer's: restartable
             assert buffer is not None  # rank 0 owns the buffer
             try:
-                asyncio.run(serve(learner, buffer, transport, sink, run_dir, samples))
+                asyncio.run(serve(learner, buffer, transport, sink, run_dir, samples, archive))
             except (asyncio.CancelledError, KeyboardInterrupt):
                 log.info("stopped at version %d", learner.version)
             finally:
@@ -410,7 +428,7 @@ def run(
                 buffer.close()
             # reached only when serve ended cleanly, so the others wait in ``follow``'s broadcast
             if is_distributed():
-                torch.distributed.broadcast_object_list([None, None], src=0)
+                torch.distributed.broadcast_object_list([None, None, None], src=0)
         else:
             starting = False
             follow(learner, run_dir)
