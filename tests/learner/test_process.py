@@ -1,4 +1,5 @@
-"""End to end: `python -m mlerl.learner` over the real transport, then a restart that resumes."""
+"""End to end: `python -m mlerl.learner` over the real transport, then a restart that resumes;
+with self-imitation, the run's best program replayed before and after the resume."""
 
 import asyncio
 import json
@@ -23,18 +24,22 @@ def _port() -> int:
     return _PORTS.take(1)[0]
 
 
-def _config(tmp_path, model_dir, max_updates, ports):
-    """A run config in ``tmp_path/run`` (the learner's run dir is the config file's dir)."""
-    learner = dict(
-        batch_size=4,
-        micro_batch_size=2,
-        bf16=False,
-        gradient_checkpointing=False,
-        lr=1e-3,
-        critic_lr=1e-3,
-        checkpoint_every=1,
-        max_updates=max_updates,
-        duration_weighting="paper",
+def _config(tmp_path, model_dir, max_updates, ports, **overrides):
+    """A run config in ``tmp_path/run`` (the learner's run dir is the config file's dir);
+    ``overrides`` replace learner settings."""
+    learner = (
+        dict(
+            batch_size=4,
+            micro_batch_size=2,
+            bf16=False,
+            gradient_checkpointing=False,
+            lr=1e-3,
+            critic_lr=1e-3,
+            checkpoint_every=1,
+            max_updates=max_updates,
+            duration_weighting="paper",
+        )
+        | overrides
     )
     transport = dict(
         samples_address=f"tcp://127.0.0.1:{ports[0]}", weights_address=f"tcp://127.0.0.1:{ports[1]}"
@@ -204,3 +209,81 @@ async def test_a_stop_while_a_checkpoint_commits_loses_no_update_record(
     }
     assert 2 in committed  # the stop came while version 2's checkpoint was being written
     assert committed <= logged
+
+
+PROMPT = [7, 8, 9]
+
+
+def _tokenizer(model_dir) -> None:
+    """A word-level tokenizer of the tiny model's 512 ids (``t<i>``), so the learner can decode
+    a response and see that it holds its program."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import WhitespaceSplit
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(WordLevel(vocab={f"t{i}": i for i in range(512)}, unk_token="t0"))
+    tok.pre_tokenizer = WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0").save_pretrained(model_dir)
+
+
+def _scratch(make_sample, seq, *, best=False):
+    """A from-scratch sample of ``PROMPT``; ``best``: valid, and its program is its response."""
+    s = make_sample(seq=seq, reward=0.0, duration_s=1.0, t_sampled=1000.0 + seq)
+    s = msgspec.structs.replace(s, prompt_ids=PROMPT, exec_status=ExecStatus.PROGRAM_ERROR)
+    if best:
+        code = " ".join(f"t{i}" for i in s.response_ids)
+        s = msgspec.structs.replace(
+            s,
+            exec_status=ExecStatus.OK,
+            valid_submission=True,
+            score=0.1,
+            reward_parts={"score": -0.1},
+            reward=1.0,
+            code=code,
+        )
+    return s
+
+
+REPLAY = dict(advantage="grpo", critic="none", kl_coef=0.0, micro_batch_size=4, replay_best=1)
+"""Self-imitation of the best program (it needs a group baseline)."""
+
+
+def _learner(tmp_path, model_dir, max_updates, ports):
+    config = str(_config(tmp_path, model_dir, max_updates, ports, **REPLAY))
+    return subprocess.Popen([sys.executable, "-m", "mlerl.learner", "--config", config])
+
+
+def _replays(run) -> list:
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    return [(r["step"], r.get("replay/samples")) for r in rows]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_the_best_program_is_replayed_and_still_after_a_resume(
+    tmp_path, make_sample, tiny_model
+):
+    model_dir = tmp_path / "model"
+    tiny_model().save_pretrained(model_dir)
+    _tokenizer(model_dir)
+    ports = (_port(), _port())
+    first = [_scratch(make_sample, 0, best=True)] + [_scratch(make_sample, i) for i in range(1, 8)]
+    proc = _learner(tmp_path, model_dir, 2, ports)
+    try:
+        await _feed(first, ports, want_version=2, keys=await _keys(tmp_path / "run"))
+        assert proc.wait(timeout=200) == 0
+    finally:
+        proc.kill()
+    run = tmp_path / "run"
+    # update 1 trains on seqs 0-3 (nothing archived yet), update 2 on 4-7 plus seq 0's replay
+    assert _replays(run) == [(1, None), (2, 1.0)]
+
+    proc = _learner(tmp_path, model_dir, 3, ports)
+    try:
+        more = [_scratch(make_sample, i) for i in range(8, 12)]
+        await _feed(more, ports, want_version=3, keys=CurveKeys(run / "keys"))
+        assert proc.wait(timeout=200) == 0
+    finally:
+        proc.kill()
+    assert _replays(run) == [(1, None), (2, 1.0), (3, 1.0)]
