@@ -78,6 +78,12 @@ def host_busy_frac(before: tuple[int, int] | None, after: tuple[int, int] | None
     return (after[0] - before[0]) / (after[1] - before[1])
 
 
+def int_list(text: str) -> list[int]:
+    """A comma-separated list of integers, as the scripts' ``--seeds`` and ``--chosen-on`` take
+    (``argparse`` type; empty items are skipped)."""
+    return [int(x) for x in text.split(",") if x]
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
-from _common import RESULTS, command_line, git_commit, machine_info, write_json
+from _common import RESULTS, command_line, git_commit, int_list, machine_info, write_json
 from discovery import paired
 
 
@@ -56,7 +56,7 @@ def _results_file(name: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--aide-dir", type=Path, required=True)
-    p.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",") if x], required=True)
+    p.add_argument("--seeds", type=int_list, required=True)
     p.add_argument("--arm", action="append", required=True, help="NAME=FILE:ARM")
     p.add_argument("--task", default="standin-materials-rmsle-tiny")
     p.add_argument("--name", default="discovery_aide_resampling")

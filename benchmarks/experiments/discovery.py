@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
-from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl
+from _common import RESULTS, command_line, git_commit, int_list, machine_info, mean_se, read_jsonl
 from _discovery_plot import plot, probe_plot
 from embedded_rl import _better, selection
 from equal_budget import eval_command
@@ -309,15 +309,10 @@ def _read_with(p: argparse.ArgumentParser, path: Path) -> dict[str, Any]:
     return other
 
 
-def _ints(v: str) -> list[int]:
-    """A comma-separated list of integers (``--seeds``, ``--chosen-on``, ``--at``)."""
-    return [int(x) for x in v.split(",") if x]
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs-dir", type=Path, required=True)
-    p.add_argument("--seeds", type=_ints, required=True)
+    p.add_argument("--seeds", type=int_list, required=True)
     p.add_argument("--arm", action="append", required=True, help="NAME=OVERRIDES (space-separated)")
     p.add_argument("--baselines", default="", help="comma-separated: scratch_bon,initial_bon,aide")
     p.add_argument("--choose", default=None, help="the arm the rows report (default: the last)")
@@ -331,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="comma-separated arms to train (default: every arm); the rest are only read back",
     )
-    p.add_argument("--chosen-on", type=_ints, default=None)
+    p.add_argument("--chosen-on", type=int_list, default=None)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--name", default="discovery")
     p.add_argument(
@@ -344,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--at",
-        type=_ints,
+        type=int_list,
         default=[],
         help="also pair every arm at these smaller budgets (executions), from the same runs",
     )

@@ -54,7 +54,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
-from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    command_line,
+    git_commit,
+    int_list,
+    machine_info,
+    mean_se,
+    read_jsonl,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -519,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", default="embedded_rl", help="results file stem (default embedded_rl)")
     p.add_argument(
         "--chosen-on",
-        type=lambda v: [int(x) for x in v.split(",") if x],
+        type=int_list,
         default=None,
         help="seeds the setting under test was chosen on (comma-separated); recorded beside "
         "the seeds run, and the results say whether they are held out",

@@ -42,7 +42,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
-from _common import RESULTS, command_line, git_commit, machine_info, mean_se, read_jsonl  # noqa: E402
+from _common import (  # noqa: E402
+    RESULTS,
+    command_line,
+    git_commit,
+    int_list,
+    machine_info,
+    mean_se,
+    read_jsonl,
+)
 from embedded_rl import _better, selection  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -308,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--chosen-on",
-        type=lambda v: [int(x) for x in v.split(",") if x],
+        type=int_list,
         default=None,
         help="seeds the default configuration was chosen on (recorded in the results)",
     )

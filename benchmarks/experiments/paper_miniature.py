@@ -106,6 +106,7 @@ from _common import (
     command_line,
     fmt_mean_se,
     git_commit,
+    int_list,
     machine_info,
     mean_se,
     read_jsonl,
@@ -1041,7 +1042,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument(
         "--chosen-on",
-        type=lambda v: [int(x) for x in v.split(",") if x],
+        type=int_list,
         default=[0, 1, 2],
         help="seeds the default configuration was chosen on (default 0,1,2; recorded in the results)",
     )
