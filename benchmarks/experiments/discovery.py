@@ -63,6 +63,8 @@ from _discovery_plot import plot, probe_plot
 from embedded_rl import _better, selection
 from equal_budget import eval_command
 
+from mlerl.learner import answer_decisions
+
 REPO = Path(__file__).resolve().parents[2]
 BASELINES = ("scratch_bon", "initial_bon", "aide")
 BEST_DECISIONS = {
@@ -121,6 +123,37 @@ def probe_summary(metrics: list[dict[str, Any]], task: str) -> dict[str, Any]:
         "last": series[steps[-1]] if steps else None,
         "first_step": steps[0] if steps else None,
         "last_step": steps[-1] if steps else None,
+    }
+
+
+def combination(
+    records: list[dict[str, Any]], keys: tuple[str, ...], lower: bool
+) -> dict[str, Any]:
+    """How often the executions ``records`` ran a program making every decision in ``keys`` (the
+    best known configuration's, :func:`probe_keys`): in all, valid, per kind (``scratch`` /
+    ``improve``) and per quarter of the records, the first execution (0-based) that made it and
+    the best private score among the valid ones. Empty when ``keys`` is."""
+    if not keys:
+        return {}
+    want = set(keys)
+    q = max(len(records) // 4, 1)
+    hits = [
+        (i, r)
+        for i, r in enumerate(records)
+        if want <= (answer_decisions(f"```\n{r.get('code') or ''}\n```") or set())
+    ]
+    valid = [r for _, r in hits if r.get("valid")]
+    privates = [float(r["private_score"]) for r in valid if r.get("private_score") is not None]
+    by_kind: dict[str, int] = {}
+    for _, r in hits:
+        by_kind[str(r.get("kind"))] = by_kind.get(str(r.get("kind")), 0) + 1
+    return {
+        "executions": len(hits),
+        "valid": len(valid),
+        "by_kind": by_kind,
+        "by_quarter": [sum(min(i // q, 3) == k for i, _ in hits) for k in range(4)],
+        "first": hits[0][0] if hits else None,
+        "best_private": (min(privates) if lower else max(privates)) if privates else None,
     }
 
 
@@ -261,6 +294,7 @@ def arm_seed(run_dir: Path, task: str, n: int, lower: bool) -> dict[str, Any] | 
         **best,
         "probe": probe_summary(probes, task),
         **quarter_stats(metrics, records[:n]),
+        "combination": combination(records[:n], probe_keys(task), lower),
         "wall_s": float((run_dir / "DONE").read_text()) if (run_dir / "DONE").is_file() else None,
     }
 
@@ -500,6 +534,13 @@ def main(argv: list[str] | None = None) -> int:
         probe_plot(
             run[(chosen, held_out[0])], args.out / f"{args.name}_probe_seed{held_out[0]}.png"
         )
+    for s in args.seeds:
+        c = (result["arms"][chosen].get(s) or {}).get("combination")
+        if c:
+            print(
+                f"{chosen} seed {s}: the best known combination ran {c['executions']} times in"
+                f" {n} executions ({c['valid']} valid, first at {c['first']}, {c['by_kind']})"
+            )
     for at, by_key in [(n, result["paired"]), *result.get("paired_at", {}).items()]:
         for key, d in by_key.items():
             if d["mean"] is not None:

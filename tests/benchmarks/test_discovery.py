@@ -189,3 +189,31 @@ def test_arms_that_started_from_different_policies_are_named():
     assert dv.unlike_starts({"default": arms["default"]}) == []
     real = json.loads((REPO / "benchmarks/results/discovery_entstrata_heldout.json").read_text())
     assert dv.unlike_starts(real["arms"]) == []  # the default read back, the new arm run later
+
+
+def test_the_best_known_combination_is_counted_by_kind_and_quarter():
+    def program(log, model, products):
+        return f"LOG_TARGET = {log}\nMODEL = {model!r}\nPRODUCTS = {products!r}\nX = load()\n"
+
+    basal = ["lattice_vector_1_ang*lattice_vector_2_ang"]
+    best = program(True, "lightgbm", basal)
+    records = [
+        {**_r(0.08, 0.09), "code": program(True, "lightgbm", [])},  # no product: not counted
+        {**_r(0.07, 0.06, kind="improve"), "code": best},
+        {**_r(), "code": best},  # made it, did not run
+        {**_r(0.05, 0.07), "code": program(False, "lightgbm", basal)},
+        {**_r(), "code": "MODEL = ("},  # does not parse
+        {**_r(0.06, 0.05), "code": best},
+        {**_r(0.06, 0.08), "code": best},
+        {**_r(0.06, 0.07)},  # no code at all
+    ]
+    keys = dv.probe_keys("standin-materials-rmsle-tiny")
+    got = dv.combination(records, keys, lower=True)
+    # 8 records, quarters of 2: hits at 1 (q0), 2 (q1), 5 and 6 (q2, q3)
+    assert got["executions"] == 4 and got["valid"] == 3 and got["first"] == 1
+    assert got["by_kind"] == {"improve": 1, "scratch": 3}
+    assert got["by_quarter"] == [1, 1, 1, 1]
+    assert got["best_private"] == 0.05
+    assert dv.combination(records, keys, lower=False)["best_private"] == 0.08
+    assert dv.combination(records, (), lower=True) == {}
+    assert dv.combination(records[:1], keys, lower=True)["first"] is None

@@ -2,6 +2,7 @@
 
 import torch
 
+from mlerl.learner import answer_decisions
 from mlerl.learner._probe import decision_shares, decisions, probe_decisions, settings_of
 
 BEST = """Plan: log1p target, LightGBM, the basal-area product.
@@ -46,6 +47,12 @@ def test_decision_keys_of_lists_dicts_and_scalars():
         "NGRAMS=(2, 5)",
         "PARAMS.C=10.0",
     }
+
+
+def test_one_answer_s_decisions_or_none_when_its_program_does_not_parse():
+    keys = answer_decisions(BEST)
+    assert {"LOG_TARGET=True", "MODEL=lightgbm"} <= keys and "MODEL=ridge" not in keys
+    assert answer_decisions(BROKEN) is None
 
 
 def test_shares_are_over_all_answers():

@@ -12,7 +12,8 @@
   its ``DurationWeighting`` modes, the running mean it reads, ``update_running_mean``, and its
   diagnostics, ``weight_stats``);
 - the decision probe: ``probe_decisions`` (shares of each settings decision among sampled
-  answers, what ``learner.probe_samples`` logs);
+  answers, what ``learner.probe_samples`` logs) and ``answer_decisions`` (the decision keys
+  of one answer);
 - token batches: ``collate`` (samples -> padded tensors) and ``token_logprobs``;
 - reading a run: ``read_journal`` (the samples the learner stored, in order), ``read_best`` (the
   run's best solution per task, ``RUN_DIR/best/<task>/``); gathering the
@@ -31,7 +32,7 @@ from mlerl.learner._duration_weights import duration_weights, update_running_mea
 from mlerl.learner._faults import FATAL_FILE
 from mlerl.learner._learner import Learner
 from mlerl.learner._losses import entropy_from_logits, ppo_policy_loss, value_loss
-from mlerl.learner._probe import probe_decisions
+from mlerl.learner._probe import answer_decisions, probe_decisions
 from mlerl.learner._process import build_learner, checkpoint_step, run, train_step
 from mlerl.learner._publish import full_state_dict, publish_weights
 
@@ -51,6 +52,7 @@ __all__ = [
     "read_journal",
     "read_best",
     "probe_decisions",
+    "answer_decisions",
     "ppo_policy_loss",
     "value_loss",
     "entropy_from_logits",

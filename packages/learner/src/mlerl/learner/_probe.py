@@ -76,6 +76,13 @@ def decisions(settings: Mapping[str, object]) -> set[str]:
     return keys
 
 
+def answer_decisions(text: str) -> set[str] | None:
+    """The decision keys the program of one answer makes (its first fenced block, else the whole
+    text); None when it does not parse."""
+    settings = settings_of(text)
+    return None if settings is None else decisions(settings)
+
+
 def decision_shares(texts: Sequence[str]) -> dict[str, float]:
     """Over ``texts`` (answers): ``parsed`` and each decision key's share of all answers."""
     if not texts:
@@ -83,11 +90,11 @@ def decision_shares(texts: Sequence[str]) -> dict[str, float]:
     counts: dict[str, int] = {}
     parsed = 0
     for text in texts:
-        settings = settings_of(text)
-        if settings is None:
+        keys = answer_decisions(text)
+        if keys is None:
             continue
         parsed += 1
-        for key in decisions(settings):
+        for key in keys:
             counts[key] = counts.get(key, 0) + 1
     n = len(texts)
     return {"parsed": parsed / n, **{k: c / n for k, c in sorted(counts.items())}}

@@ -110,14 +110,18 @@ def build_learner(
     return learner
 
 
+def _decoder(learner: Learner) -> Callable[[list[int]], str]:
+    """The policy's text for token ids (what the probe and the replay archive read)."""
+    tok = learner.tokenizer
+    return lambda ids: tok.decode(ids, skip_special_tokens=True)
+
+
 def replay_archive(learner: Learner) -> ReplayArchive:
     """The run's self-imitation archive (``replay_best``; empty and unused when 0, or when the
     policy has no tokenizer to check that an answer holds its program)."""
-    tok = learner.tokenizer
-    k = learner.config.replay_best if tok is not None else 0
-    return ReplayArchive(
-        k, lambda s: holds_program(s, lambda ids: tok.decode(ids, skip_special_tokens=True))
-    )
+    decode = _decoder(learner)
+    k = learner.config.replay_best if learner.tokenizer is not None else 0
+    return ReplayArchive(k, lambda s: holds_program(s, decode))
 
 
 def sample_limits(
@@ -302,7 +306,7 @@ def run_probe(learner: Learner, prompts: dict[str, tuple[list[int], float]]) -> 
     t0 = time.time()
     shares = probe_decisions(
         learner.policy,
-        lambda ids: tok.decode(ids, skip_special_tokens=True),
+        _decoder(learner),
         prompts,
         n=cfg.probe_samples,
         max_new_tokens=cfg.probe_max_new_tokens,
