@@ -14,45 +14,19 @@ import sys
 
 import msgspec
 import pytest
-import yaml
 
 from mlerl.learner import ExperienceBuffer
 from mlerl.learner._buffer import read_journal
 from mlerl.learner._publish import load_weight_update
 from mlerl.protocol import CurveKeys, SampleSender, WeightSubscriber, generate_keys
 
+from .test_process import _config as _process_config
 from .test_process import _port
 
 
 def _config(tmp_path, model_dir, max_updates, ports):
-    """A run config in ``tmp_path/run`` (the learner's run dir is the config file's dir)."""
-    learner = dict(
-        batch_size=4,
-        micro_batch_size=2,
-        bf16=False,
-        gradient_checkpointing=False,
-        lr=1e-3,
-        critic_lr=1e-3,
-        checkpoint_every=1,
-        max_updates=max_updates,
-        torch_threads=1,
-    )
-    transport = dict(
-        samples_address=f"tcp://127.0.0.1:{ports[0]}", weights_address=f"tcp://127.0.0.1:{ports[1]}"
-    )
-    path = tmp_path / "run" / f"config_{max_updates}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "learner": learner,
-                "transport": transport,
-                "model": {"path": str(model_dir)},
-                "seed": 0,
-            }
-        )
-    )
-    return path
+    """The process tests' run config, the learner on one torch thread."""
+    return _process_config(tmp_path, model_dir, max_updates, ports, torch_threads=1)
 
 
 def _start(config, log):
