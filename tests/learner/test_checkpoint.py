@@ -17,7 +17,7 @@ from mlerl.learner._checkpoint import (
     save_checkpoint,
 )
 
-CFG = dict(
+CFG = dict(  # a small update on the tiny model: the learner tests' shared settings
     batch_size=4,
     micro_batch_size=2,
     bf16=False,

@@ -21,14 +21,7 @@ from mlerl.learner._checkpoint import (
     save_checkpoint,
 )
 
-CFG = dict(
-    batch_size=4,
-    micro_batch_size=2,
-    bf16=False,
-    gradient_checkpointing=False,
-    lr=1e-3,
-    critic_lr=1e-3,
-)
+from .test_checkpoint import CFG
 
 
 class _Payload:

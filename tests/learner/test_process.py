@@ -16,6 +16,7 @@ from mlerl.learner._checkpoint import complete_checkpoints
 from mlerl.learner._publish import load_weight_update
 from mlerl.protocol import CurveKeys, ExecStatus, SampleSender, WeightSubscriber
 
+from .test_checkpoint import CFG
 
 _PORTS = PortLease()  # held for the session: ports no bind(0) or other run can be given
 
@@ -28,17 +29,7 @@ def _config(tmp_path, model_dir, max_updates, ports, **overrides):
     """A run config in ``tmp_path/run`` (the learner's run dir is the config file's dir);
     ``overrides`` replace learner settings."""
     learner = (
-        dict(
-            batch_size=4,
-            micro_batch_size=2,
-            bf16=False,
-            gradient_checkpointing=False,
-            lr=1e-3,
-            critic_lr=1e-3,
-            checkpoint_every=1,
-            max_updates=max_updates,
-            duration_weighting="paper",
-        )
+        dict(CFG, checkpoint_every=1, max_updates=max_updates, duration_weighting="paper")
         | overrides
     )
     transport = dict(
