@@ -179,14 +179,19 @@ def quarter_stats(metrics: list[dict[str, Any]], records: list[dict[str, Any]]) 
     }
 
 
-def paired(a: list[float | None], b: list[float | None], lower: bool) -> dict[str, Any]:
-    """Mean ± s.e. of a - b over the seeds where both have a result, signed so that positive
-    means ``a`` is better; and in how many seeds ``a`` is strictly better."""
-    diffs = [
+def differences(a: list[float | None], b: list[float | None], lower: bool) -> list[float]:
+    """a - b per seed where both have a result, signed so that positive means ``a`` is better."""
+    return [
         (y - x) if lower else (x - y)
         for x, y in zip(a, b, strict=True)
         if x is not None and y is not None
     ]
+
+
+def paired(a: list[float | None], b: list[float | None], lower: bool) -> dict[str, Any]:
+    """Mean ± s.e. of :func:`differences` over the seeds where both have a result, positive
+    when ``a`` is better; and in how many seeds ``a`` is strictly better."""
+    diffs = differences(a, b, lower)
     stats = mean_se(diffs)
     mean, se = stats["mean"], stats["se"]
     return {

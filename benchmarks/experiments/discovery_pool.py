@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info
-from discovery import best_at, paired
+from discovery import best_at, differences, paired
 
 
 # ---- pure ----------------------------------------------------------------------------------
@@ -69,11 +69,7 @@ def pool(rows: list[dict[str, Any]], baselines: list[str], lower: bool) -> dict[
         rl = [r["rl"] for r in rows]
         other = [r.get(b) for r in rows]
         stats = paired(rl, other, lower)
-        diffs = [
-            (y - x) if lower else (x - y)
-            for x, y in zip(rl, other, strict=True)
-            if x is not None and y is not None
-        ]
+        diffs = differences(rl, other, lower)
         sd = stats["se"] * math.sqrt(stats["n"]) if stats["se"] is not None else None
         out[b] = {**stats, "sd": sd, "seeds": [r["seed"] for r in rows if r.get(b) is not None],
                   "sign_test_p": sign_test(diffs)}  # fmt: skip
