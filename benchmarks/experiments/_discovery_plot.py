@@ -93,3 +93,41 @@ def probe_plot(run_dir: Path, out: Path) -> Path | None:
     with tempfile.TemporaryDirectory() as tmp:
         made = plot_decision_probe(run_dir / "metrics.jsonl", Path(tmp))
         return None if made is None else Path(shutil.move(made, out))  # across filesystems
+
+
+def pooled_plot(result: dict[str, Any], out: Path) -> Path:
+    """``NAME.png`` of ``discovery_pool.py``: per task, each held-out seed's difference between
+    the arm and each baseline (positive = the arm better), with their mean ± 2 s.e."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(result["paired"])
+    fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4), squeeze=False)
+    for ax, task in zip(axes[0], tasks, strict=True):
+        rows = [r for r in result["rows"] if r["task"] == task]
+        sign = 1 if rows[0]["direction"] == "lower" else -1
+        for i, (b, d) in enumerate(result["paired"][task].items()):
+            pts = [
+                (r["seed"] + 0.15 * (i - 1), sign * (r[f"{b}_private"] - r["rl_private"]))
+                for r in rows
+                if r.get(f"{b}_private") is not None and r.get("rl_private") is not None
+            ]
+            if not pts or d["mean"] is None:
+                continue
+            mean, se = d["mean"], d["se"] or 0.0
+            label = f"{result['arm']} - {b}: {mean:+.4f} ± {se:.4f} ({d['n']} seeds)"
+            ax.plot(*zip(*pts, strict=True), "o", ms=4, color=f"C{i}", label=label)
+            lo, hi = min(p[0] for p in pts), max(p[0] for p in pts)
+            ax.hlines(mean, lo, hi, color=f"C{i}", lw=1)
+            ax.fill_between([lo, hi], mean - 2 * se, mean + 2 * se, color=f"C{i}", alpha=0.12)
+        ax.axhline(0, color="k", lw=0.6)
+        ax.set_xlabel("held-out seed")
+        ax.set_ylabel(f"{result['arm']} ahead by (private)")
+        ax.set_title(f"{task}, {result['executions']} executions: mean ± 2 s.e.", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out

@@ -1,6 +1,6 @@
 """AIDE that samples an unparseable answer again, against AIDE as recorded and the RL arms.
 
-``python benchmarks/experiments/aide_resampling.py --aide-dir DIR --seeds 3,4,5,6,7,8 --arm default=discovery.json:default [--arm NAME=FILE:ARM ...] [--task TASK] [--name discovery_aide_resampling]``
+``python benchmarks/experiments/aide_resampling.py --aide-dir DIR --seeds 3,4,5,6,7,8 --arm default=discovery_default_heldout.json:default [--arm NAME=FILE:ARM ...] [--task TASK] [--name discovery_aide_resampling]``
 
 AIDE as published (aideml's ``plan_and_code_query``) asks again, up to three LLM calls, when a
 response holds no plan and code; the AIDE baseline of the discovery study turned such a response
@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, int_list, machine_info, write_json
-from discovery import paired
+from _discovery_figures import paired
 
 
 def aide_seed(path: Path, task: str) -> dict[str, Any]:

@@ -1,18 +1,28 @@
 """One arm's held-out seeds pooled over several results files of the discovery study, at one
-budget: the paired differences against each baseline, with a sign test.
+budget, on one task or several: the study's results file, with the paired differences against
+each baseline and a sign test.
 
 ``python benchmarks/experiments/discovery_pool.py --at 240 discovery_b16_heldout.json:b16
-discovery_budget480.json:b16x2 discovery_b16_seeds12.json:b16 [--name discovery_b16_pooled]``
+discovery_budget480.json:b16x2 discovery_b16_insults.json:b16 [--label b16] [--name discovery]``
 
 Each source is ``FILE:ARM`` (a results file of ``discovery.py``, a bare name read from
-``benchmarks/results/``). Every value is read from the source's best-so-far curves at ``--at``
-executions (the best of the first ``--at`` executions, chosen on public, shown on private), so
-a longer run joins at the budget of the rest. A seed the arm was chosen on (the file's
-``selection``) is left out, a seed in two sources is refused, and so is a source of another task
-or with fewer executions than ``--at``. Writes ``benchmarks/results/NAME.json`` (``rows``: per
-seed the arm's and each baseline's private score; ``paired``: per baseline the mean ± s.e. of
-the differences, positive = the arm better, their standard deviation, the seeds ahead and the
-one-sided sign test).
+``benchmarks/results/``); ``--label`` names the pooled arm in the rows (default: the first
+source's arm). Every score is read from the source's best-so-far curves at ``--at`` executions
+(the best of the first ``--at`` executions, chosen on public, shown on private), so a longer run
+joins at the budget of the rest. A seed the arm was chosen on (the file's ``selection``) is left
+out; one task and seed in two sources is refused, and so is a source with fewer executions than
+``--at`` or a task whose direction differs between sources.
+
+Writes ``benchmarks/results/NAME.json``: ``rows``, one per task and held-out seed (``task``,
+``seed``, ``direction``, ``executions``, ``arm``, ``rl_private``, ``bon_scratch_private``,
+``bon_mix_private``, ``aide_private``, and the ``source`` file); ``probe``, per task and seed, the
+best known decisions' shares at the run's first and last probe (the last one ends the source's
+run, ``run_executions``, which can be longer than ``--at``); ``probe_rose``, per task, in how
+many seeds each of those shares rose and in how many all of them did; ``paired``, per task and
+baseline, the mean ± s.e. of the differences (positive = the arm better), their standard
+deviation, the seeds ahead and the one-sided sign test; ``selection``, per task, the seeds the
+arm was chosen on and those pooled. ``NAME.png``: per task, each seed's differences with their
+mean ± 2 s.e.
 """
 
 from __future__ import annotations
@@ -26,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info
-from discovery import best_at, differences, paired
+from _discovery_figures import best_at, differences, issue_row, paired
+from _discovery_plot import pooled_plot
 
 
 # ---- pure ----------------------------------------------------------------------------------
@@ -40,9 +51,12 @@ def sign_test(diffs: list[float]) -> float | None:
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
 
 
-def source_rows(result: dict[str, Any], arm: str, at: int, source: str) -> list[dict[str, Any]]:
-    """Per held-out seed of ``arm`` in one results file: its and each baseline's private score
-    after ``at`` executions (None where a curve is shorter or has no valid solution yet)."""
+def source_rows(
+    result: dict[str, Any], arm: str, at: int, source: str, label: str
+) -> list[dict[str, Any]]:
+    """Per held-out seed of ``arm`` in one results file, a results row (``issue_row``): its and
+    each baseline's private score after ``at`` executions (None where a curve is shorter or has
+    no valid solution yet), the arm named ``label``, and the file it came from."""
     if arm not in result["arms"]:
         raise ValueError(f"{source}: no arm {arm!r} (its arms: {', '.join(result['arms'])})")
     if int(result["executions"]) < at:
@@ -55,24 +69,53 @@ def source_rows(result: dict[str, Any], arm: str, at: int, source: str) -> list[
         b: best_at({int(s): v for s, v in per.items()}, seeds, at)
         for b, per in result.get("baselines", {}).items()
     }
+    task, direction = result["task"], result["direction"]
     return [
-        {"seed": s, "source": source, "rl": rl[i], **{b: base[b][i] for b in base}}
+        {
+            **issue_row(task, s, direction, at, label, rl[i], {b: base[b][i] for b in base}),
+            "source": source,
+        }
         for i, s in enumerate(seeds)
     ]
 
 
+def source_probe(result: dict[str, Any], arm: str, seeds: list[int]) -> dict[str, Any]:
+    """Per seed, the arm's probe in one results file (the best known decisions' shares first and
+    last, and the steps) with the executions of the run whose last probe it is."""
+    probe = (result.get("probe") or {}).get(result["task"], {}).get(arm, {})
+    return {
+        str(s): {**probe[str(s)], "run_executions": int(result["executions"])}
+        for s in seeds
+        if probe.get(str(s))
+    }
+
+
+def probe_rises(probe: dict[str, Any]) -> dict[str, Any]:
+    """Over one task's seeds (seed -> first and last shares): per decision, in how many seeds its
+    share rose from the first probe to the last; ``all``, in how many every one of them rose."""
+    runs = [v for v in probe.values() if v.get("first") and v.get("last")]
+    keys = list(dict.fromkeys(k for v in runs for k in v["first"]))
+    rose = [{k: v["last"].get(k, 0.0) > v["first"].get(k, 0.0) for k in keys} for v in runs]
+    return {
+        "seeds": len(runs),
+        "rose": {k: sum(r[k] for r in rose) for k in keys},
+        "all": sum(all(r.values()) for r in rose),
+    }
+
+
 def pool(rows: list[dict[str, Any]], baselines: list[str], lower: bool) -> dict[str, Any]:
-    """Per baseline: the paired differences (``discovery.paired``: mean, s.e., seeds ahead),
-    their standard deviation and the one-sided sign test, over the seeds that have both."""
+    """Per baseline (a row key ``<baseline>_private``): the paired differences
+    (``_discovery_figures.paired``: mean, s.e., seeds ahead), their standard deviation and the
+    one-sided sign test, over the seeds that have both."""
     out = {}
     for b in baselines:
-        rl = [r["rl"] for r in rows]
-        other = [r.get(b) for r in rows]
+        rl = [r["rl_private"] for r in rows]
+        other = [r.get(f"{b}_private") for r in rows]
         stats = paired(rl, other, lower)
         diffs = differences(rl, other, lower)
         sd = stats["se"] * math.sqrt(stats["n"]) if stats["se"] is not None else None
-        out[b] = {**stats, "sd": sd, "seeds": [r["seed"] for r in rows if r.get(b) is not None],
-                  "sign_test_p": sign_test(diffs)}  # fmt: skip
+        seeds = [r["seed"] for r in rows if r.get(f"{b}_private") is not None]
+        out[b] = {**stats, "sd": sd, "seeds": seeds, "sign_test_p": sign_test(diffs)}
     return out
 
 
@@ -81,50 +124,70 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("sources", nargs="+", help="FILE:ARM, a results file of discovery.py")
     p.add_argument("--at", type=int, required=True, help="executions: the budget read")
-    p.add_argument("--name", default="discovery_pooled")
+    p.add_argument("--label", help="the pooled arm's name in the rows (default: the first ARM)")
+    p.add_argument("--name", default="discovery")
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     rows: list[dict[str, Any]] = []
-    task = direction = None
+    probe: dict[str, dict[str, Any]] = {}
+    selection: dict[str, dict[str, set[int]]] = {}
     for spec in args.sources:
         name, _, arm = spec.rpartition(":")
         if not name or not arm:
             p.error(f"{spec!r}: write FILE:ARM")
+        label = args.label = args.label or arm
         path = Path(name) if Path(name).is_file() else RESULTS / name
         result = json.loads(path.read_text())
-        if task is not None and (result["task"], result["direction"]) != (task, direction):
-            p.error(f"{spec}: task {result['task']!r}, not {task!r}: pool one task at a time")
-        task, direction = result["task"], result["direction"]
+        task = result["task"]
+        if any(r["task"] == task and r["direction"] != result["direction"] for r in rows):
+            p.error(f"{spec}: {task!r} is {result['direction']!r} here, not in an earlier source")
         try:
-            found = source_rows(result, arm, args.at, path.name)
+            found = source_rows(result, arm, args.at, path.name, label)
         except ValueError as e:
             p.error(str(e))
-        again = {r["seed"] for r in rows} & {r["seed"] for r in found}
+        again = {(r["task"], r["seed"]) for r in rows} & {(r["task"], r["seed"]) for r in found}
         if again:
-            p.error(f"{spec}: seeds {sorted(again)} are already in an earlier source")
+            p.error(f"{spec}: {sorted(again)} are already in an earlier source")
         rows += found
-    rows.sort(key=lambda r: r["seed"])
-    baselines = sorted({k for r in rows for k in r} - {"seed", "source", "rl"})
+        probe.setdefault(task, {}).update(source_probe(result, arm, [r["seed"] for r in found]))
+        chosen = (result.get("selection") or {}).get("chosen_on_seeds") or []
+        sel = selection.setdefault(task, {"chosen_on_seeds": set(), "pooled_seeds": set()})
+        sel["chosen_on_seeds"] |= set(chosen)
+        sel["pooled_seeds"] |= {r["seed"] for r in found}
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    rows.sort(key=lambda r: (tasks.index(r["task"]), r["seed"]))
+    paired_by_task = {}
+    for task in tasks:
+        mine = [r for r in rows if r["task"] == task]
+        keys = {k.removesuffix("_private") for r in mine for k in r if k.endswith("_private")}
+        paired_by_task[task] = pool(mine, sorted(keys - {"rl"}), mine[0]["direction"] == "lower")
     result = {
-        "task": task,
-        "direction": direction,
+        "arm": args.label,
         "executions": args.at,
         "sources": args.sources,
         "rows": rows,
-        "paired": pool(rows, baselines, direction == "lower"),
+        "probe": probe,
+        "probe_rose": {t: probe_rises(by_seed) for t, by_seed in probe.items()},
+        "paired": paired_by_task,
+        "selection": {t: {k: sorted(v) for k, v in sel.items()} for t, sel in selection.items()},
         "commit": git_commit(),
         "command": command_line(),
         "machine": machine_info(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
-    for b, d in result["paired"].items():
-        if d["mean"] is not None:
-            print(
-                f"arm - {b} at {args.at}: {d['mean']:+.4f} ± {d['se'] or 0:.4f} over {d['n']}"
-                f" seeds (s.d. {d['sd'] or 0:.4f}), ahead on {d['better_in']},"
-                f" sign test p = {d['sign_test_p']:.3f}"
-            )
+    pooled_plot(result, args.out / f"{args.name}.png")
+    for task, by_baseline in paired_by_task.items():
+        for b, d in by_baseline.items():
+            if d["mean"] is not None:
+                print(
+                    f"{task}: {args.label} - {b} at {args.at}: {d['mean']:+.4f} ±"
+                    f" {d['se'] or 0:.4f} over {d['n']} seeds (s.d. {d['sd'] or 0:.4f}), ahead"
+                    f" on {d['better_in']}, sign test p = {d['sign_test_p']:.3f}"
+                )
+    for task, r in result["probe_rose"].items():
+        shares = ", ".join(f"{k} {n}" for k, n in r["rose"].items())
+        print(f"{task}: probe rose over {r['seeds']} seeds: {shares}; all of them {r['all']}")
     return 0
 
 

@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the shared _common
 from _common import RESULTS, command_line, git_commit, machine_info  # noqa: E402
-from discovery import probe_keys  # noqa: E402
+from _discovery_figures import probe_keys  # noqa: E402
 from embedded_rl_replay import (  # noqa: E402
     _on_policy,
     _probe,

@@ -13,6 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks" / "experiments"))
 dv = importlib.import_module("discovery")
+fig = importlib.import_module("_discovery_figures")
 
 
 def _r(score=None, private=None, step=0, kind="scratch"):
@@ -22,36 +23,36 @@ def _r(score=None, private=None, step=0, kind="scratch"):
 
 def test_the_best_of_the_first_n_executions_only():
     records = [_r(), _r(0.06, 0.07, 1), _r(0.05, 0.09, 2, "improve"), _r(0.01, 0.01, 3)]
-    got = dv.best_of_first(records, 3, lower=True)  # the fourth is past the budget
+    got = fig.best_of_first(records, 3, lower=True)  # the fourth is past the budget
     assert (got["private"], got["public"], got["step"], got["kind"]) == (0.09, 0.05, 2, "improve")
     assert got["curve"] == [None, 0.07, 0.09] and got["executions"] == 3
-    assert dv.best_of_first(records, 10, lower=False)["public"] == 0.06
-    assert dv.best_of_first([_r()], 5, lower=True)["private"] is None
+    assert fig.best_of_first(records, 10, lower=False)["public"] == 0.06
+    assert fig.best_of_first([_r()], 5, lower=True)["private"] is None
 
 
 def test_probe_summary_reads_the_best_decisions_first_and_last():
     task = "standin-materials-rmsle-tiny"
-    keys = dv.probe_keys(task)
+    keys = fig.probe_keys(task)
     assert keys[0] == "LOG_TARGET=True" and len(keys) == 3
     metrics = [
         {"stream": "probe", "step": 3, f"{task}/parsed": 1.0, f"{task}/LOG_TARGET=True": 0.75},
         {"step": 0, f"probe/{task}/parsed": 1.0, f"probe/{task}/MODEL=lightgbm": 0.25},  # old
         {"step": 1, "loss/policy": 0.0},
     ]
-    got = dv.probe_summary(metrics, task)
+    got = fig.probe_summary(metrics, task)
     assert got["first_step"] == 0 and got["last_step"] == 3
     assert got["first"] == {keys[0]: 0.0, keys[1]: 0.25, keys[2]: 0.0}
     assert got["last"][keys[0]] == 0.75
-    assert dv.probe_keys("unknown-task") == ()
+    assert fig.probe_keys("unknown-task") == ()
 
 
 def test_paired_differences_are_positive_when_the_arm_is_better():
     # RMSLE: arm 0.05, 0.06, None against 0.07, 0.05, 0.04 -> differences +0.02, -0.01 (seed 3
     # has no result for the arm): mean +0.005, s.e. 0.015
-    got = dv.paired([0.05, 0.06, None], [0.07, 0.05, 0.04], lower=True)
+    got = fig.paired([0.05, 0.06, None], [0.07, 0.05, 0.04], lower=True)
     assert got["n"] == 2 and got["better_in"] == 1 and not got["beyond_2se"]
     assert got["mean"] == pytest.approx(0.005) and got["se"] == pytest.approx(0.015)
-    auc = dv.paired([0.9, 0.8, 0.85], [0.8, 0.7, 0.8], lower=False)
+    auc = fig.paired([0.9, 0.8, 0.85], [0.8, 0.7, 0.8], lower=False)
     assert auc["mean"] == pytest.approx(0.25 / 3) and auc["beyond_2se"]
 
 
@@ -98,8 +99,8 @@ def test_a_baseline_added_later_reads_the_rl_runs_from_the_earlier_results(tmp_p
 
 def test_best_at_a_smaller_budget_reads_each_curve():
     arms = {3: {"curve": [None, 0.09, 0.07]}, 4: {"curve": [0.1, 0.08]}, 5: None}
-    assert dv.best_at(arms, [3, 4, 5], 1) == [None, 0.1, None]  # seed 3: nothing valid yet
-    assert dv.best_at(arms, [3, 4, 5], 3) == [0.07, None, None]  # seed 4 ran only 2
+    assert fig.best_at(arms, [3, 4, 5], 1) == [None, 0.1, None]  # seed 3: nothing valid yet
+    assert fig.best_at(arms, [3, 4, 5], 3) == [0.07, None, None]  # seed 4 ran only 2
 
 
 def test_pairs_at_smaller_budgets_come_from_the_same_curves(tmp_path):
@@ -185,10 +186,10 @@ def test_arms_that_started_from_different_policies_are_named():
         "new": {3: arm(same), 4: arm(other), 5: None},
         "late": {3: arm(other, step=5)},
     }
-    assert dv.unlike_starts(arms) == ["4"]
-    assert dv.unlike_starts({"default": arms["default"]}) == []
+    assert fig.unlike_starts(arms) == ["4"]
+    assert fig.unlike_starts({"default": arms["default"]}) == []
     real = json.loads((REPO / "benchmarks/results/discovery_entstrata_heldout.json").read_text())
-    assert dv.unlike_starts(real["arms"]) == []  # the default read back, the new arm run later
+    assert fig.unlike_starts(real["arms"]) == []  # the default read back, the new arm run later
 
 
 def test_the_best_known_combination_is_counted_by_kind_and_quarter():
@@ -207,13 +208,13 @@ def test_the_best_known_combination_is_counted_by_kind_and_quarter():
         {**_r(0.06, 0.08), "code": best},
         {**_r(0.06, 0.07)},  # no code at all
     ]
-    keys = dv.probe_keys("standin-materials-rmsle-tiny")
-    got = dv.combination(records, keys, lower=True)
+    keys = fig.probe_keys("standin-materials-rmsle-tiny")
+    got = fig.combination(records, keys, lower=True)
     # 8 records, quarters of 2: hits at 1 (q0), 2 (q1), 5 and 6 (q2, q3)
     assert got["executions"] == 4 and got["valid"] == 3 and got["first"] == 1
     assert got["by_kind"] == {"improve": 1, "scratch": 3}
     assert got["by_quarter"] == [1, 1, 1, 1]
     assert got["best_private"] == 0.05
-    assert dv.combination(records, keys, lower=False)["best_private"] == 0.08
-    assert dv.combination(records, (), lower=True) == {}
-    assert dv.combination(records[:1], keys, lower=True)["first"] is None
+    assert fig.combination(records, keys, lower=False)["best_private"] == 0.08
+    assert fig.combination(records, (), lower=True) == {}
+    assert fig.combination(records[:1], keys, lower=True)["first"] is None
