@@ -21,8 +21,8 @@ run, ``run_executions``, which can be longer than ``--at``); ``probe_rose``, per
 many seeds each of those shares rose and in how many all of them did; ``paired``, per task and
 baseline, the mean ± s.e. of the differences (positive = the arm better), their standard
 deviation, the seeds ahead and the one-sided sign test; ``selection``, per task, the seeds the
-arm was chosen on and those pooled. ``NAME.png``: per task, each seed's differences with their
-mean ± 2 s.e.
+arm was chosen on and those pooled (``embedded_rl.selection``). ``NAME.png``: per task, each
+seed's differences with their mean ± 2 s.e.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the
 from _common import RESULTS, command_line, git_commit, machine_info
 from _discovery_figures import best_at, differences, issue_row, paired
 from _discovery_plot import pooled_plot
+from embedded_rl import selection
 
 
 # ---- pure ----------------------------------------------------------------------------------
@@ -130,12 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     rows: list[dict[str, Any]] = []
     probe: dict[str, dict[str, Any]] = {}
-    selection: dict[str, dict[str, set[int]]] = {}
+    chosen_on: dict[str, set[int]] = {}
+    label = args.label or args.sources[0].rpartition(":")[2]
     for spec in args.sources:
         name, _, arm = spec.rpartition(":")
         if not name or not arm:
             p.error(f"{spec!r}: write FILE:ARM")
-        label = args.label = args.label or arm
         path = Path(name) if Path(name).is_file() else RESULTS / name
         result = json.loads(path.read_text())
         task = result["task"]
@@ -151,9 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += found
         probe.setdefault(task, {}).update(source_probe(result, arm, [r["seed"] for r in found]))
         chosen = (result.get("selection") or {}).get("chosen_on_seeds") or []
-        sel = selection.setdefault(task, {"chosen_on_seeds": set(), "pooled_seeds": set()})
-        sel["chosen_on_seeds"] |= set(chosen)
-        sel["pooled_seeds"] |= {r["seed"] for r in found}
+        chosen_on.setdefault(task, set()).update(chosen)
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     rows.sort(key=lambda r: (tasks.index(r["task"]), r["seed"]))
     paired_by_task = {}
@@ -162,14 +161,17 @@ def main(argv: list[str] | None = None) -> int:
         keys = {k.removesuffix("_private") for r in mine for k in r if k.endswith("_private")}
         paired_by_task[task] = pool(mine, sorted(keys - {"rl"}), mine[0]["direction"] == "lower")
     result = {
-        "arm": args.label,
+        "arm": label,
         "executions": args.at,
         "sources": args.sources,
         "rows": rows,
         "probe": probe,
         "probe_rose": {t: probe_rises(by_seed) for t, by_seed in probe.items()},
         "paired": paired_by_task,
-        "selection": {t: {k: sorted(v) for k, v in sel.items()} for t, sel in selection.items()},
+        "selection": {
+            t: selection(sorted(chosen_on[t]), [r["seed"] for r in rows if r["task"] == t])
+            for t in tasks
+        },
         "commit": git_commit(),
         "command": command_line(),
         "machine": machine_info(),
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         for b, d in by_baseline.items():
             if d["mean"] is not None:
                 print(
-                    f"{task}: {args.label} - {b} at {args.at}: {d['mean']:+.4f} ±"
+                    f"{task}: {label} - {b} at {args.at}: {d['mean']:+.4f} ±"
                     f" {d['se'] or 0:.4f} over {d['n']} seeds (s.d. {d['sd'] or 0:.4f}), ahead"
                     f" on {d['better_in']}, sign test p = {d['sign_test_p']:.3f}"
                 )

@@ -125,7 +125,12 @@ def test_the_script_pools_sources_and_refuses_a_seed_twice(tmp_path, capsys):
     )
     assert out["probe"]["u"]["3"]["last"] == {"K": 0.3}
     assert out["probe_rose"]["t"] == {"seeds": 2, "rose": {"K": 2}, "all": 2}
-    assert out["selection"]["t"] == {"chosen_on_seeds": [0], "pooled_seeds": [3, 4]}
+    assert out["selection"]["t"] == {
+        "chosen_on_seeds": [0],
+        "confirmed_on_seeds": [3, 4],
+        "overlap": [],
+        "held_out": True,
+    }
     assert "ahead on 2" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         dp.main([src[0], src[0], "--at", "1", "--out", str(tmp_path)])
